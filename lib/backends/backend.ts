@@ -1,0 +1,167 @@
+import type { Clock } from '../core/clock';
+import type { RheoError } from '../core/errors';
+import type {
+  AppendOptions,
+  DeadLetter,
+  EventMetadata,
+  GroupConfig,
+  GroupInfo,
+  JsonValue,
+  Lag,
+  Lease,
+  Ordering,
+  QueryWhere,
+  RheoEvent,
+  StreamInfo,
+} from '../core/types';
+import type { Capabilities } from './capabilities';
+
+export type { Capabilities } from './capabilities';
+
+/**
+ * An event ready to store: validated, id and timestamp assigned, partition routed.
+ * The backend assigns the sequence.
+ */
+export interface NewEvent {
+  id: string;
+  partition: number;
+  timestamp: Date;
+  key: string | null;
+  type: string | null;
+  metadata: EventMetadata;
+  payload: JsonValue;
+}
+
+/** A start position resolved by the facade: per partition, the last sequence to skip, or a time. */
+export type ResolvedStart =
+  | { kind: 'beginning' }
+  | { kind: 'end' }
+  | { kind: 'after'; sequences: Record<number, number> | number }
+  | { kind: 'at'; time: Date };
+
+export interface CreateGroupRequest {
+  stream: string;
+  group: string;
+  start: ResolvedStart;
+  maxAttempts: number;
+  retry: GroupConfig['retry'];
+  ordering: Ordering;
+}
+
+export interface FetchRequest {
+  stream: string;
+  group: string;
+  limit: number;
+  leaseMs: number;
+  consumerId: string;
+  /** Restrict to these partitions; all when absent. */
+  partitions?: number[];
+}
+
+/** One settle in a bulk settle call. */
+export type SettleOp =
+  | { kind: 'ack'; lease: Lease<unknown> }
+  /** `delayMs` absent: the group's retry backoff applies. */
+  | { kind: 'nack'; lease: Lease<unknown>; reason: string; delayMs?: number }
+  | { kind: 'reject'; lease: Lease<unknown>; reason: string };
+
+/** Per-op outcome of a bulk call: ok, or the portable error for that op alone. */
+export type SettleResult = { ok: true } | { ok: false; error: RheoError };
+export type RenewResult = { ok: true; expiresAt: Date } | { ok: false; error: RheoError };
+
+export interface ReadRequest {
+  stream: string;
+  partition: number;
+  afterSequence: number;
+  limit: number;
+}
+
+/** A validated query; `after` is the decoded keyset cursor. */
+export interface QueryRequest {
+  stream: string;
+  where: QueryWhere;
+  from?: Date;
+  to?: Date;
+  afterSequence?: number;
+  untilSequence?: number;
+  order: 'asc' | 'desc';
+  limit: number;
+  /** Keyset position: results strictly after (asc) or before (desc) this (sequence, partition). */
+  after?: { sequence: number; partition: number };
+}
+
+export type ReplayRequest =
+  | { stream: string; group: string; kind: 'sequence'; fromSequence: number; partitions?: number[] }
+  | { stream: string; group: string; kind: 'time'; from: Date; partitions?: number[] }
+  | { stream: string; group: string; kind: 'events'; events: Array<{ id: string; partition: number; sequence: number }> };
+
+export interface WaitRequest {
+  stream: string;
+  group: string;
+  timeoutMs: number;
+  signal: AbortSignal;
+}
+
+/**
+ * The Backend contract: semantic operations only; storage algorithms stay private
+ * to each backend. Every method reports failure by throwing a `RheoError` (never a
+ * driver's exception), except the bulk calls, which report per op.
+ *
+ * Semantics every backend must honour (the conformance suite checks them):
+ * - sequences per (stream, partition) start at 1, are contiguous, and commit in order;
+ * - an event id is unique per stream; appending a known id returns the stored event;
+ * - each fetch issues a new `leaseId`; settle and renew succeed only while the
+ *   stored lease matches and is live, else `stale_lease` (or `receipt_mismatch`);
+ * - an expired lease is claimable again with `attempt + 1`;
+ * - nack at `attempt >= maxAttempts` dead-letters with the reason;
+ * - the frontier is the highest sequence with every event up to it terminal.
+ */
+export interface Backend {
+  /** Short name: memory, postgres, sqlite, redis, mongo. */
+  readonly name: string;
+  readonly capabilities: Capabilities;
+  /** The clock used for timestamps, lease expiry and retry delays. */
+  readonly clock: Clock;
+
+  /** Connect / install. Called once by the facade before first use; idempotent. */
+  init(): Promise<void>;
+  /** Resolves when the store answers; throws `backend_unavailable` otherwise. */
+  ping(): Promise<void>;
+  /** Release what the backend owns. Idempotent. */
+  close(): Promise<void>;
+
+  createStream(stream: string, partitions: number): Promise<StreamInfo>;
+  getStream(stream: string): Promise<StreamInfo | null>;
+  listStreams(): Promise<StreamInfo[]>;
+
+  createGroup(request: CreateGroupRequest): Promise<GroupConfig>;
+  getGroup(stream: string, group: string): Promise<GroupConfig | null>;
+  listGroups(stream: string): Promise<GroupConfig[]>;
+
+  /** Append in order; atomic for the whole batch. Returns the stored events, in input order. */
+  append(stream: string, events: NewEvent[], options: AppendOptions): Promise<RheoEvent[]>;
+  read(request: ReadRequest): Promise<RheoEvent[]>;
+  query(request: QueryRequest): Promise<RheoEvent[]>;
+
+  fetch(request: FetchRequest): Promise<Lease[]>;
+  renew(leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]>;
+  settle(ops: SettleOp[]): Promise<SettleResult[]>;
+
+  /** Re-open deliveries; returns how many events were re-opened (or rewound over). */
+  replay(request: ReplayRequest): Promise<number>;
+  reset(stream: string, group: string, start: ResolvedStart): Promise<void>;
+
+  lag(stream: string, group: string): Promise<Lag>;
+  groupInfo(stream: string, group: string): Promise<GroupInfo>;
+  /** Ordered by (partition, sequence); `after` is an event id from an earlier page. */
+  deadLetters(stream: string, group: string, limit: number, after?: string): Promise<DeadLetter[]>;
+  /** Make dead letters available again; returns how many were redriven. */
+  redrive(stream: string, group: string, eventIds: string[] | 'all'): Promise<number>;
+
+  /**
+   * Optional wake-up hint: resolves when work might exist for the group, at the
+   * latest after `timeoutMs`, or when `signal` aborts. Never correctness: the
+   * runtime polls anyway.
+   */
+  wait?(request: WaitRequest): Promise<void>;
+}

@@ -1,0 +1,614 @@
+import { backoffDelay } from '../../core/backoff';
+import { Clock, systemClock } from '../../core/clock';
+import { RheoError } from '../../core/errors';
+import { newId } from '../../core/ids';
+import { jsonEqual } from '../../core/json-equal';
+import type { DeadLetter, EventMetadata, GroupConfig, GroupInfo, JsonValue, Lag, Lease, RheoEvent, StreamInfo } from '../../core/types';
+import type {
+  Backend,
+  CreateGroupRequest,
+  FetchRequest,
+  NewEvent,
+  QueryRequest,
+  ReadRequest,
+  RenewResult,
+  ReplayRequest,
+  ResolvedStart,
+  SettleOp,
+  SettleResult,
+  WaitRequest,
+} from '../backend';
+import { createCapabilities } from '../capabilities';
+
+/** Options of {@link memoryBackend}. */
+export interface MemoryBackendOptions {
+  clock?: Clock;
+}
+
+/** A stored event: the payload is kept as JSON text so callers can never mutate the log. */
+interface StoredEvent {
+  id: string;
+  partition: number;
+  sequence: number;
+  timestamp: number;
+  key: string | null;
+  type: string | null;
+  metadata: string;
+  payload: string;
+}
+
+type DeliveryState = 'available' | 'leased' | 'acked' | 'dead';
+
+/** Per-group state of one event that has been delivered at least once. */
+interface Delivery {
+  sequence: number;
+  state: DeliveryState;
+  attempt: number;
+  leaseId: string | null;
+  consumerId: string | null;
+  leasedAt: number;
+  expiresAt: number;
+  availableAt: number;
+}
+
+/**
+ * One partition as seen by one group. Events from `cursor` up are fresh (never
+ * delivered) and need no record; `deliveries` holds every delivered event above
+ * the frontier, plus none below it: once the frontier passes a terminal event its
+ * record is dropped (dead letters live on in the group's dead-letter index).
+ */
+interface GroupPartition {
+  cursor: number;
+  frontier: number;
+  deliveries: Map<number, Delivery>;
+  /** Sequences of `deliveries` that are not terminal: the only ones fetch scans. */
+  open: Set<number>;
+}
+
+interface DeadEntry {
+  partition: number;
+  sequence: number;
+  reason: string;
+  attempt: number;
+  at: number;
+}
+
+interface MemGroup {
+  config: GroupConfig;
+  parts: GroupPartition[];
+  dead: Map<string, DeadEntry>;
+  /** Rotates the partition fetch starts from, so no partition starves. */
+  nextPartition: number;
+}
+
+interface MemStream {
+  info: StreamInfo;
+  log: StoredEvent[][];
+  byId: Map<string, StoredEvent>;
+  groups: Map<string, MemGroup>;
+  waiters: Set<() => void>;
+}
+
+const STALE = (what: string) => new RheoError('stale_lease', `${what}: the lease is no longer held (expired, settled or replaced)`);
+
+/**
+ * The in-process backend: ephemeral, single process, fast. Every operation is an
+ * index lookup or a walk over open deliveries only; nothing scans the log except
+ * `query`, which walks sequence ranges.
+ */
+export class MemoryBackend implements Backend {
+  readonly name = 'memory';
+  readonly capabilities = createCapabilities({
+    guarantees: { durable: false, distributed: false, partitions: true, contiguousFrontier: true, replay: true, orderedPartitions: true },
+    mechanisms: { notifications: true, batchWrites: true, secondaryIndexes: false, blockingReads: false, transactionalAppend: false },
+  });
+  readonly clock: Clock;
+  private readonly streams = new Map<string, MemStream>();
+  private closed = false;
+
+  constructor(options: MemoryBackendOptions = {}) {
+    this.clock = options.clock ?? systemClock;
+  }
+
+  async init(): Promise<void> {
+    this.open();
+  }
+
+  async ping(): Promise<void> {
+    this.open();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const s of this.streams.values()) this.wake(s);
+  }
+
+  private open(): void {
+    if (this.closed) throw new RheoError('backend_unavailable', 'the memory backend is closed');
+  }
+
+  private stream(name: string): MemStream {
+    this.open();
+    const s = this.streams.get(name);
+    if (!s) throw new RheoError('stream_not_found', `stream "${name}" does not exist`);
+    return s;
+  }
+
+  private group(stream: string, group: string): { s: MemStream; g: MemGroup } {
+    const s = this.stream(stream);
+    const g = s.groups.get(group);
+    if (!g) throw new RheoError('group_not_found', `group "${group}" does not exist on stream "${stream}"`);
+    return { s, g };
+  }
+
+  private wake(s: MemStream): void {
+    const waiters = [...s.waiters];
+    s.waiters.clear();
+    for (const w of waiters) w();
+  }
+
+  // ------------------------------------------------------------ streams and groups
+
+  async createStream(stream: string, partitions: number): Promise<StreamInfo> {
+    this.open();
+    if (this.streams.has(stream)) throw new RheoError('already_exists', `stream "${stream}" already exists`);
+    const info: StreamInfo = { name: stream, partitions, createdAt: new Date(this.clock.now()) };
+    this.streams.set(stream, {
+      info,
+      log: Array.from({ length: partitions }, () => []),
+      byId: new Map(),
+      groups: new Map(),
+      waiters: new Set(),
+    });
+    return { ...info };
+  }
+
+  async getStream(stream: string): Promise<StreamInfo | null> {
+    this.open();
+    const s = this.streams.get(stream);
+    return s ? { ...s.info } : null;
+  }
+
+  async listStreams(): Promise<StreamInfo[]> {
+    this.open();
+    return [...this.streams.values()].map((s) => ({ ...s.info })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  async createGroup(req: CreateGroupRequest): Promise<GroupConfig> {
+    const s = this.stream(req.stream);
+    if (s.groups.has(req.group)) throw new RheoError('already_exists', `group "${req.group}" already exists on stream "${req.stream}"`);
+    const config: GroupConfig = {
+      stream: req.stream,
+      group: req.group,
+      maxAttempts: req.maxAttempts,
+      retry: { ...req.retry },
+      ordering: req.ordering,
+      createdAt: new Date(this.clock.now()),
+    };
+    s.groups.set(req.group, { config, parts: this.startParts(s, req.start), dead: new Map(), nextPartition: 0 });
+    return { ...config, retry: { ...config.retry } };
+  }
+
+  private startParts(s: MemStream, start: ResolvedStart): GroupPartition[] {
+    return s.log.map((events, p) => {
+      let after = 0;
+      if (start.kind === 'end') after = events.length;
+      else if (start.kind === 'after') after = typeof start.sequences === 'number' ? start.sequences : start.sequences[p] ?? 0;
+      else if (start.kind === 'at') after = firstAtOrAfter(events, start.time.getTime()) - 1;
+      return { cursor: after + 1, frontier: after, deliveries: new Map(), open: new Set() };
+    });
+  }
+
+  async getGroup(stream: string, group: string): Promise<GroupConfig | null> {
+    this.open();
+    const g = this.streams.get(stream)?.groups.get(group);
+    return g ? { ...g.config, retry: { ...g.config.retry } } : null;
+  }
+
+  async listGroups(stream: string): Promise<GroupConfig[]> {
+    const s = this.stream(stream);
+    return [...s.groups.values()]
+      .map((g) => ({ ...g.config, retry: { ...g.config.retry } }))
+      .sort((a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
+  }
+
+  // ------------------------------------------------------------ the log
+
+  async append(stream: string, events: NewEvent[]): Promise<RheoEvent[]> {
+    const s = this.stream(stream);
+    // Validate the whole batch before writing anything, so a batch is all or nothing.
+    for (const e of events) {
+      if (e.partition < 0 || e.partition >= s.info.partitions) throw RheoError.invalid('partition', `must be between 0 and ${s.info.partitions - 1}`);
+    }
+    const out: RheoEvent[] = [];
+    const batchIds = new Map<string, StoredEvent>();
+    for (const e of events) {
+      const known = s.byId.get(e.id) ?? batchIds.get(e.id);
+      if (known) {
+        out.push(toEvent(stream, known));
+        continue;
+      }
+      const log = s.log[e.partition];
+      const stored: StoredEvent = {
+        id: e.id,
+        partition: e.partition,
+        sequence: log.length + 1,
+        timestamp: e.timestamp.getTime(),
+        key: e.key,
+        type: e.type,
+        metadata: JSON.stringify(e.metadata),
+        payload: JSON.stringify(e.payload),
+      };
+      log.push(stored);
+      batchIds.set(e.id, stored);
+      s.byId.set(e.id, stored);
+      out.push(toEvent(stream, stored));
+    }
+    if (batchIds.size > 0) this.wake(s);
+    return out;
+  }
+
+  async read(req: ReadRequest): Promise<RheoEvent[]> {
+    const s = this.stream(req.stream);
+    return s.log[req.partition].slice(req.afterSequence, req.afterSequence + req.limit).map((e) => toEvent(req.stream, e));
+  }
+
+  async query(req: QueryRequest): Promise<RheoEvent[]> {
+    const s = this.stream(req.stream);
+    const asc = req.order === 'asc';
+    const parts = req.where.partition === undefined ? s.log.map((_, p) => p) : [req.where.partition];
+    const from = req.from?.getTime();
+    const to = req.to?.getTime();
+    const metadata = req.where.metadata ? Object.entries(req.where.metadata) : [];
+    const payload = req.where.payload ? Object.entries(req.where.payload) : [];
+    const matches = (e: StoredEvent): boolean => {
+      if (req.where.type !== undefined && e.type !== req.where.type) return false;
+      if (req.where.key !== undefined && e.key !== req.where.key) return false;
+      if (from !== undefined && e.timestamp < from) return false;
+      if (to !== undefined && e.timestamp > to) return false;
+      if (metadata.length) {
+        const m = JSON.parse(e.metadata) as Record<string, JsonValue>;
+        if (!metadata.every(([k, v]) => k in m && jsonEqual(m[k], v))) return false;
+      }
+      if (payload.length) {
+        const p = JSON.parse(e.payload) as JsonValue;
+        if (typeof p !== 'object' || p === null || Array.isArray(p)) return false;
+        if (!payload.every(([k, v]) => k in p && jsonEqual((p as Record<string, JsonValue>)[k], v))) return false;
+      }
+      return true;
+    };
+    // Per partition, the first `limit` matches inside the bounds and past the keyset cursor; then merge.
+    const found: StoredEvent[] = [];
+    for (const p of parts) {
+      const log = s.log[p];
+      let lo = (req.afterSequence ?? 0) + 1;
+      let hi = Math.min(log.length, req.untilSequence ?? log.length);
+      if (req.after) {
+        const { sequence: S, partition: P } = req.after;
+        if (asc) lo = Math.max(lo, p > P ? S : S + 1);
+        else hi = Math.min(hi, p < P ? S : S - 1);
+      }
+      let taken = 0;
+      for (let seq = asc ? lo : hi; asc ? seq <= hi : seq >= lo; seq += asc ? 1 : -1) {
+        const e = log[seq - 1];
+        if (matches(e)) {
+          found.push(e);
+          if (++taken >= req.limit) break;
+        }
+      }
+    }
+    const dir = asc ? 1 : -1;
+    found.sort((a, b) => dir * (a.sequence - b.sequence || a.partition - b.partition));
+    return found.slice(0, req.limit).map((e) => toEvent(req.stream, e));
+  }
+
+  // ------------------------------------------------------------ leases
+
+  async fetch(req: FetchRequest): Promise<Lease[]> {
+    const { s, g } = this.group(req.stream, req.group);
+    const now = this.clock.now();
+    const partitions = req.partitions ?? s.log.map((_, p) => p);
+    const strict = g.config.ordering === 'partition';
+    // Candidates per partition, in sequence order: open deliveries that are claimable, then fresh events.
+    const queues: Array<{ p: number; seqs: number[] }> = [];
+    for (const p of partitions) {
+      const part = g.parts[p];
+      const hwm = s.log[p].length;
+      const seqs: number[] = [];
+      if (strict) {
+        const next = part.frontier + 1;
+        const busy = [...part.open].some((q) => {
+          const d = part.deliveries.get(q)!;
+          return d.state === 'leased' && d.expiresAt > now;
+        });
+        if (!busy && next <= hwm) {
+          const d = part.deliveries.get(next);
+          if (d ? claimable(d, now) : next >= part.cursor) seqs.push(next);
+        }
+      } else {
+        const open = [...part.open].filter((q) => claimable(part.deliveries.get(q)!, now)).sort((a, b) => a - b);
+        for (const q of open) {
+          if (seqs.length >= req.limit) break;
+          seqs.push(q);
+        }
+        for (let q = part.cursor; q <= hwm && seqs.length < req.limit; q++) seqs.push(q);
+      }
+      if (seqs.length) queues.push({ p, seqs });
+    }
+    // Round-robin over partitions, starting where the last fetch left off.
+    const leases: Lease[] = [];
+    const start = g.nextPartition++ % Math.max(1, queues.length);
+    for (let round = 0; leases.length < req.limit; round++) {
+      let took = false;
+      for (let i = 0; i < queues.length && leases.length < req.limit; i++) {
+        const q = queues[(start + i) % queues.length];
+        if (round < q.seqs.length) {
+          leases.push(this.claim(req, s, g, q.p, q.seqs[round], now));
+          took = true;
+        }
+      }
+      if (!took) break;
+    }
+    return leases;
+  }
+
+  private claim(req: FetchRequest, s: MemStream, g: MemGroup, p: number, seq: number, now: number): Lease {
+    const part = g.parts[p];
+    let d = part.deliveries.get(seq);
+    if (!d) {
+      d = { sequence: seq, state: 'available', attempt: 0, leaseId: null, consumerId: null, leasedAt: 0, expiresAt: 0, availableAt: 0 };
+      part.deliveries.set(seq, d);
+      part.open.add(seq);
+      if (seq >= part.cursor) part.cursor = seq + 1;
+    }
+    d.state = 'leased';
+    d.attempt += 1;
+    d.leaseId = newId();
+    d.consumerId = req.consumerId;
+    d.leasedAt = now;
+    d.expiresAt = now + req.leaseMs;
+    return {
+      leaseId: d.leaseId,
+      receipt: d.leaseId,
+      stream: req.stream,
+      group: req.group,
+      consumerId: req.consumerId,
+      attempt: d.attempt,
+      leasedAt: new Date(now),
+      expiresAt: new Date(d.expiresAt),
+      event: toEvent(req.stream, s.log[p][seq - 1]),
+    };
+  }
+
+  /** The live delivery a lease refers to, or the portable reason it is not live. */
+  private held(lease: Lease<unknown>, now: number, what: string): { g: MemGroup; part: GroupPartition; d: Delivery } {
+    const { g } = this.group(lease.stream, lease.group);
+    const part = g.parts[lease.event.partition];
+    const d = part?.deliveries.get(lease.event.sequence);
+    if (!d || d.leaseId !== lease.leaseId || d.state !== 'leased' || d.expiresAt <= now) throw STALE(what);
+    if (lease.receipt !== d.leaseId) throw new RheoError('receipt_mismatch', `${what}: the receipt does not match the delivery`);
+    return { g, part, d };
+  }
+
+  async renew(leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]> {
+    this.open();
+    const now = this.clock.now();
+    return leases.map((lease) => {
+      try {
+        const { d } = this.held(lease, now, 'renew');
+        d.expiresAt = now + leaseMs;
+        return { ok: true, expiresAt: new Date(d.expiresAt) };
+      } catch (err) {
+        return { ok: false, error: err as RheoError };
+      }
+    });
+  }
+
+  async settle(ops: SettleOp[]): Promise<SettleResult[]> {
+    this.open();
+    const now = this.clock.now();
+    const woken = new Set<MemStream>();
+    const results = ops.map((op): SettleResult => {
+      try {
+        const { g, part, d } = this.held(op.lease, now, op.kind);
+        const seq = d.sequence;
+        if (op.kind === 'ack') {
+          d.state = 'acked';
+        } else if (op.kind === 'reject' || op.lease.attempt >= g.config.maxAttempts) {
+          d.state = 'dead';
+          g.dead.set(op.lease.event.id, { partition: op.lease.event.partition, sequence: seq, reason: op.reason, attempt: d.attempt, at: now });
+        } else {
+          d.state = 'available';
+          d.leaseId = null;
+          d.availableAt = now + (op.delayMs ?? backoffDelay(g.config.retry, d.attempt));
+          woken.add(this.streams.get(op.lease.stream)!);
+          return { ok: true };
+        }
+        part.open.delete(seq);
+        advance(part);
+        return { ok: true };
+      } catch (err) {
+        return { ok: false, error: err as RheoError };
+      }
+    });
+    for (const s of woken) this.wake(s);
+    return results;
+  }
+
+  // ------------------------------------------------------------ replay, reset, redrive
+
+  async replay(req: ReplayRequest): Promise<number> {
+    const { s, g } = this.group(req.stream, req.group);
+    let reopened = 0;
+    if (req.kind === 'events') {
+      for (const e of req.events) reopened += this.reopen(g, e.id, e.partition, e.sequence) ? 1 : 0;
+    } else {
+      for (const p of req.partitions ?? s.log.map((_, i) => i)) {
+        const log = s.log[p];
+        const after = req.kind === 'sequence' ? Math.min(req.fromSequence, log.length) : firstAtOrAfter(log, req.from.getTime()) - 1;
+        const part = g.parts[p];
+        for (const seq of [...part.deliveries.keys()]) {
+          if (seq > after) {
+            part.deliveries.delete(seq);
+            part.open.delete(seq);
+          }
+        }
+        for (const [id, dl] of g.dead) if (dl.partition === p && dl.sequence > after) g.dead.delete(id);
+        part.cursor = after + 1;
+        part.frontier = Math.min(part.frontier, after);
+        reopened += log.length - after;
+      }
+    }
+    this.wake(s);
+    return reopened;
+  }
+
+  /** Make one delivered event available again and pull the frontier back before it. */
+  private reopen(g: MemGroup, eventId: string, p: number, seq: number): boolean {
+    const part = g.parts[p];
+    g.dead.delete(eventId);
+    if (seq >= part.cursor) return false; // never delivered: already pending
+    const d: Delivery = { sequence: seq, state: 'available', attempt: 0, leaseId: null, consumerId: null, leasedAt: 0, expiresAt: 0, availableAt: 0 };
+    part.deliveries.set(seq, d);
+    part.open.add(seq);
+    part.frontier = Math.min(part.frontier, seq - 1);
+    return true;
+  }
+
+  async reset(stream: string, group: string, start: ResolvedStart): Promise<void> {
+    const { s, g } = this.group(stream, group);
+    g.parts = this.startParts(s, start);
+    g.dead.clear();
+    this.wake(s);
+  }
+
+  async redrive(stream: string, group: string, eventIds: string[] | 'all'): Promise<number> {
+    const { s, g } = this.group(stream, group);
+    const ids = eventIds === 'all' ? [...g.dead.keys()] : eventIds.filter((id) => g.dead.has(id));
+    for (const id of ids) {
+      const dl = g.dead.get(id)!;
+      this.reopen(g, id, dl.partition, dl.sequence);
+    }
+    if (ids.length) this.wake(s);
+    return ids.length;
+  }
+
+  // ------------------------------------------------------------ inspection
+
+  async lag(stream: string, group: string): Promise<Lag> {
+    const { s, g } = this.group(stream, group);
+    const partitions = g.parts.map((part, p) => {
+      const highWatermark = s.log[p].length;
+      return { partition: p, frontier: part.frontier, highWatermark, lag: Math.max(0, highWatermark - part.frontier) };
+    });
+    return { stream, group, lag: partitions.reduce((n, x) => n + x.lag, 0), partitions };
+  }
+
+  async groupInfo(stream: string, group: string): Promise<GroupInfo> {
+    const { s, g } = this.group(stream, group);
+    const now = this.clock.now();
+    let inflight = 0;
+    let oldest: number | null = null;
+    g.parts.forEach((part, p) => {
+      for (const q of part.open) {
+        const d = part.deliveries.get(q)!;
+        if (d.state === 'leased' && d.expiresAt > now) inflight++;
+      }
+      const next = s.log[p][part.frontier];
+      if (next && (oldest === null || next.timestamp < oldest)) oldest = next.timestamp;
+    });
+    return {
+      stream,
+      group,
+      lag: await this.lag(stream, group),
+      inflight,
+      deadLetters: g.dead.size,
+      oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
+      config: { ...g.config, retry: { ...g.config.retry } },
+    };
+  }
+
+  async deadLetters(stream: string, group: string, limit: number, after?: string): Promise<DeadLetter[]> {
+    const { s, g } = this.group(stream, group);
+    const all = [...g.dead.entries()].sort(([, a], [, b]) => a.partition - b.partition || a.sequence - b.sequence);
+    let from = 0;
+    if (after !== undefined) {
+      const cut = g.dead.get(after);
+      if (!cut) throw RheoError.invalid('after', `is not a dead-lettered event id of group "${group}"`);
+      from = all.findIndex(([id]) => id === after) + 1;
+    }
+    return all.slice(from, from + limit).map(([id, dl]) => ({
+      stream,
+      group,
+      eventId: id,
+      partition: dl.partition,
+      sequence: dl.sequence,
+      reason: dl.reason,
+      attempt: dl.attempt,
+      deadLetteredAt: new Date(dl.at),
+      event: toEvent(stream, s.log[dl.partition][dl.sequence - 1]),
+    }));
+  }
+
+  // ------------------------------------------------------------ wake-ups
+
+  wait(req: WaitRequest): Promise<void> {
+    const s = this.streams.get(req.stream);
+    if (!s || this.closed || req.signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        req.signal.removeEventListener('abort', done);
+        s.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, req.timeoutMs);
+      req.signal.addEventListener('abort', done);
+      s.waiters.add(done);
+    });
+  }
+}
+
+function claimable(d: Delivery, now: number): boolean {
+  return (d.state === 'available' && d.availableAt <= now) || (d.state === 'leased' && d.expiresAt <= now);
+}
+
+/**
+ * Walk the frontier forward over terminal deliveries, dropping their records.
+ * A sequence below the cursor with no record was terminal and already dropped.
+ */
+function advance(part: GroupPartition): void {
+  for (;;) {
+    const next = part.frontier + 1;
+    if (next >= part.cursor) return;
+    const d = part.deliveries.get(next);
+    if (d && d.state !== 'acked' && d.state !== 'dead') return;
+    if (d) part.deliveries.delete(next);
+    part.frontier = next;
+  }
+}
+
+/** First sequence whose timestamp is at or after `t` (length + 1 when none); timestamps are non-decreasing per partition in practice, but caller-supplied ones need not be, so this scans. */
+function firstAtOrAfter(log: StoredEvent[], t: number): number {
+  for (let i = 0; i < log.length; i++) if (log[i].timestamp >= t) return i + 1;
+  return log.length + 1;
+}
+
+function toEvent(stream: string, e: StoredEvent): RheoEvent {
+  return {
+    id: e.id,
+    stream,
+    partition: e.partition,
+    sequence: e.sequence,
+    timestamp: new Date(e.timestamp),
+    key: e.key,
+    type: e.type,
+    metadata: JSON.parse(e.metadata) as EventMetadata,
+    payload: JSON.parse(e.payload) as JsonValue,
+  };
+}
+
+/** An in-process backend for tests, demos and single-process apps that need no durability. */
+export function memoryBackend(options: MemoryBackendOptions = {}): MemoryBackend {
+  return new MemoryBackend(options);
+}

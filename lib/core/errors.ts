@@ -1,0 +1,64 @@
+/**
+ * The closed vocabulary of failure codes. Every error that leaves nestjs-rheo is a
+ * {@link RheoError} carrying one of these; a driver's own exception never leaks.
+ */
+export const RHEO_ERROR_CODES = [
+  'stream_not_found',
+  'group_not_found',
+  'already_exists',
+  'stale_lease',
+  'receipt_mismatch',
+  'invalid_argument',
+  'payload_too_large',
+  'confirm_required',
+  'backend_unavailable',
+  'ambiguous',
+  'failed',
+] as const;
+
+/** One code of the closed error vocabulary. */
+export type RheoErrorCode = (typeof RHEO_ERROR_CODES)[number];
+
+/** Options of a {@link RheoError}. */
+export interface RheoErrorOptions {
+  /** The input field the error is about (for `invalid_argument`, `payload_too_large`, `confirm_required`). */
+  field?: string;
+  /** The underlying cause, e.g. the driver's exception. */
+  cause?: unknown;
+}
+
+/**
+ * The only error type nestjs-rheo throws. `code` is machine-readable and stable;
+ * `field` names the offending input where there is one.
+ */
+export class RheoError extends Error {
+  readonly code: RheoErrorCode;
+  readonly field?: string;
+
+  constructor(code: RheoErrorCode, message: string, options: RheoErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'RheoError';
+    this.code = code;
+    if (options.field !== undefined) this.field = options.field;
+  }
+
+  /** Shorthand for an `invalid_argument` error about `field`. */
+  static invalid(field: string, problem: string): RheoError {
+    return new RheoError('invalid_argument', `${field} ${problem}`, { field });
+  }
+}
+
+/** True when `err` is a {@link RheoError}, optionally of one of `codes`. */
+export function isRheoError(err: unknown, ...codes: RheoErrorCode[]): err is RheoError {
+  return err instanceof RheoError && (codes.length === 0 || codes.includes(err.code));
+}
+
+/**
+ * Turn anything thrown into a {@link RheoError}. Backends call this at their edge so
+ * that driver exceptions never reach users; unknown failures become `failed`.
+ */
+export function toRheoError(err: unknown, code: RheoErrorCode = 'failed'): RheoError {
+  if (err instanceof RheoError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new RheoError(code, message, { cause: err });
+}

@@ -1,0 +1,68 @@
+/**
+ * Throw from a handler to dead-letter the event now: retrying cannot help.
+ * The message is stored as the dead-letter reason.
+ */
+export class RheoReject extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'RheoReject';
+  }
+}
+
+/** Options of {@link RheoRetry}. */
+export interface RheoRetryOptions {
+  /** Redeliver after this delay instead of the group's backoff. */
+  delayMs?: number;
+}
+
+/**
+ * Throw from a handler to retry the event, optionally after `delayMs`. Counts as
+ * an attempt: at `maxAttempts` the event is dead-lettered.
+ */
+export class RheoRetry extends Error {
+  readonly delayMs?: number;
+  constructor(reason: string, options: RheoRetryOptions = {}) {
+    super(reason);
+    this.name = 'RheoRetry';
+    if (options.delayMs !== undefined) this.delayMs = options.delayMs;
+  }
+}
+
+/** How a handler's result settles its lease. */
+export type Outcome =
+  | { kind: 'ack' }
+  | { kind: 'nack'; reason: string; delayMs?: number }
+  | { kind: 'reject'; reason: string };
+
+/** Stored reasons are diagnostics, bounded in size. */
+export const MAX_REASON_LENGTH = 1000;
+
+/** A diagnostic string for anything thrown, bounded to {@link MAX_REASON_LENGTH}. */
+export function reasonOf(err: unknown): string {
+  let text: string;
+  if (err instanceof Error) text = err.message || err.name;
+  else if (typeof err === 'string') text = err;
+  else {
+    try {
+      text = JSON.stringify(err) ?? String(err);
+    } catch {
+      text = String(err);
+    }
+  }
+  return text.length > MAX_REASON_LENGTH ? text.slice(0, MAX_REASON_LENGTH) : text;
+}
+
+/**
+ * The one mapping from "what the handler did" to an outcome: return -> ack;
+ * `RheoReject` -> reject; `RheoRetry` -> nack with its delay; anything else -> nack
+ * with the group's backoff, the error's message as reason.
+ */
+export function outcomeOfError(err: unknown): Outcome {
+  if (err instanceof RheoReject) return { kind: 'reject', reason: reasonOf(err) };
+  if (err instanceof RheoRetry) {
+    return err.delayMs === undefined
+      ? { kind: 'nack', reason: reasonOf(err) }
+      : { kind: 'nack', reason: reasonOf(err), delayMs: err.delayMs };
+  }
+  return { kind: 'nack', reason: reasonOf(err) };
+}

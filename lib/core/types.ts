@@ -1,0 +1,220 @@
+/** Any JSON value: what a payload or a metadata value may be. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/**
+ * Event metadata. The named keys are lineage conventions; free keys are allowed.
+ * Values must be JSON.
+ */
+export interface EventMetadata {
+  correlationId?: string;
+  causationId?: string;
+  traceparent?: string;
+  source?: string;
+  schemaVersion?: number | string;
+  [key: string]: JsonValue | undefined;
+}
+
+/** An immutable, stored event. */
+export interface RheoEvent<P = JsonValue> {
+  /** Unique in its stream; the idempotency key (caller-supplied or generated). */
+  id: string;
+  stream: string;
+  partition: number;
+  /** Per (stream, partition), from 1, contiguous. */
+  sequence: number;
+  timestamp: Date;
+  key: string | null;
+  type: string | null;
+  metadata: EventMetadata;
+  payload: P;
+}
+
+/** What a caller appends. */
+export interface AppendInput<P = JsonValue> {
+  /** Supplying an id makes the append idempotent: the same id in the same stream returns the stored event. */
+  id?: string;
+  /** Routes to a partition through the partitioner. */
+  key?: string;
+  type?: string;
+  metadata?: EventMetadata;
+  payload: P;
+  /** Overrides key routing. */
+  partition?: number;
+  /** Defaults to the clock's now. */
+  timestamp?: Date;
+}
+
+/** Options of append and appendBatch. */
+export interface AppendOptions {
+  /**
+   * A TypeORM `EntityManager` of a running transaction: the event is written in
+   * that transaction (outbox). Only backends that declare `transactionalAppend`.
+   */
+  manager?: unknown;
+}
+
+/** A stream's registration. */
+export interface StreamInfo {
+  name: string;
+  partitions: number;
+  createdAt: Date;
+}
+
+/** Where a new (or reset) group starts reading, per partition. */
+export type StartPosition =
+  | 'beginning'
+  | 'end'
+  | { afterSequence: number | Record<number, number> }
+  | { at: Date };
+
+/** How nack without an explicit delay spaces redeliveries. */
+export interface RetryBackoff {
+  /** Delay before the second attempt, ms. Default 1000. */
+  initialMs?: number;
+  /** Growth factor per attempt. Default 2. */
+  factor?: number;
+  /** Upper bound, ms. Default 60000. */
+  maxMs?: number;
+}
+
+/** Delivery order a group guarantees. */
+export type Ordering = 'none' | 'partition';
+
+/** Options of createGroup. */
+export interface GroupOptions {
+  start?: StartPosition;
+  /** Deliveries per event before it is dead-lettered. Default 5. */
+  maxAttempts?: number;
+  retry?: RetryBackoff;
+  /**
+   * `'partition'`: at most one outstanding lease per partition across every
+   * process of the group, so each key's events are handled strictly in order.
+   */
+  ordering?: Ordering;
+  /** Return the existing group instead of failing with `already_exists`. */
+  ifNotExists?: boolean;
+}
+
+/** A group's stored configuration. */
+export interface GroupConfig {
+  stream: string;
+  group: string;
+  maxAttempts: number;
+  retry: Required<RetryBackoff>;
+  ordering: Ordering;
+  createdAt: Date;
+}
+
+/** A claim on one event for one group. */
+export interface Lease<P = JsonValue> {
+  /** Fencing token, new on every fetch. */
+  leaseId: string;
+  /** Backend-native id of the delivery (the stream entry id on Redis; the lease id elsewhere). */
+  receipt: string;
+  stream: string;
+  group: string;
+  consumerId: string;
+  /** 1 on first delivery. */
+  attempt: number;
+  leasedAt: Date;
+  expiresAt: Date;
+  event: RheoEvent<P>;
+}
+
+/** Per-partition lag figures. */
+export interface PartitionLag {
+  partition: number;
+  /** Highest sequence up to which every event is terminal for the group. */
+  frontier: number;
+  /** Last appended sequence. */
+  highWatermark: number;
+  lag: number;
+}
+
+/** How far a group is behind its stream. */
+export interface Lag {
+  stream: string;
+  group: string;
+  /** Sum over partitions. */
+  lag: number;
+  partitions: PartitionLag[];
+}
+
+/** A group's health figures. */
+export interface GroupInfo {
+  stream: string;
+  group: string;
+  lag: Lag;
+  /** Events currently leased (live leases). */
+  inflight: number;
+  deadLetters: number;
+  /** Age of the oldest event that is not yet terminal for the group, or null when none. */
+  oldestUnsettledAgeMs: number | null;
+  config: GroupConfig;
+}
+
+/** A dead-lettered event of a group. */
+export interface DeadLetter<P = JsonValue> {
+  stream: string;
+  group: string;
+  eventId: string;
+  partition: number;
+  sequence: number;
+  reason: string;
+  attempt: number;
+  deadLetteredAt: Date;
+  event: RheoEvent<P> | null;
+}
+
+/** One page of results. `nextCursor` is null on the last page. */
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+/** Equality filters of a query. All given filters must match. */
+export interface QueryWhere {
+  type?: string;
+  key?: string;
+  partition?: number;
+  /** Equality on metadata fields (top level). */
+  metadata?: Record<string, JsonValue>;
+  /** Equality on payload fields (top level). */
+  payload?: Record<string, JsonValue>;
+}
+
+/**
+ * A portable query over one stream. Results are ordered by (sequence, partition),
+ * ascending unless `order: 'desc'`; pages never skip or repeat.
+ */
+export interface Query {
+  stream: string;
+  where?: QueryWhere;
+  /** Inclusive timestamp bounds. */
+  from?: Date;
+  to?: Date;
+  /** Exclusive lower sequence bound. */
+  afterSequence?: number;
+  /** Inclusive upper sequence bound. */
+  untilSequence?: number;
+  order?: 'asc' | 'desc';
+  /** Page size, 1..1000; default 100. */
+  limit?: number;
+  cursor?: string;
+}
+
+/** What replay re-opens: exactly one of these. */
+export type ReplayOptions =
+  | { fromSequence: number; partitions?: number[] }
+  | { from: Date; partitions?: number[] }
+  | { query: Omit<Query, 'stream' | 'cursor' | 'limit' | 'order'> };
+
+/** Options of reset. */
+export interface ResetOptions {
+  /** Must be true: reset forgets every delivery of the group. */
+  confirm: boolean;
+  start?: StartPosition;
+}
+
+/** Which dead letters to redrive. */
+export type RedriveOptions = { eventIds: string[] } | { all: true };

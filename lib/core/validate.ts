@@ -1,0 +1,106 @@
+import { RheoError } from './errors';
+import type { JsonValue } from './types';
+
+/** Longest stream, group, consumer, key, type or event id accepted. */
+export const MAX_NAME_LENGTH = 200;
+/** Default bound on a payload's JSON size. */
+export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
+/** Most partitions a stream may have. */
+export const MAX_PARTITIONS = 1024;
+/** Most events in one appendBatch or settle call. */
+export const MAX_BATCH = 10_000;
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** A stream, group, consumer id, event id, key or type: non-empty, bounded, no control characters. */
+export function checkName(field: string, value: unknown): string {
+  if (typeof value !== 'string') throw RheoError.invalid(field, 'must be a string');
+  if (value.length === 0) throw RheoError.invalid(field, 'must not be empty');
+  if (value.length > MAX_NAME_LENGTH) throw RheoError.invalid(field, `must be at most ${MAX_NAME_LENGTH} characters`);
+  if (CONTROL.test(value)) throw RheoError.invalid(field, 'must not contain control characters');
+  return value;
+}
+
+/** An integer in [min, max]. */
+export function checkInt(field: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== 'number' || !Number.isInteger(value)) throw RheoError.invalid(field, 'must be an integer');
+  if (value < min || value > max) {
+    throw RheoError.invalid(field, max === Number.MAX_SAFE_INTEGER ? `must be >= ${min}` : `must be between ${min} and ${max}`);
+  }
+  return value;
+}
+
+/** A valid Date. */
+export function checkDate(field: string, value: unknown): Date {
+  if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw RheoError.invalid(field, 'must be a valid Date');
+  return value;
+}
+
+/** A plain object (not an array, not null, not a class instance). */
+export function checkObject(field: string, value: unknown): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw RheoError.invalid(field, 'must be an object');
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) throw RheoError.invalid(field, 'must be a plain object');
+  return value as Record<string, unknown>;
+}
+
+function checkJsonValue(field: string, value: unknown, depth: number, seen: Set<object>): void {
+  if (value === null) return;
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return;
+    case 'number':
+      if (!Number.isFinite(value)) throw RheoError.invalid(field, 'must be JSON: numbers must be finite');
+      return;
+    case 'object':
+      break;
+    default:
+      throw RheoError.invalid(field, `must be JSON: ${typeof value} is not a JSON value`);
+  }
+  if (depth > 64) throw RheoError.invalid(field, 'must be JSON nested at most 64 levels deep');
+  const obj = value as object;
+  if (seen.has(obj)) throw RheoError.invalid(field, 'must be JSON: it contains a cycle');
+  seen.add(obj);
+  if (Array.isArray(obj)) {
+    for (let i = 0; i < obj.length; i++) checkJsonValue(`${field}[${i}]`, obj[i], depth + 1, seen);
+  } else {
+    const proto = Object.getPrototypeOf(obj);
+    if (proto !== Object.prototype && proto !== null) {
+      throw RheoError.invalid(field, `must be JSON: ${obj.constructor?.name ?? 'object'} is not a plain object`);
+    }
+    for (const k of Object.keys(obj)) {
+      const v = (obj as Record<string, unknown>)[k];
+      if (v === undefined) throw RheoError.invalid(`${field}.${k}`, 'must be JSON: undefined is not a JSON value');
+      checkJsonValue(`${field}.${k}`, v, depth + 1, seen);
+    }
+  }
+  seen.delete(obj);
+}
+
+/**
+ * A JSON value whose serialised size is at most `maxBytes`. Returns the size so
+ * backends that store text need not serialise twice.
+ */
+export function checkPayload(field: string, value: unknown, maxBytes: number): number {
+  if (value === undefined) throw RheoError.invalid(field, 'is required');
+  checkJsonValue(field, value, 0, new Set());
+  const size = Buffer.byteLength(JSON.stringify(value as JsonValue));
+  if (size > maxBytes) {
+    throw new RheoError('payload_too_large', `${field} is ${size} bytes, over the limit of ${maxBytes}`, { field });
+  }
+  return size;
+}
+
+/** Metadata: a plain object of JSON values; undefined values are dropped. */
+export function checkMetadata(field: string, value: unknown): Record<string, JsonValue> {
+  const obj = checkObject(field, value);
+  const out: Record<string, JsonValue> = {};
+  for (const [k, v] of Object.entries(obj)) {
+    if (v === undefined) continue;
+    checkJsonValue(`${field}.${k}`, v, 1, new Set());
+    out[k] = v as JsonValue;
+  }
+  return out;
+}

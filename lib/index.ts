@@ -1,0 +1,22 @@
+// Public API of nestjs-rheo. Everything a user may import is exported here, and
+// nothing here loads a driver: backends that need one load it when constructed.
+export { RheoError, isRheoError, RHEO_ERROR_CODES } from './core/errors';
+export type { RheoErrorCode, RheoErrorOptions } from './core/errors';
+export { ManualClock, systemClock } from './core/clock';
+export type { Clock } from './core/clock';
+export { partitionForKey, murmur3 } from './core/partitioner';
+export { backoffDelay, DEFAULT_RETRY } from './core/backoff';
+export { classifySettleError } from './core/settle';
+export type { SettleFailure } from './core/settle';
+export { RheoReject, RheoRetry, outcomeOfError } from './core/outcomes';
+export type { Outcome, RheoRetryOptions } from './core/outcomes';
+export { Rheo, DEFAULT_LEASE_MS, DEFAULT_FETCH_LIMIT, DEFAULT_MAX_ATTEMPTS } from './core/rheo';
+export type { RheoOptions, FetchOptions, NackOptions, SettleRequest } from './core/rheo';
+export { MAX_NAME_LENGTH, DEFAULT_MAX_PAYLOAD_BYTES, MAX_PARTITIONS, MAX_BATCH } from './core/validate';
+export type * from './core/types';
+
+export { createCapabilities } from './backends/capabilities';
+export type { Capabilities, CapabilitiesInput, Guarantees, Mechanisms } from './backends/capabilities';
+export type * from './backends/backend';
+export { MemoryBackend, memoryBackend } from './backends/memory';
+export type { MemoryBackendOptions } from './backends/memory';

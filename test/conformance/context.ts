@@ -1,0 +1,72 @@
+import type { AppendInput, Backend, Capabilities, JsonValue, Lease, RheoErrorCode } from '../../lib';
+import { ManualClock, Rheo, RheoError } from '../../lib';
+
+/**
+ * What every case of the conformance suite works with. The fields are filled in
+ * the suite's beforeAll, so cases read them inside `it` bodies only.
+ */
+export interface ConformanceContext {
+  rheo: Rheo;
+  backend: Backend;
+  clock: ManualClock;
+  /** Declared capabilities, known at registration time (from `unreachable()`), so gating registers or omits cases. */
+  caps: Capabilities;
+  /** A name unique to this run: stream and group names never collide between cases. */
+  name(prefix: string): string;
+}
+
+/** The suite's lease length; cases advance the clock past it to expire leases. */
+export const LEASE_MS = 10_000;
+
+/** Assert that `promise` rejects with a RheoError of `code` (and `field`, when given). */
+export async function expectCode(promise: Promise<unknown>, code: RheoErrorCode, field?: string): Promise<RheoError> {
+  let caught: unknown;
+  try {
+    await promise;
+  } catch (err) {
+    caught = err;
+  }
+  if (!(caught instanceof RheoError)) throw new Error(`expected RheoError ${code}, got ${caught === undefined ? 'success' : String(caught)}`);
+  expect(caught.code).toBe(code);
+  if (field !== undefined) expect(caught.field).toBe(field);
+  return caught;
+}
+
+/** Create a stream with `partitions` partitions and a unique name. */
+export async function newStream(ctx: ConformanceContext, partitions = 1): Promise<string> {
+  const stream = ctx.name('s');
+  await ctx.rheo.createStream(stream, { partitions });
+  return stream;
+}
+
+/** `n` events pinned round-robin to partitions, with payload `{ n: i }`. */
+export function events(n: number, partitions = 1, extra: (i: number) => Partial<AppendInput> = () => ({})): AppendInput[] {
+  return Array.from({ length: n }, (_, i) => ({ partition: i % partitions, type: 'test', payload: { n: i } as JsonValue, ...extra(i) }));
+}
+
+/** Fetch until the group has nothing claimable right now; returns every lease taken. */
+export async function drain(ctx: ConformanceContext, stream: string, group: string, leaseMs = LEASE_MS, limit = 50): Promise<Lease[]> {
+  const all: Lease[] = [];
+  for (;;) {
+    const got = await ctx.rheo.fetch(stream, group, { limit, leaseMs });
+    if (got.length === 0) return all;
+    all.push(...got);
+  }
+}
+
+/** "partition:sequence" of each lease's event, in order: compact expectations. */
+export function positions(leases: Lease[]): string[] {
+  return leases.map((l) => `${l.event.partition}:${l.event.sequence}`);
+}
+
+/** Per-partition high watermarks, through a probe group that never consumes. */
+export async function highWatermarks(ctx: ConformanceContext, stream: string): Promise<number[]> {
+  await ctx.rheo.createGroup(stream, 'hwm-probe', { ifNotExists: true });
+  const lag = await ctx.rheo.lag(stream, 'hwm-probe');
+  return lag.partitions.map((p) => p.highWatermark);
+}
+
+/** Per-partition frontiers of a group. */
+export async function frontiers(ctx: ConformanceContext, stream: string, group: string): Promise<number[]> {
+  return (await ctx.rheo.lag(stream, group)).partitions.map((p) => p.frontier);
+}

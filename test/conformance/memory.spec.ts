@@ -1,0 +1,13 @@
+import { MemoryBackend } from '../../lib';
+import { runConformance } from './suite';
+
+runConformance({
+  name: 'memory',
+  create: async (clock) => new MemoryBackend({ clock }),
+  unreachable: () => {
+    // A closed memory backend answers nothing, like a server that has gone away.
+    const backend = new MemoryBackend();
+    void backend.close();
+    return backend;
+  },
+});

@@ -1,0 +1,69 @@
+import type { Backend } from '../../lib';
+import { ManualClock, Rheo } from '../../lib';
+import { bulkCases } from './cases/bulk';
+import { deadLetterCases } from './cases/dead-letters';
+import { fencingCases } from './cases/fencing';
+import { frontierCases } from './cases/frontier';
+import { groupCases } from './cases/groups';
+import { lifecycleCases } from './cases/lifecycle';
+import { logCases } from './cases/log';
+import { orderingCases } from './cases/ordering';
+import { queryCases } from './cases/query';
+import { replayCases } from './cases/replay';
+import { retryCases } from './cases/retry';
+import type { ConformanceContext } from './context';
+
+/** A backend under test. */
+export interface ConformanceTarget {
+  /** Label used in describe(). */
+  name: string;
+  /** Build a backend bound to `clock` (not yet init'ed; the suite wraps it in `new Rheo(backend)`). Called once per suite, in beforeAll. */
+  create(clock: ManualClock): Promise<Backend>;
+  /** After backend.close(): drop the schema / delete the keys the suite created. */
+  cleanup?(): Promise<void>;
+  /** A backend of the same kind pointing at nothing (e.g. a closed port), for the `ping -> backend_unavailable` case. */
+  unreachable(): Backend;
+}
+
+/**
+ * Registers the whole suite (describe/it) for one backend; cases gated only by
+ * backend.capabilities. Capabilities are static per backend kind, so they are
+ * read from `unreachable()` at registration time (a gated case is then simply not
+ * registered, never skipped) and checked against the live backend in beforeAll.
+ */
+export function runConformance(target: ConformanceTarget): void {
+  const unreachable = target.unreachable();
+  const run = Math.random().toString(36).slice(2, 8);
+  let counter = 0;
+  const ctx = {
+    caps: unreachable.capabilities,
+    name: (prefix: string) => `${prefix}-${run}-${++counter}`,
+  } as ConformanceContext;
+
+  describe(`conformance: ${target.name}`, () => {
+    beforeAll(async () => {
+      ctx.clock = new ManualClock(Date.UTC(2026, 0, 1));
+      ctx.backend = await target.create(ctx.clock);
+      ctx.rheo = new Rheo(ctx.backend);
+      await ctx.rheo.init();
+    });
+
+    afterAll(async () => {
+      await ctx.rheo?.close();
+      await unreachable.close().catch(() => undefined);
+      await target.cleanup?.();
+    });
+
+    lifecycleCases(ctx, unreachable);
+    logCases(ctx);
+    queryCases(ctx);
+    groupCases(ctx);
+    fencingCases(ctx);
+    retryCases(ctx);
+    deadLetterCases(ctx);
+    frontierCases(ctx);
+    if (ctx.caps.guarantees.replay) replayCases(ctx);
+    if (ctx.caps.guarantees.orderedPartitions) orderingCases(ctx);
+    bulkCases(ctx);
+  });
+}

@@ -20,3 +20,5 @@ export type { Capabilities, CapabilitiesInput, Guarantees, Mechanisms } from './
 export type * from './backends/backend';
 export { MemoryBackend, memoryBackend } from './backends/memory';
 export type { MemoryBackendOptions } from './backends/memory';
+
+export * from './runtime';

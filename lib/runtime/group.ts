@@ -1,0 +1,508 @@
+import { EventEmitter } from 'node:events';
+import { backoffDelay } from '../core/backoff';
+import { RheoError, toRheoError } from '../core/errors';
+import { type Outcome, outcomeOfError, RheoReject, RheoRetry } from '../core/outcomes';
+import type { Rheo } from '../core/rheo';
+import { classifySettleError } from '../core/settle';
+import type { Lease } from '../core/types';
+import { MAX_BATCH } from '../core/validate';
+import { Inflight, type InflightEntry } from './inflight';
+import { checkDrainTimeout, FETCH_BACKOFF, type GroupRunOptions, type ResolvedGroupOptions, resolveGroupOptions } from './options';
+import { bounded, nackAfterFailedAck, outcomeOfValue, settleRequest } from './outcome';
+import { SettleBatcher, type SettleResult } from './settle-batcher';
+
+/**
+ * A handler: resolve with nothing to ack; resolve with an {@link Outcome} to settle
+ * that way; throw to settle by `outcomeOfError` (`RheoReject` dead-letters now,
+ * `RheoRetry` nacks with its delay, anything else nacks with the group's backoff).
+ * The lease is shared with the Group: treat it as read-only.
+ */
+export type GroupHandler = (lease: Lease) => Promise<Outcome | void>;
+
+/**
+ * `idle`: built, not started. `running`: fetching. `backing_off`: the last fetch
+ * failed, the next waits (handlers, settles and renewals go on). `draining`: no
+ * more fetches, waiting for running handlers. `stopped`: terminal.
+ */
+export type GroupState = 'idle' | 'running' | 'backing_off' | 'draining' | 'stopped';
+
+/** How {@link Group.drain} ended: everything settled, or the timeout came first. */
+export type DrainResult = 'drained' | 'timeout';
+
+/** Counters of one Group, for tests, health and telemetry. */
+export interface GroupStats {
+  /** Fetch calls made. */
+  fetches: number;
+  /** Leases those fetches returned. */
+  leases: number;
+  /** Idle waits ended by the poll timer. */
+  pollTimeouts: number;
+  /** Idle waits ended by the backend's wake-up hint. */
+  wakeUps: number;
+  /** Renewal calls made (one per round). */
+  renewRounds: number;
+  /** Settle calls made (each carries a batch). */
+  settleBatches: number;
+  /** Leases settled successfully. */
+  settled: number;
+}
+
+/** Payload of the `settled` event. */
+export interface SettledEvent {
+  lease: Lease;
+  outcome: Outcome;
+}
+
+/** Payload of the `settle_error` event. */
+export interface SettleErrorEvent {
+  lease: Lease;
+  outcome: Outcome;
+  error: RheoError;
+}
+
+/** Payload of the `handler_error` event. */
+export interface HandlerErrorEvent {
+  lease: Lease;
+  error: unknown;
+}
+
+/** Payload of the `renew_error` event: a whole renewal round failed; the leases are kept for the next. */
+export interface RenewErrorEvent {
+  error: RheoError;
+  leases: number;
+}
+
+/** The events a {@link Group} emits, with their arguments. */
+export interface GroupEvents {
+  state: [GroupState];
+  fetch_error: [RheoError];
+  recovered: [];
+  settled: [SettledEvent];
+  settle_error: [SettleErrorEvent];
+  lease_lost: [Lease];
+  handler_error: [HandlerErrorEvent];
+  renew_error: [RenewErrorEvent];
+}
+
+/** The facade refuses fetches above this limit. */
+const MAX_FETCH_LIMIT = 1000;
+/** Spurious wake-ups (a hint followed by an empty fetch) tolerated per poll interval before the hint is ignored for one round. */
+const MAX_EMPTY_WAKE_UPS = 3;
+
+/**
+ * Where the fetch loop is. `full`: no room, the next handler or settle to finish
+ * kicks it. `idle`: the last fetch found nothing, waiting for a wake-up or the
+ * poll timer. `backoff`: waiting for the backoff timer after a fetch error.
+ */
+type LoopPhase = 'off' | 'fetching' | 'full' | 'idle' | 'backoff';
+
+/**
+ * The consumer runtime for one (stream, group) in one process: a bounded fetch
+ * loop that runs a handler per lease, settles by outcome in coalesced batches,
+ * renews what it holds, backs off on fetch errors and drains on shutdown.
+ *
+ * Bounds: never more than `maxDemand` unsettled leases held, never more than
+ * `concurrency` handlers running. Nothing it does rejects unhandled: backend
+ * outages, handler throws and settle failures surface as events and state.
+ */
+export class Group extends EventEmitter<GroupEvents> {
+  private readonly options: ResolvedGroupOptions;
+  private readonly held = new Inflight();
+  private readonly settler: SettleBatcher;
+  private readonly renewEveryMs: number;
+  private readonly counters: GroupStats = { fetches: 0, leases: 0, pollTimeouts: 0, wakeUps: 0, renewRounds: 0, settleBatches: 0, settled: 0 };
+
+  private current: GroupState = 'idle';
+  private error: RheoError | null = null;
+  private handlersRunning = 0;
+
+  private phase: LoopPhase = 'off';
+  private kickScheduled = false;
+  /** The one poll timer: the idle poll or the fetch backoff, never both. */
+  private pollTimer: NodeJS.Timeout | null = null;
+  private wakeAbort: AbortController | null = null;
+  private emptyWakeUps = 0;
+  private fetchFailures = 0;
+
+  private renewTimer: NodeJS.Timeout | null = null;
+  private drainTimer: NodeJS.Timeout | null = null;
+  private drainPromise: Promise<DrainResult> | null = null;
+  private drainDone: ((result: DrainResult) => void) | null = null;
+
+  /** Validates `options` (RheoError('invalid_argument') naming the field); does not touch the backend. */
+  constructor(
+    private readonly rheo: Rheo,
+    options: GroupRunOptions,
+    private readonly handler: GroupHandler,
+  ) {
+    super();
+    if (!rheo || typeof rheo.fetch !== 'function' || typeof rheo.settleMany !== 'function') throw RheoError.invalid('rheo', 'must be a Rheo instance');
+    if (typeof handler !== 'function') throw RheoError.invalid('handler', 'must be a function');
+    this.options = resolveGroupOptions(options);
+    this.renewEveryMs = Math.max(1, Math.floor(this.options.leaseMs / 2));
+    this.settler = new SettleBatcher((requests) => this.rheo.settleMany(requests), MAX_BATCH, () => this.checkDrained());
+  }
+
+  // ------------------------------------------------------------------ public surface
+
+  /** Current state. */
+  get state(): GroupState {
+    return this.current;
+  }
+
+  /** Unsettled leases held (fetched, not yet settled or given up). */
+  get inflight(): number {
+    return this.held.size;
+  }
+
+  /** Handlers running now. */
+  get running(): number {
+    return this.handlersRunning;
+  }
+
+  /** The fetch error while `backing_off`, else null. */
+  get lastError(): RheoError | null {
+    return this.current === 'backing_off' ? this.error : null;
+  }
+
+  /** A snapshot of the Group's counters. */
+  get stats(): GroupStats {
+    return { ...this.counters, settleBatches: this.settler.batches };
+  }
+
+  /** The options in force, defaults applied. */
+  get config(): Readonly<ResolvedGroupOptions> {
+    return this.options;
+  }
+
+  /**
+   * Start fetching. Idempotent; a stopped Group stays stopped (build a new one).
+   * The stream and group must exist: until they do, fetches fail and the Group
+   * backs off with `lastError` set.
+   */
+  start(): void {
+    if (this.current !== 'idle') return;
+    this.setState('running');
+    this.scheduleRenew(this.renewEveryMs);
+    this.fetchNow();
+  }
+
+  /**
+   * Stop fetching, keep renewing, and wait for running handlers and their settles,
+   * up to `timeoutMs` (default `drainTimeoutMs`). Then stop renewing: leases still
+   * unsettled are left to expire and be redelivered. Idempotent: a second call
+   * returns the same promise.
+   */
+  drain(timeoutMs?: number): Promise<DrainResult> {
+    if (this.drainPromise) return this.drainPromise;
+    let timeout: number;
+    try {
+      timeout = timeoutMs === undefined ? this.options.drainTimeoutMs : checkDrainTimeout('timeoutMs', timeoutMs);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    this.drainPromise = new Promise<DrainResult>((resolve) => (this.drainDone = resolve));
+    if (this.current === 'idle') {
+      this.finish('drained');
+      return this.drainPromise;
+    }
+    this.stopFetching();
+    this.setState('draining');
+    this.drainTimer = setTimeout(() => this.finish('timeout'), timeout);
+    this.checkDrained();
+    return this.drainPromise;
+  }
+
+  // ------------------------------------------------------------------ fetch loop
+
+  private get fetching(): boolean {
+    return this.current === 'running' || this.current === 'backing_off';
+  }
+
+  private room(): number {
+    return Math.min(this.options.maxDemand - this.held.size, this.options.concurrency - this.handlersRunning);
+  }
+
+  /** `byWake`: this fetch answers a wake-up hint (an empty answer makes the hint spurious). */
+  private fetchNow(byWake = false): void {
+    const room = this.room();
+    if (room <= 0) {
+      this.phase = 'full';
+      return;
+    }
+    this.phase = 'fetching';
+    this.counters.fetches++;
+    const { stream, group, leaseMs, consumerId, partitions } = this.options;
+    let call: Promise<Lease[]>;
+    try {
+      call = this.rheo.fetch(stream, group, { limit: Math.min(room, MAX_FETCH_LIMIT), leaseMs, consumerId, partitions });
+    } catch (err) {
+      call = Promise.reject(err);
+    }
+    call.then(
+      (leases) => this.onLeases(leases, byWake),
+      (err: unknown) => this.onFetchError(err),
+    );
+  }
+
+  /** Room opened (a handler or a settle finished): a loop waiting for room fetches on the next turn, so completions of one turn share one fetch. */
+  private roomFreed(): void {
+    if (this.phase !== 'full' || this.kickScheduled) return;
+    this.kickScheduled = true;
+    setImmediate(() => {
+      this.kickScheduled = false;
+      if (this.phase === 'full' && this.fetching) this.fetchNow();
+    });
+  }
+
+  private onLeases(leases: Lease[], byWake: boolean): void {
+    this.phase = 'off';
+    if (this.current === 'stopped') return; // the drain timed out meanwhile: these expire and are redelivered
+    this.counters.leases += leases.length;
+    if (this.fetchFailures > 0) {
+      this.fetchFailures = 0;
+      this.error = null;
+      if (this.current === 'backing_off') this.setState('running');
+      this.notify('recovered');
+    }
+    // Leases fetched while a drain began are ours: run them, the drain waits for them.
+    for (const lease of leases) this.run(lease);
+    if (!this.fetching) {
+      this.checkDrained();
+      return;
+    }
+    if (leases.length === 0) {
+      if (byWake) this.emptyWakeUps++;
+      this.idle();
+    } else {
+      this.emptyWakeUps = 0;
+      this.fetchNow();
+    }
+  }
+
+  private onFetchError(err: unknown): void {
+    this.phase = 'off';
+    const error = toRheoError(err);
+    if (this.current === 'stopped') return;
+    this.notify('fetch_error', error);
+    if (!this.fetching) {
+      this.checkDrained();
+      return;
+    }
+    this.fetchFailures++;
+    this.error = error;
+    this.setState('backing_off');
+    this.phase = 'backoff';
+    this.pollTimer = setTimeout(() => {
+      this.pollTimer = null;
+      if (this.phase === 'backoff' && this.fetching) this.fetchNow();
+    }, backoffDelay(FETCH_BACKOFF, this.fetchFailures));
+  }
+
+  /** Nothing to fetch: wait for the backend's wake-up hint or the poll timer, whichever first. */
+  private idle(): void {
+    this.phase = 'idle';
+    const { pollMs, stream, group } = this.options;
+    this.pollTimer = setTimeout(() => this.endIdle('poll'), pollMs);
+    const wait = this.rheo.backend.wait;
+    if (!wait || this.emptyWakeUps >= MAX_EMPTY_WAKE_UPS) return;
+    const abort = new AbortController();
+    this.wakeAbort = abort;
+    let hint: Promise<void>;
+    try {
+      // The poll timer stays authoritative: the hint's own timeout is a cap, twice as long.
+      hint = wait.call(this.rheo.backend, { stream, group, timeoutMs: pollMs * 2, signal: abort.signal });
+    } catch {
+      return; // a hint that cannot be had costs one poll
+    }
+    hint.then(
+      () => {
+        if (this.wakeAbort === abort) this.endIdle('wake');
+      },
+      () => undefined,
+    );
+  }
+
+  private endIdle(by: 'wake' | 'poll'): void {
+    if (this.phase !== 'idle') return;
+    this.clearIdle();
+    if (by === 'wake') this.counters.wakeUps++;
+    else {
+      this.counters.pollTimeouts++;
+      this.emptyWakeUps = 0;
+    }
+    if (this.fetching) this.fetchNow(by === 'wake');
+  }
+
+  private clearIdle(): void {
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    this.pollTimer = null;
+    const abort = this.wakeAbort;
+    this.wakeAbort = null;
+    abort?.abort();
+  }
+
+  private stopFetching(): void {
+    this.clearIdle();
+    if (this.phase !== 'fetching') this.phase = 'off';
+    this.error = null;
+  }
+
+  // ------------------------------------------------------------------ handlers and settles
+
+  private run(lease: Lease): void {
+    const entry = this.held.add(lease);
+    this.handlersRunning++;
+    let result: Promise<Outcome | void>;
+    try {
+      result = Promise.resolve(this.handler(lease));
+    } catch (err) {
+      result = Promise.reject(err);
+    }
+    result.then(
+      (value) => this.onHandled(entry, value),
+      (err: unknown) => this.onHandlerThrew(entry, err),
+    );
+  }
+
+  private onHandled(entry: InflightEntry, value: unknown): void {
+    this.handlersRunning--;
+    const outcome = outcomeOfValue(value);
+    if (outcome instanceof RheoError) {
+      this.notify('handler_error', { lease: entry.lease, error: outcome });
+      this.settle(entry, { kind: 'nack', reason: outcome.message });
+    } else {
+      this.settle(entry, outcome);
+    }
+    this.roomFreed();
+    this.checkDrained();
+  }
+
+  private onHandlerThrew(entry: InflightEntry, err: unknown): void {
+    this.handlersRunning--;
+    // RheoReject and RheoRetry are the handler's decisions, not failures.
+    if (!(err instanceof RheoReject) && !(err instanceof RheoRetry)) this.notify('handler_error', { lease: entry.lease, error: err });
+    this.settle(entry, bounded(outcomeOfError(err)));
+    this.roomFreed();
+    this.checkDrained();
+  }
+
+  private settle(entry: InflightEntry, outcome: Outcome): void {
+    // Stopped: the backend is no longer ours to touch. Lost on renewal: not ours to settle.
+    if (this.current === 'stopped' || this.held.get(entry.lease.leaseId) !== entry) return;
+    entry.settling = true;
+    this.settler.settle(settleRequest(entry.lease, outcome), (result) => this.onSettled(entry, outcome, result));
+  }
+
+  private onSettled(entry: InflightEntry, outcome: Outcome, result: SettleResult): void {
+    if (result.ok) {
+      this.counters.settled++;
+      this.release(entry);
+      if (this.listenerCount('settled') > 0) this.notify('settled', { lease: entry.lease, outcome });
+      return;
+    }
+    const error = result.error;
+    this.notify('settle_error', { lease: entry.lease, outcome, error });
+    // A failed ack that certainly did not happen is nacked so the event comes back
+    // at once; lost leases and unknown outcomes are left alone to expire.
+    if (outcome.kind === 'ack' && classifySettleError(error) === 'definite' && this.current !== 'stopped') {
+      const nack = nackAfterFailedAck(error);
+      this.settler.settle(settleRequest(entry.lease, nack), (r) => this.onSettled(entry, nack, r));
+      return;
+    }
+    this.release(entry);
+  }
+
+  /** Stop holding `entry`: its room goes back to the fetch loop. */
+  private release(entry: InflightEntry): void {
+    if (this.held.get(entry.lease.leaseId) === entry) this.held.delete(entry.lease.leaseId);
+    this.roomFreed();
+    this.checkDrained();
+  }
+
+  // ------------------------------------------------------------------ renewals
+
+  private scheduleRenew(delayMs: number): void {
+    if (this.current === 'stopped') return;
+    this.renewTimer = setTimeout(() => this.renewRound(), delayMs);
+  }
+
+  /** One `renewMany` call for every held lease; the next round is scheduled when it answers. */
+  private renewRound(): void {
+    this.renewTimer = null;
+    if (this.current === 'stopped') return;
+    const leases = this.held.leases();
+    if (leases.length === 0) {
+      this.scheduleRenew(this.renewEveryMs);
+      return;
+    }
+    this.counters.renewRounds++;
+    let call: ReturnType<Rheo['renewMany']>;
+    try {
+      call = this.rheo.renewMany(leases, { leaseMs: this.options.leaseMs });
+    } catch (err) {
+      call = Promise.reject(err);
+    }
+    call.then(
+      (results) => {
+        if (this.current === 'stopped') return;
+        for (let i = 0; i < leases.length; i++) {
+          const result = results[i];
+          const entry = this.held.get(leases[i].leaseId);
+          if (!entry || !result) continue;
+          if (result.ok) entry.expiresAt = result.expiresAt.getTime();
+          // A lost lease is dropped without a nack (the newer holder owns the event);
+          // a settle on its way decides for itself. Other errors: try next round.
+          else if (classifySettleError(result.error) === 'lost' && !entry.settling) {
+            this.held.delete(entry.lease.leaseId);
+            this.notify('lease_lost', entry.lease);
+            this.roomFreed();
+            this.checkDrained();
+          }
+        }
+        this.scheduleRenew(this.renewEveryMs);
+      },
+      (err: unknown) => {
+        if (this.current === 'stopped') return;
+        this.notify('renew_error', { error: toRheoError(err), leases: leases.length });
+        // Retry sooner than a full interval: the leases are at risk of expiring.
+        this.scheduleRenew(Math.max(1, Math.floor(this.renewEveryMs / 4)));
+      },
+    );
+  }
+
+  // ------------------------------------------------------------------ drain and state
+
+  private checkDrained(): void {
+    if (this.current !== 'draining') return;
+    if (this.handlersRunning === 0 && this.held.size === 0 && this.phase !== 'fetching' && this.settler.idle) this.finish('drained');
+  }
+
+  private finish(result: DrainResult): void {
+    if (this.current === 'stopped') return;
+    if (this.drainTimer) clearTimeout(this.drainTimer);
+    this.drainTimer = null;
+    if (this.renewTimer) clearTimeout(this.renewTimer);
+    this.renewTimer = null;
+    this.stopFetching();
+    this.held.clear(); // what is left is no longer renewed: it expires and is redelivered
+    this.setState('stopped');
+    this.drainDone?.(result);
+    this.drainDone = null;
+  }
+
+  private setState(state: GroupState): void {
+    if (this.current === state) return;
+    this.current = state;
+    this.notify('state', state);
+  }
+
+  /** Emit without letting a throwing listener break the loop (it would surface as an unhandled rejection). */
+  private notify<K extends keyof GroupEvents>(event: K, ...args: GroupEvents[K]): void {
+    try {
+      (this.emit as (e: K, ...a: GroupEvents[K]) => boolean)(event, ...args);
+    } catch (err) {
+      process.emitWarning(`nestjs-rheo: a '${String(event)}' listener of group "${this.options.group}" threw: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+}

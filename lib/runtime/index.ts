@@ -1,0 +1,15 @@
+// The consumer runtime: no Nest, no backend specifics; built on the core facade.
+export { Group } from './group';
+export type {
+  GroupHandler,
+  GroupState,
+  GroupStats,
+  GroupEvents,
+  DrainResult,
+  SettledEvent,
+  SettleErrorEvent,
+  HandlerErrorEvent,
+  RenewErrorEvent,
+} from './group';
+export { GROUP_DEFAULTS, FETCH_BACKOFF, resolveGroupOptions } from './options';
+export type { GroupRunOptions, ResolvedGroupOptions } from './options';

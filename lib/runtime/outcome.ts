@@ -1,0 +1,67 @@
+import { RheoError } from '../core/errors';
+import { MAX_REASON_LENGTH, type Outcome, reasonOf } from '../core/outcomes';
+import type { SettleRequest } from '../core/rheo';
+import type { Lease } from '../core/types';
+
+/** The outcome of a handler that resolved with nothing. */
+export const ACK: Outcome = { kind: 'ack' };
+
+// The facade refuses delays above a year; a handler's RheoRetry could ask for more
+// (or for NaN), and one bad delay must not fail the other settles of its batch.
+const MAX_DELAY_MS = 365 * 24 * 3600 * 1000;
+
+function boundedReason(value: unknown): string {
+  const text = typeof value === 'string' ? value : reasonOf(value);
+  return text.length > MAX_REASON_LENGTH ? text.slice(0, MAX_REASON_LENGTH) : text;
+}
+
+function boundedDelay(value: unknown): number | undefined {
+  if (typeof value !== 'number' || !Number.isFinite(value)) return undefined;
+  return Math.min(MAX_DELAY_MS, Math.max(0, Math.round(value)));
+}
+
+/**
+ * What a handler resolved with, as an outcome the facade accepts: `undefined`
+ * (or `null`) acks, a well-formed {@link Outcome} is kept with its reason and
+ * delay bounded, anything else is an error (the Group nacks it and reports it).
+ */
+export function outcomeOfValue(value: unknown): Outcome | RheoError {
+  if (value === undefined || value === null) return ACK;
+  if (typeof value === 'object') {
+    const o = value as { kind?: unknown; reason?: unknown; delayMs?: unknown };
+    if (o.kind === 'ack') return ACK;
+    if (o.kind === 'reject') return { kind: 'reject', reason: boundedReason(o.reason ?? 'rejected') };
+    if (o.kind === 'nack') {
+      const delayMs = boundedDelay(o.delayMs);
+      const reason = boundedReason(o.reason ?? 'retry');
+      return delayMs === undefined ? { kind: 'nack', reason } : { kind: 'nack', reason, delayMs };
+    }
+  }
+  return new RheoError('invalid_argument', `the handler resolved with ${reasonOf(value)}; expected nothing or an Outcome`, { field: 'outcome' });
+}
+
+/** An outcome of a throw, with its delay bounded like {@link outcomeOfValue}'s. */
+export function bounded(outcome: Outcome): Outcome {
+  if (outcome.kind !== 'nack' || outcome.delayMs === undefined) return outcome;
+  const delayMs = boundedDelay(outcome.delayMs);
+  return delayMs === undefined ? { kind: 'nack', reason: outcome.reason } : { ...outcome, delayMs };
+}
+
+/** The facade's settle request for `lease` settled by `outcome`. */
+export function settleRequest(lease: Lease, outcome: Outcome): SettleRequest {
+  switch (outcome.kind) {
+    case 'ack':
+      return { kind: 'ack', lease };
+    case 'reject':
+      return { kind: 'reject', lease, reason: outcome.reason };
+    case 'nack':
+      return outcome.delayMs === undefined
+        ? { kind: 'nack', lease, reason: outcome.reason }
+        : { kind: 'nack', lease, reason: outcome.reason, delayMs: outcome.delayMs };
+  }
+}
+
+/** The nack that follows an ack that definitely failed: the event comes back at once. */
+export function nackAfterFailedAck(error: RheoError): Outcome {
+  return { kind: 'nack', reason: boundedReason(`ack failed: ${error.message}`), delayMs: 0 };
+}

@@ -1,0 +1,63 @@
+import { ManualClock, MemoryBackend, Rheo } from '../../lib';
+import type { GroupOptions } from '../../lib';
+import { Group, type GroupHandler, type GroupRunOptions } from '../../lib';
+import { FaultyBackend } from '../support/faulty-backend';
+
+let counter = 0;
+
+/** A unique name per call, so tests never share a stream. */
+export function unique(prefix: string): string {
+  counter += 1;
+  return `${prefix}-${process.pid}-${counter}`;
+}
+
+/** A memory backend on a ManualClock, wrapped for faults, behind the facade; one stream + group ready. */
+export async function setup(options: { partitions?: number; group?: GroupOptions } = {}) {
+  const clock = new ManualClock();
+  const memory = new MemoryBackend({ clock });
+  const backend = new FaultyBackend(memory);
+  const rheo = new Rheo(backend);
+  const stream = unique('s');
+  const group = unique('g');
+  await rheo.createStream(stream, { partitions: options.partitions ?? 1 });
+  await rheo.createGroup(stream, group, options.group ?? {});
+  return { clock, memory, backend, rheo, stream, group };
+}
+
+const started: Group[] = [];
+
+/** Build and start a Group; `drainAll` stops every one a test left running. */
+export function startGroup(rheo: Rheo, options: GroupRunOptions, handler: GroupHandler): Group {
+  const g = new Group(rheo, options, handler);
+  started.push(g);
+  g.start();
+  return g;
+}
+
+/** Drain (with a short timeout) every Group started by {@link startGroup}. */
+export async function drainAll(): Promise<void> {
+  const gs = started.splice(0);
+  await Promise.all(gs.map((g) => g.drain(1000)));
+}
+
+/** Resolve once `cond()` holds; fail after `timeoutMs` (a bound against hangs, not a timing assertion). */
+export async function until(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await cond()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** A promise with its resolver, to hold a handler until the test lets it go. */
+export function gate(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((r) => (open = r));
+  return { promise, open };
+}
+
+/** `n` small events. */
+export function events(n: number, keyed = false) {
+  return Array.from({ length: n }, (_, i) => ({ type: 't', key: keyed ? `k${i % 7}` : undefined, payload: { i } }));
+}

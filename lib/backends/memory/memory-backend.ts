@@ -414,9 +414,11 @@ export class MemoryBackend implements Backend {
         const seq = d.sequence;
         if (op.kind === 'ack') {
           d.state = 'acked';
-        } else if (op.kind === 'reject' || op.lease.attempt >= g.config.maxAttempts) {
+        } else if (op.kind === 'reject' || d.attempt >= g.config.maxAttempts) {
+          // The stored delivery is the truth, never the caller's copy of the lease.
+          const p = op.lease.event.partition;
           d.state = 'dead';
-          g.dead.set(op.lease.event.id, { partition: op.lease.event.partition, sequence: seq, reason: op.reason, attempt: d.attempt, at: now });
+          g.dead.set(this.streams.get(op.lease.stream)!.log[p][seq - 1].id, { partition: p, sequence: seq, reason: op.reason, attempt: d.attempt, at: now });
         } else {
           d.state = 'available';
           d.leaseId = null;

@@ -92,6 +92,23 @@ export function fencingCases(ctx: ConformanceContext): void {
       await ctx.rheo.ack(lease);
     });
 
+    it("trusts its own records over the lease object's copies (attempt, event id)", async () => {
+      const stream = await setup(2, { maxAttempts: 3, retry: { initialMs: 0, maxMs: 0 } });
+      const [a, b] = await ctx.rheo.fetch(stream, 'g', { leaseMs: 1000 });
+      // A caller-edited attempt must not dead-letter early: this is the first delivery.
+      await ctx.rheo.nack({ ...a, attempt: 99 }, { reason: 'edited' });
+      expect(await ctx.rheo.deadLetters(stream, 'g')).toEqual([]);
+      const [again] = await ctx.rheo.fetch(stream, 'g', { leaseMs: 1000 });
+      expect(again).toMatchObject({ attempt: 2, event: a.event });
+      // An edited event id either fails as not ours, or files the dead letter under the true id.
+      const forged = { ...b, event: { ...b.event, id: 'forged-id' } };
+      const result = await ctx.rheo.settleMany([{ kind: 'reject', lease: forged, reason: 'forged' }]);
+      const dead = await ctx.rheo.deadLetters(stream, 'g');
+      if (result[0].ok) expect(dead.map((d) => d.eventId)).toEqual([b.event.id]);
+      else expect(['stale_lease', 'receipt_mismatch']).toContain(result[0].error.code);
+      expect(dead.some((d) => d.eventId === 'forged-id')).toBe(false);
+    });
+
     it('renews: the lease outlives its original TTL and expires after the renewed one', async () => {
       const stream = await setup(1);
       const lease = await fetchOne(stream, 1000);

@@ -52,6 +52,22 @@ export function orderingCases(ctx: ConformanceContext): void {
       expect(after.map((l) => [l.event.sequence, l.attempt])).toEqual([[1, 2]]);
     });
 
+    if (ctx.caps.guarantees.replay) {
+      it('keeps one lease per partition when a replay re-opens an earlier event under a live lease', async () => {
+        const stream = await setup(3);
+        for (let i = 0; i < 2; i++) {
+          const got = (await fetchAll(stream)).filter((l) => l.event.partition === 0);
+          await ctx.rheo.ack(got[0]);
+        }
+        const [third] = (await fetchAll(stream)).filter((l) => l.event.partition === 0);
+        expect(third.event.sequence).toBe(3);
+        expect(await ctx.rheo.replay(stream, 'g', { query: { where: { partition: 0 }, untilSequence: 1 } })).toBe(1);
+        expect((await fetchAll(stream)).filter((l) => l.event.partition === 0)).toEqual([]);
+        await ctx.rheo.ack(third);
+        expect(positions((await fetchAll(stream)).filter((l) => l.event.partition === 0))).toEqual(['0:1']);
+      });
+    }
+
     it('delivers each partition strictly in order under random settles and expiries, every event acked once in the end', async () => {
       const stream = await setup(6);
       const acked: string[][] = Array.from({ length: P }, () => []);

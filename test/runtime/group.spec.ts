@@ -1,0 +1,207 @@
+import { type Lease, type Outcome, RheoReject, RheoRetry } from '../../lib';
+import { drainAll, events, setup, startGroup, until } from './helpers';
+
+afterEach(drainAll);
+
+const tick = () => new Promise<void>((r) => setTimeout(r, Math.random() < 0.5 ? 0 : 1));
+
+describe('Group: bounds and completeness', () => {
+  it.each([
+    { maxDemand: 8, concurrency: 3 },
+    { maxDemand: 4, concurrency: 10 },
+    { maxDemand: 1, concurrency: 1 },
+  ])('handles every event once with %j, never over the bounds, lag 0', async ({ maxDemand, concurrency }) => {
+    const { rheo, stream, group } = await setup({ partitions: 4 });
+    const appended = await rheo.appendBatch(stream, events(300, true));
+    const seen = new Map<string, number>();
+    let running = 0;
+    let maxRunning = 0;
+    let maxInflight = 0;
+    const g = startGroup(rheo, { stream, group, maxDemand, concurrency, leaseMs: 60_000, pollMs: 20 }, async (lease) => {
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      maxInflight = Math.max(maxInflight, g.inflight);
+      seen.set(lease.event.id, (seen.get(lease.event.id) ?? 0) + 1);
+      await tick();
+      running--;
+    });
+    const sampler = setInterval(() => (maxInflight = Math.max(maxInflight, g.inflight)), 1);
+    const outcomes: Outcome['kind'][] = [];
+    g.on('settled', ({ outcome }) => {
+      outcomes.push(outcome.kind);
+      maxInflight = Math.max(maxInflight, g.inflight);
+    });
+    await until(() => outcomes.length === appended.length, 'all settled');
+    clearInterval(sampler);
+
+    expect(maxRunning).toBe(Math.min(maxDemand, concurrency));
+    expect(maxInflight).toBeLessThanOrEqual(maxDemand);
+    expect(maxInflight).toBeGreaterThanOrEqual(1);
+    expect([...seen.keys()].sort()).toEqual(appended.map((e) => e.id).sort());
+    expect([...seen.values()].every((n) => n === 1)).toBe(true);
+    expect(new Set(outcomes)).toEqual(new Set(['ack']));
+    expect((await rheo.lag(stream, group)).lag).toBe(0);
+    expect(g.inflight).toBe(0);
+    expect(g.running).toBe(0);
+    expect(g.state).toBe('running');
+  });
+
+  it('coalesces settles into batches (fewer settle calls than events)', async () => {
+    const { rheo, stream, group, backend } = await setup();
+    await rheo.appendBatch(stream, events(200));
+    let settled = 0;
+    const g = startGroup(rheo, { stream, group, maxDemand: 50, concurrency: 10, pollMs: 20 }, async () => undefined);
+    g.on('settled', () => settled++);
+    await until(() => settled === 200, 'all settled');
+    expect(backend.calls.settle).toBeLessThan(200);
+    expect(g.stats.settleBatches).toBe(backend.calls.settle);
+    expect(backend.settles).toHaveLength(200);
+    expect(backend.settles.every((s) => s.kind === 'ack' && s.answered === 'ok')).toBe(true);
+  });
+
+  it('keeps consuming what is appended later', async () => {
+    const { rheo, stream, group } = await setup({ partitions: 2 });
+    const seen = new Set<string>();
+    startGroup(rheo, { stream, group, maxDemand: 5, concurrency: 2, pollMs: 10 }, async (l) => void seen.add(l.event.id));
+    for (let round = 0; round < 5; round++) {
+      await rheo.appendBatch(stream, events(7, true));
+      await until(() => seen.size === (round + 1) * 7, `round ${round}`);
+    }
+    expect((await rheo.lag(stream, group)).lag).toBe(0);
+  });
+
+  it('only fetches its partitions', async () => {
+    const { rheo, stream, group } = await setup({ partitions: 3 });
+    await rheo.appendBatch(stream, [0, 1, 2, 0, 1, 2].map((partition, i) => ({ partition, payload: { i } })));
+    const parts: number[] = [];
+    const g = startGroup(rheo, { stream, group, partitions: [1], pollMs: 10 }, async (l) => void parts.push(l.event.partition));
+    await until(() => parts.length === 2 && g.stats.pollTimeouts >= 2, 'partition 1 consumed, then idle');
+    expect(parts).toEqual([1, 1]);
+    const lag = await rheo.lag(stream, group);
+    expect(lag.partitions.map((p) => p.lag)).toEqual([2, 0, 2]);
+  });
+});
+
+describe('Group: settle by outcome', () => {
+  it('a throw is retried, then dead-lettered at maxAttempts with the message as reason', async () => {
+    const { rheo, stream, group } = await setup({ group: { maxAttempts: 3, retry: { initialMs: 0 } } });
+    const [e] = await rheo.appendBatch(stream, events(1));
+    const attempts: number[] = [];
+    const handlerErrors: unknown[] = [];
+    const g = startGroup(rheo, { stream, group, pollMs: 10 }, async (l) => {
+      attempts.push(l.attempt);
+      throw new Error('boom');
+    });
+    g.on('handler_error', ({ error }) => handlerErrors.push(error));
+    await until(async () => (await rheo.deadLetters(stream, group)).length === 1, 'dead-lettered');
+    const [dl] = await rheo.deadLetters(stream, group);
+    expect(dl).toMatchObject({ eventId: e.id, reason: 'boom', attempt: 3 });
+    expect(attempts).toEqual([1, 2, 3]);
+    expect(handlerErrors).toHaveLength(3);
+    expect((await rheo.lag(stream, group)).lag).toBe(0);
+  });
+
+  it('a plain throw nacks with the group backoff (no delay of its own): not back before the backoff elapses', async () => {
+    const { rheo, stream, group, clock, backend } = await setup({ group: { retry: { initialMs: 5000 } } });
+    await rheo.appendBatch(stream, events(1));
+    const attempts: number[] = [];
+    const g = startGroup(rheo, { stream, group, pollMs: 5 }, async (l) => {
+      attempts.push(l.attempt);
+      if (l.attempt === 1) throw new Error('transient');
+    });
+    await until(() => backend.settles.length === 1, 'nacked');
+    expect(backend.settles[0]).toMatchObject({ kind: 'nack', reason: 'transient', delayMs: undefined, answered: 'ok' });
+    const polls = g.stats.pollTimeouts;
+    clock.advance(4999);
+    await until(() => g.stats.pollTimeouts >= polls + 3, 'a few idle polls');
+    expect(attempts).toEqual([1]);
+    clock.advance(1);
+    await until(() => attempts.length === 2, 'redelivered after the backoff');
+    expect(attempts).toEqual([1, 2]);
+  });
+
+  it('RheoReject dead-letters on the first attempt and is not a handler error', async () => {
+    const { rheo, stream, group } = await setup({ group: { maxAttempts: 5 } });
+    await rheo.appendBatch(stream, events(1));
+    let calls = 0;
+    let handlerErrors = 0;
+    const g = startGroup(rheo, { stream, group, pollMs: 10 }, async () => {
+      calls++;
+      throw new RheoReject('bad curve');
+    });
+    g.on('handler_error', () => handlerErrors++);
+    await until(async () => (await rheo.deadLetters(stream, group)).length === 1, 'dead-lettered');
+    expect((await rheo.deadLetters(stream, group))[0]).toMatchObject({ reason: 'bad curve', attempt: 1 });
+    expect(calls).toBe(1);
+    expect(handlerErrors).toBe(0);
+  });
+
+  it('RheoRetry delayMs is honoured: redelivered only once the delay has passed', async () => {
+    const { rheo, stream, group, clock, backend } = await setup();
+    await rheo.appendBatch(stream, events(1));
+    const attempts: number[] = [];
+    const g = startGroup(rheo, { stream, group, pollMs: 5 }, async (l) => {
+      attempts.push(l.attempt);
+      if (l.attempt === 1) throw new RheoRetry('later', { delayMs: 60_000 });
+    });
+    await until(() => backend.settles.length === 1, 'nacked');
+    expect(backend.settles[0]).toMatchObject({ kind: 'nack', reason: 'later', delayMs: 60_000 });
+    clock.advance(59_999);
+    const polls = g.stats.pollTimeouts;
+    await until(() => g.stats.pollTimeouts >= polls + 3, 'a few idle polls');
+    expect(attempts).toEqual([1]);
+    clock.advance(1);
+    await until(() => attempts.length === 2, 'redelivered');
+    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'acked');
+  });
+
+  it('an Outcome resolved by the handler settles that way', async () => {
+    const { rheo, stream, group, backend } = await setup({ group: { retry: { initialMs: 0 } } });
+    const [a, b, c] = await rheo.appendBatch(stream, events(3));
+    const plan = new Map<string, Outcome>([
+      [a.id, { kind: 'ack' }],
+      [b.id, { kind: 'reject', reason: 'no' }],
+      [c.id, { kind: 'nack', reason: 'again', delayMs: 0 }],
+    ]);
+    startGroup(rheo, { stream, group, pollMs: 10 }, async (l: Lease) => (l.attempt === 1 ? plan.get(l.event.id) : undefined));
+    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'all terminal');
+    const byEvent = (id: string) => backend.settles.filter((s) => s.eventId === id).map((s) => `${s.kind}:${s.attempt}`);
+    expect(byEvent(a.id)).toEqual(['ack:1']);
+    expect(byEvent(b.id)).toEqual(['reject:1']);
+    expect(byEvent(c.id)).toEqual(['nack:1', 'ack:2']);
+    expect((await rheo.deadLetters(stream, group)).map((d) => d.reason)).toEqual(['no']);
+  });
+
+  it('a nonsense resolved value or a synchronous throw is nacked and reported', async () => {
+    const { rheo, stream, group, backend } = await setup({ group: { retry: { initialMs: 0 } } });
+    const [a, b] = await rheo.appendBatch(stream, events(2));
+    const errors: unknown[] = [];
+    const g = startGroup(rheo, { stream, group, pollMs: 10 }, ((l: Lease) => {
+      if (l.attempt > 1) return Promise.resolve();
+      if (l.event.id === a.id) return Promise.resolve(42);
+      throw new Error('sync');
+    }) as never);
+    g.on('handler_error', ({ error }) => errors.push(error));
+    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'all acked on attempt 2');
+    expect(errors).toHaveLength(2);
+    expect(errors).toEqual(expect.arrayContaining([expect.objectContaining({ code: 'invalid_argument', field: 'outcome' }), expect.objectContaining({ message: 'sync' })]));
+    const nacks = backend.settles.filter((s) => s.kind === 'nack');
+    expect(nacks.map((s) => s.eventId).sort()).toEqual([a.id, b.id].sort());
+  });
+
+  it('an out-of-range RheoRetry delay does not poison the other settles of its batch', async () => {
+    const { rheo, stream, group, backend, clock } = await setup({ group: { retry: { initialMs: 0 } } });
+    const appended = await rheo.appendBatch(stream, events(10));
+    const g = startGroup(rheo, { stream, group, maxDemand: 10, concurrency: 10, pollMs: 10 }, async (l) => {
+      if (l.event.id === appended[0].id && l.attempt === 1) throw new RheoRetry('odd', { delayMs: Number.NaN });
+      if (l.event.id === appended[1].id && l.attempt === 1) throw new RheoRetry('huge', { delayMs: 1e15 });
+    });
+    await until(() => backend.settles.length >= 10, 'first round settled');
+    expect(backend.settles.slice(0, 10).every((s) => s.answered === 'ok')).toBe(true);
+    expect(backend.settles.find((s) => s.reason === 'odd')?.delayMs).toBeUndefined();
+    expect(backend.settles.find((s) => s.reason === 'huge')?.delayMs).toBe(365 * 24 * 3600 * 1000);
+    await until(async () => (await rheo.lag(stream, group)).partitions[0].frontier === 1 && g.inflight === 0, 'all but the delayed one acked');
+    clock.advance(365 * 24 * 3600 * 1000);
+    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'both come back and are acked');
+  });
+});

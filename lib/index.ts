@@ -22,3 +22,6 @@ export { MemoryBackend, memoryBackend } from './backends/memory';
 export type { MemoryBackendOptions } from './backends/memory';
 
 export * from './runtime';
+
+// NestJS integration (module, transport, @RheoConsumer, context, client, health).
+export * from './nest';

@@ -1,0 +1,143 @@
+import { RheoError } from '../core/errors';
+import type { GroupOptions, Ordering, RetryBackoff, StartPosition } from '../core/types';
+import { checkInt, checkName, checkObject } from '../core/validate';
+import { resolveGroupOptions, type GroupRunOptions } from '../runtime';
+
+/** How a consumer runs: everything but its identity (stream, group, instance). */
+export interface RheoConsumerSettings {
+  /** Most unsettled leases held at once. Default 10. */
+  maxDemand?: number;
+  /** Most handlers running at once. Default 1. */
+  concurrency?: number;
+  /** Partitions this process consumes. Default all. */
+  partitions?: number[];
+  /** `'partition'`: one outstanding lease per partition across all processes (strict per-key order). Group setting, applied when the group is created. */
+  ordering?: Ordering;
+  /** Lease time-to-live, ms; renewed at about half. Default 30000. */
+  leaseMs?: number;
+  /** Idle poll interval, ms; below leaseMs. Default 200. */
+  pollMs?: number;
+  /** Deliveries before dead-lettering. Default 5. Group setting, applied when the group is created. */
+  maxAttempts?: number;
+  /** Redelivery backoff after a failure. Group setting, applied when the group is created. */
+  retry?: RetryBackoff;
+  /** Where a new group starts reading. Default `'beginning'`. Group setting, applied when the group is created. */
+  start?: StartPosition;
+  /** Recorded on every lease this consumer takes. Default random. */
+  consumerId?: string;
+}
+
+/** Options of `@RheoConsumer`. */
+export interface RheoConsumerOptions extends RheoConsumerSettings {
+  stream: string;
+  group: string;
+  /** The `RheoModule` instance (its `name`) that runs this consumer. Default `'default'`. */
+  instance?: string;
+}
+
+/** A consumer's options after defaults, configuration and validation. */
+export interface ResolvedConsumer {
+  /** `Class.method`, for messages. */
+  handlerName: string;
+  /** `'stream/group'`. */
+  key: string;
+  run: GroupRunOptions;
+  group: GroupOptions;
+}
+
+const SETTINGS: ReadonlyArray<keyof RheoConsumerSettings> = [
+  'maxDemand',
+  'concurrency',
+  'partitions',
+  'ordering',
+  'leaseMs',
+  'pollMs',
+  'maxAttempts',
+  'retry',
+  'start',
+  'consumerId',
+];
+const IDENTITY = ['stream', 'group', 'instance'];
+
+/** The key a consumer's configuration is found under in `RheoModuleOptions.consumers`. */
+export function consumerKey(stream: string, group: string): string {
+  return `${stream}/${group}`;
+}
+
+/** Reject keys that are not settings: a typo must not silently fall back to a default. */
+export function checkSettings(field: string, value: unknown, allowIdentity = false): RheoConsumerSettings {
+  const o = checkObject(field, value);
+  for (const k of Object.keys(o)) {
+    if (!(SETTINGS as string[]).includes(k) && !(allowIdentity && IDENTITY.includes(k))) {
+      throw RheoError.invalid(`${field}.${k}`, `is not a consumer option (use ${[...(allowIdentity ? IDENTITY : []), ...SETTINGS].join(', ')})`);
+    }
+  }
+  return o as RheoConsumerSettings;
+}
+
+function pick(o: RheoConsumerSettings): RheoConsumerSettings {
+  const out: Record<string, unknown> = {};
+  for (const k of SETTINGS) if (o[k] !== undefined) out[k] = o[k];
+  return out as RheoConsumerSettings;
+}
+
+function checkGroupSettings(s: RheoConsumerSettings): GroupOptions {
+  const group: GroupOptions = { ifNotExists: true };
+  if (s.maxAttempts !== undefined) group.maxAttempts = checkInt('maxAttempts', s.maxAttempts, 1, 1000);
+  if (s.ordering !== undefined) {
+    if (s.ordering !== 'none' && s.ordering !== 'partition') throw RheoError.invalid('ordering', "must be 'none' or 'partition'");
+    group.ordering = s.ordering;
+  }
+  // The facade validates retry and start in detail when it creates the group.
+  if (s.retry !== undefined) group.retry = checkObject('retry', s.retry) as RetryBackoff;
+  if (s.start !== undefined) group.start = s.start;
+  return group;
+}
+
+/**
+ * Resolve one consumer: built-in defaults < module `defaults` < decorator options <
+ * module `consumers['stream/group']`. Every error names the handler
+ * (`RiskController.onCurve: maxDemand must be >= 1`) and nothing has been touched yet.
+ */
+export function resolveConsumer(
+  handlerName: string,
+  decorated: RheoConsumerOptions,
+  moduleOptions: { defaults?: RheoConsumerSettings; consumers?: Record<string, RheoConsumerSettings>; drainTimeoutMs?: number },
+): ResolvedConsumer {
+  try {
+    const own = checkSettings('options', decorated, true);
+    const stream = checkName('stream', decorated.stream);
+    const group = checkName('group', decorated.group);
+    const key = consumerKey(stream, group);
+    const defaults = moduleOptions.defaults === undefined ? {} : pick(checkSettings('defaults', moduleOptions.defaults));
+    const configured = moduleOptions.consumers?.[key];
+    const override = configured === undefined ? {} : pick(checkSettings(`consumers["${key}"]`, configured));
+    const merged: RheoConsumerSettings = { ...defaults, ...pick(own), ...override };
+    const runInput: GroupRunOptions = {
+      stream,
+      group,
+      maxDemand: merged.maxDemand,
+      concurrency: merged.concurrency,
+      leaseMs: merged.leaseMs,
+      pollMs: merged.pollMs,
+      consumerId: merged.consumerId,
+      partitions: merged.partitions,
+      drainTimeoutMs: moduleOptions.drainTimeoutMs,
+    };
+    for (const k of Object.keys(runInput) as Array<keyof GroupRunOptions>) if (runInput[k] === undefined) delete runInput[k];
+    resolveGroupOptions(runInput);
+    return { handlerName, key, run: runInput, group: checkGroupSettings(merged) };
+  } catch (err) {
+    throw prefixed(handlerName, err);
+  }
+}
+
+/** The same error, its message prefixed with the handler it is about. */
+export function prefixed(handlerName: string, err: unknown): RheoError {
+  if (err instanceof RheoError) {
+    const e = new RheoError(err.code, `${handlerName}: ${err.message}`, { field: err.field, cause: err });
+    return e;
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return new RheoError('failed', `${handlerName}: ${message}`, { cause: err });
+}

@@ -1,0 +1,26 @@
+// The NestJS integration: module, transport, decorator, context, client, health.
+export { RheoModule } from './rheo.module';
+export type { RheoModuleOptions, RheoModuleAsyncOptions, RheoModuleRegistration, RheoStreamDeclaration } from './rheo-module-options';
+export { RheoConsumer } from './rheo-consumer.decorator';
+export type { RheoConsumerMarker } from './rheo-consumer.decorator';
+export { consumerKey } from './consumer-options';
+export type { RheoConsumerOptions, RheoConsumerSettings } from './consumer-options';
+export { RheoContext } from './rheo-context';
+export { RheoServer } from './rheo-server';
+export type { RheoServerStatus, RheoServerEvents, RheoConsumerRef, RheoConsumerState, RheoServerInternals } from './rheo-server';
+export { RheoClient } from './rheo-client';
+export type { RheoClientStatus } from './rheo-client';
+export { RheoHealthIndicator } from './rheo-health.indicator';
+export type { RheoHealthOptions, RheoHealthGroup, RheoGroupHealth, RheoHealthResult } from './rheo-health.indicator';
+export { RheoOutcomeInterceptor } from './outcome-capture';
+export { outcomeOfNestError } from './nest-outcome';
+export { InjectRheo, InjectRheoClient, InjectRheoServer, InjectRheoHealthIndicator } from './inject.decorators';
+export {
+  DEFAULT_RHEO_INSTANCE,
+  rheoTransportId,
+  getRheoToken,
+  getRheoClientToken,
+  getRheoServerToken,
+  getRheoHealthIndicatorToken,
+  getRheoOptionsToken,
+} from './constants';

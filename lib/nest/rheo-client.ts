@@ -1,0 +1,148 @@
+import { ClientProxy, type ReadPacket, type WritePacket } from '@nestjs/microservices';
+import type { Observable } from 'rxjs';
+import { RheoError } from '../core/errors';
+import type { Rheo } from '../core/rheo';
+import type {
+  AppendInput,
+  AppendOptions,
+  DeadLetter,
+  GroupConfig,
+  GroupInfo,
+  GroupOptions,
+  JsonValue,
+  Lag,
+  Page,
+  Query,
+  RedriveOptions,
+  ReplayOptions,
+  ResetOptions,
+  RheoEvent,
+  StreamInfo,
+} from '../core/types';
+
+/** What `RheoClient.status` emits. */
+export type RheoClientStatus = 'connected' | 'disconnected';
+
+/**
+ * The producer and admin side of an instance, injectable anywhere
+ * (`constructor(private readonly rheo: RheoClient)`, or `@InjectRheoClient('audit')`).
+ * A `ClientProxy`, so `emit(stream, payload)` works like any Nest client; `send`
+ * is refused (an event log has no request/response).
+ */
+export class RheoClient extends ClientProxy<Record<never, Function>, RheoClientStatus> {
+  constructor(private readonly core: Rheo) {
+    super();
+  }
+
+  /** The core facade, for the operations this client does not wrap (fetch, ack, ...). */
+  get rheo(): Rheo {
+    return this.core;
+  }
+
+  /** Connect the backend (idempotent); every call does it on first use. */
+  async connect(): Promise<void> {
+    await this.core.init();
+    this._status$.next('connected');
+  }
+
+  /** A no-op: the module closes the backend on application shutdown, after consumers drained. */
+  close(): void {}
+
+  /** The core facade. */
+  unwrap<T = Rheo>(): T {
+    return this.core as T;
+  }
+
+  /** Not supported: an event log has no replies. Use `emit()` or `append()`. */
+  override send<TResult = never, TInput = unknown>(pattern: unknown, data: TInput): Observable<TResult> {
+    void pattern;
+    void data;
+    throw new RheoError('invalid_argument', 'RheoClient does not support send() (request/response); use emit(stream, payload) or append(stream, event)', {
+      field: 'send',
+    });
+  }
+
+  /** `emit(stream, payload)`: appends `{ payload }` to `stream`; the Observable emits the stored event. */
+  override emit<TResult = RheoEvent, TInput = JsonValue>(stream: string, payload: TInput): Observable<TResult> {
+    return super.emit<TResult, TInput>(stream, payload);
+  }
+
+  protected publish(packet: ReadPacket, callback: (packet: WritePacket) => void): () => void {
+    void packet;
+    callback({ err: new RheoError('invalid_argument', 'RheoClient does not support request/response', { field: 'send' }), isDisposed: true });
+    return () => undefined;
+  }
+
+  protected async dispatchEvent<T = RheoEvent>(packet: ReadPacket): Promise<T> {
+    if (typeof packet.pattern !== 'string') throw RheoError.invalid('stream', 'must be a string (emit(stream, payload))');
+    return (await this.core.append(packet.pattern, { payload: packet.data as JsonValue })) as T;
+  }
+
+  /** Append one event; returns it as stored (id, partition, sequence, timestamp). */
+  append<P extends JsonValue = JsonValue>(stream: string, event: AppendInput<P>, options?: AppendOptions): Promise<RheoEvent<P>> {
+    return this.core.append(stream, event, options);
+  }
+
+  /** Append many events atomically; returns them as stored, in input order. */
+  appendBatch<P extends JsonValue = JsonValue>(stream: string, events: AppendInput<P>[], options?: AppendOptions): Promise<RheoEvent<P>[]> {
+    return this.core.appendBatch(stream, events, options);
+  }
+
+  /** Create a stream (partitions default 1). */
+  createStream(stream: string, options?: { partitions?: number; ifNotExists?: boolean }): Promise<StreamInfo> {
+    return this.core.createStream(stream, options);
+  }
+
+  /** Create a consumer group. */
+  createGroup(stream: string, group: string, options?: GroupOptions): Promise<GroupConfig> {
+    return this.core.createGroup(stream, group, options);
+  }
+
+  /** How far `group` is behind `stream`. */
+  lag(stream: string, group: string): Promise<Lag> {
+    return this.core.lag(stream, group);
+  }
+
+  /** Lag, inflight, dead letters, oldest unsettled age and configuration of a group. */
+  groupInfo(stream: string, group: string): Promise<GroupInfo> {
+    return this.core.groupInfo(stream, group);
+  }
+
+  /** Events matching `query`. */
+  query(query: Query): Promise<RheoEvent[]> {
+    return this.core.query(query);
+  }
+
+  /** One page of events matching `query`. */
+  queryPage(query: Query): Promise<Page<RheoEvent>> {
+    return this.core.queryPage(query);
+  }
+
+  /** Re-open a group's deliveries from a sequence, a time or a query. */
+  replay(stream: string, group: string, options: ReplayOptions): Promise<number> {
+    return this.core.replay(stream, group, options);
+  }
+
+  /** Forget a group's deliveries and restart it (requires `confirm: true`). */
+  reset(stream: string, group: string, options: ResetOptions): Promise<void> {
+    return this.core.reset(stream, group, options);
+  }
+
+  /** A group's dead letters. */
+  deadLetters(stream: string, group: string, options?: { limit?: number; after?: string }): Promise<DeadLetter[]> {
+    return this.core.deadLetters(stream, group, options);
+  }
+
+  /** Make dead letters available again. */
+  redrive(stream: string, group: string, options: RedriveOptions): Promise<number> {
+    return this.core.redrive(stream, group, options);
+  }
+
+  listStreams(): Promise<StreamInfo[]> {
+    return this.core.listStreams();
+  }
+
+  listGroups(stream: string): Promise<GroupConfig[]> {
+    return this.core.listGroups(stream);
+  }
+}

@@ -1,0 +1,134 @@
+import type { ModuleRef } from '@nestjs/core';
+import { RheoError, toRheoError } from '../core/errors';
+import { checkInt, checkObject } from '../core/validate';
+import type { RheoInstance } from './rheo-instance';
+import type { RheoServer } from './rheo-server';
+
+/** A (stream, group) to check: `{ stream, group }` or `'stream/group'` (split at the last `/`). */
+export type RheoHealthGroup = string | { stream: string; group: string };
+
+/** Thresholds of {@link RheoHealthIndicator.isHealthy}. */
+export interface RheoHealthOptions {
+  /** Down when a group's lag (events not yet terminal) exceeds this. */
+  maxLag?: number;
+  /** Down when a group's oldest unsettled event is older than this, ms. */
+  maxOldestUnackedMs?: number;
+  /** Groups to check. Default: the consumers this process runs, else every group of every stream. */
+  groups?: RheoHealthGroup[];
+}
+
+/** Figures reported per group, under `'stream/group'`. */
+export interface RheoGroupHealth {
+  lag: number;
+  inflight: number;
+  deadLetters: number;
+  oldestUnsettledAgeMs: number | null;
+  /** The local consumer's state when this process runs one. */
+  consumer?: string;
+}
+
+/** Terminus's `HealthIndicatorResult` shape, declared here so typings do not need @nestjs/terminus. */
+export type RheoHealthResult<K extends string = string> = Record<K, { status: 'up' | 'down' } & Record<string, unknown>>;
+
+interface HealthSession {
+  up(data?: Record<string, unknown>): Record<string, unknown>;
+  down(data?: Record<string, unknown>): Record<string, unknown>;
+}
+interface HealthIndicatorServiceLike {
+  check(key: string): HealthSession;
+}
+
+/**
+ * A Terminus health indicator for an instance: up with per-group lag, inflight
+ * and dead-letter counts; down when the backend does not answer, a local
+ * consumer is backing off on errors, or a group is over a threshold (the reason
+ * names the group). Built on Terminus's `HealthIndicatorService` (11.1 and 12),
+ * which is loaded when first used so `@nestjs/terminus` stays optional (docs/adr/012).
+ */
+export class RheoHealthIndicator {
+  private service?: HealthIndicatorServiceLike;
+
+  constructor(
+    private readonly instance: RheoInstance,
+    private readonly server: RheoServer,
+    private readonly moduleRef: ModuleRef,
+  ) {}
+
+  private indicators(): HealthIndicatorServiceLike {
+    if (this.service) return this.service;
+    let terminus: { HealthIndicatorService: new () => HealthIndicatorServiceLike };
+    try {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      terminus = require('@nestjs/terminus');
+    } catch (err) {
+      throw new RheoError('failed', 'RheoHealthIndicator needs @nestjs/terminus: npm install @nestjs/terminus and import TerminusModule', { cause: err });
+    }
+    try {
+      this.service = this.moduleRef.get(terminus.HealthIndicatorService, { strict: false });
+    } catch {
+      // TerminusModule not imported: the service is stateless, a private one is equivalent.
+      this.service = new terminus.HealthIndicatorService();
+    }
+    return this.service!;
+  }
+
+  /** Check the instance; never throws for an unhealthy store (Terminus turns `down` into a 503). */
+  async isHealthy<K extends string>(key: K, options: RheoHealthOptions = {}): Promise<RheoHealthResult<K>> {
+    checkObject('options', options);
+    if (options.maxLag !== undefined) checkInt('maxLag', options.maxLag, 0);
+    if (options.maxOldestUnackedMs !== undefined) checkInt('maxOldestUnackedMs', options.maxOldestUnackedMs, 0);
+    if (options.groups !== undefined && !Array.isArray(options.groups)) throw RheoError.invalid('groups', "must be an array of 'stream/group' or { stream, group }");
+    const session = this.indicators().check(key);
+    const result = (data: Record<string, unknown>, up: boolean) => (up ? session.up(data) : session.down(data)) as RheoHealthResult<K>;
+    const rheo = this.instance.rheo;
+    try {
+      await rheo.ping();
+    } catch (err) {
+      return result({ message: `backend unreachable: ${toRheoError(err, 'backend_unavailable').message}` }, false);
+    }
+    const local = new Map(this.server.consumers().map((c) => [`${c.stream}/${c.group}`, c]));
+    const groups: Record<string, RheoGroupHealth> = {};
+    const failing: string[] = [];
+    for (const { stream, group } of await this.targets(options.groups, [...local.values()])) {
+      const name = `${stream}/${group}`;
+      try {
+        const info = await rheo.groupInfo(stream, group);
+        const figures: RheoGroupHealth = {
+          lag: info.lag.lag,
+          inflight: info.inflight,
+          deadLetters: info.deadLetters,
+          oldestUnsettledAgeMs: info.oldestUnsettledAgeMs,
+        };
+        const consumer = local.get(name);
+        if (consumer) figures.consumer = consumer.state;
+        groups[name] = figures;
+        if (options.maxLag !== undefined && figures.lag > options.maxLag) failing.push(`${name}: lag ${figures.lag} > ${options.maxLag}`);
+        const age = figures.oldestUnsettledAgeMs;
+        if (options.maxOldestUnackedMs !== undefined && age !== null && age > options.maxOldestUnackedMs) {
+          failing.push(`${name}: oldest unsettled event ${age} ms old > ${options.maxOldestUnackedMs} ms`);
+        }
+        if (consumer?.state === 'backing_off') failing.push(`${name}: consumer backing off: ${consumer.lastError?.message ?? 'fetch failed'}`);
+      } catch (err) {
+        failing.push(`${name}: ${toRheoError(err).message}`);
+      }
+    }
+    return failing.length === 0 ? result({ groups }, true) : result({ groups, failing }, false);
+  }
+
+  private async targets(given: RheoHealthGroup[] | undefined, local: Array<{ stream: string; group: string }>): Promise<Array<{ stream: string; group: string }>> {
+    if (given !== undefined) {
+      return given.map((g, i) => {
+        if (typeof g === 'object' && g !== null) return { stream: g.stream, group: g.group };
+        const cut = typeof g === 'string' ? g.lastIndexOf('/') : -1;
+        if (cut <= 0 || cut === g.length - 1) throw RheoError.invalid(`groups[${i}]`, "must be 'stream/group' or { stream, group }");
+        return { stream: g.slice(0, cut), group: g.slice(cut + 1) };
+      });
+    }
+    if (local.length > 0) return local;
+    const all: Array<{ stream: string; group: string }> = [];
+    for (const s of await this.instance.rheo.listStreams()) {
+      for (const g of await this.instance.rheo.listGroups(s.name)) all.push({ stream: s.name, group: g.group });
+    }
+    return all;
+  }
+}

@@ -1,0 +1,71 @@
+import { RheoError, toRheoError } from '../core/errors';
+import { Rheo } from '../core/rheo';
+import { checkInt, checkName, checkObject } from '../core/validate';
+import type { Backend } from '../backends/backend';
+import { checkSettings } from './consumer-options';
+import type { RheoModuleOptions, RheoStreamDeclaration } from './rheo-module-options';
+
+function isBackend(value: unknown): value is Backend {
+  return typeof value === 'object' && value !== null && typeof (value as Backend).fetch === 'function' && typeof (value as Backend).settle === 'function';
+}
+
+/** `forRoot(backend)` and `forRoot({ backend, ... })` both mean options. */
+export function toModuleOptions(input: RheoModuleOptions | Backend): RheoModuleOptions {
+  return isBackend(input) ? { backend: input } : input;
+}
+
+/**
+ * One named nestjs-rheo instance: its core facade, its options, and the one-time
+ * stream setup shared by the module's init hook and the transport's `listen`
+ * (whichever runs first: `startAllMicroservices()` may come before `app.init()`).
+ */
+export class RheoInstance {
+  readonly rheo: Rheo;
+  readonly options: RheoModuleOptions;
+  readonly streams: Required<RheoStreamDeclaration>[];
+  private streamsReady?: Promise<void>;
+
+  /** Validates the options: errors name the instance and the field. */
+  constructor(
+    readonly name: string,
+    input: RheoModuleOptions | Backend,
+  ) {
+    try {
+      const options = isBackend(input) ? { backend: input } : (checkObject('options', input) as unknown as RheoModuleOptions);
+      if (!isBackend(options.backend)) throw RheoError.invalid('backend', 'must be a Backend (e.g. memoryBackend())');
+      const known = ['backend', 'streams', 'defaults', 'consumers', 'maxPayloadBytes', 'drainTimeoutMs', 'name', 'isGlobal'];
+      for (const k of Object.keys(options)) if (!known.includes(k)) throw RheoError.invalid(k, `is not a RheoModule option (use ${known.join(', ')})`);
+      if (options.defaults !== undefined) checkSettings('defaults', options.defaults);
+      if (options.consumers !== undefined) {
+        for (const [key, settings] of Object.entries(checkObject('consumers', options.consumers))) checkSettings(`consumers["${key}"]`, settings);
+      }
+      if (options.drainTimeoutMs !== undefined) checkInt('drainTimeoutMs', options.drainTimeoutMs, 0, 24 * 3600 * 1000);
+      if (options.streams !== undefined && !Array.isArray(options.streams)) throw RheoError.invalid('streams', 'must be an array of { name, partitions }');
+      this.streams = (options.streams ?? []).map((s, i) => {
+        checkObject(`streams[${i}]`, s);
+        return {
+          name: checkName(`streams[${i}].name`, s.name),
+          partitions: s.partitions === undefined ? 1 : checkInt(`streams[${i}].partitions`, s.partitions, 1),
+        };
+      });
+      this.options = options;
+      this.rheo = new Rheo(options.backend, { maxPayloadBytes: options.maxPayloadBytes });
+    } catch (err) {
+      const e = toRheoError(err);
+      throw new RheoError(e.code, `RheoModule(${name}): ${e.message}`, { field: e.field, cause: err });
+    }
+  }
+
+  /** Create the declared streams that are missing. Once; retried after a failure. */
+  ensureStreams(): Promise<void> {
+    if (!this.streamsReady) {
+      this.streamsReady = (async () => {
+        for (const s of this.streams) await this.rheo.createStream(s.name, { partitions: s.partitions, ifNotExists: true });
+      })().catch((err) => {
+        this.streamsReady = undefined;
+        throw err;
+      });
+    }
+    return this.streamsReady;
+  }
+}

@@ -1,0 +1,45 @@
+import type { ModuleMetadata } from '@nestjs/common';
+import type { Backend } from '../backends/backend';
+import type { RheoConsumerSettings } from './consumer-options';
+
+/** A stream the module creates at startup when it is missing. */
+export interface RheoStreamDeclaration {
+  name: string;
+  /** Partition count when the stream is created. Default 1. An existing stream keeps its own. */
+  partitions?: number;
+}
+
+/** Options of one nestjs-rheo instance (what `forRoot` takes, or what `forRootAsync`'s factory returns). */
+export interface RheoModuleOptions {
+  /** The store. The module closes it on application shutdown, after the transport drained. */
+  backend: Backend;
+  /** Streams created at startup if missing. Streams named by consumers must exist or be declared here. */
+  streams?: RheoStreamDeclaration[];
+  /** Settings applied to every consumer of this instance; a consumer's own options win. */
+  defaults?: RheoConsumerSettings;
+  /**
+   * Per-consumer settings keyed by `'stream/group'`, typically read from configuration.
+   * They win over the decorator's literals (configuration overrides code). See docs/adr/010.
+   */
+  consumers?: Record<string, RheoConsumerSettings>;
+  /** Largest accepted payload, as JSON bytes. Default 1 MiB. */
+  maxPayloadBytes?: number;
+  /** How long `RheoServer.close()` waits for running handlers, ms. Default 10000. */
+  drainTimeoutMs?: number;
+}
+
+/** Options of `RheoModule.forRoot` that shape the Nest module rather than the instance. */
+export interface RheoModuleRegistration {
+  /** Instance name, for apps with more than one store. Default `'default'`. */
+  name?: string;
+  /** Register the instance's providers globally. Default false. */
+  isGlobal?: boolean;
+}
+
+/** Options of `RheoModule.forRootAsync`. */
+export interface RheoModuleAsyncOptions extends RheoModuleRegistration, Pick<ModuleMetadata, 'imports'> {
+  /** Providers to inject into `useFactory`. */
+  inject?: any[];
+  /** Builds the instance options (or just the backend). */
+  useFactory: (...args: any[]) => RheoModuleOptions | Backend | Promise<RheoModuleOptions | Backend>;
+}

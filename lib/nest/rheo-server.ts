@@ -1,0 +1,313 @@
+import { EventEmitter } from 'node:events';
+import { Logger } from '@nestjs/common';
+import { type CustomTransportStrategy, type MessageHandler, Server } from '@nestjs/microservices';
+import { isObservable, lastValueFrom } from 'rxjs';
+import { RheoError, toRheoError } from '../core/errors';
+import type { Outcome } from '../core/outcomes';
+import type { Rheo } from '../core/rheo';
+import type { GroupConfig, Lease } from '../core/types';
+import { Group, type GroupState } from '../runtime';
+import { RHEO_CONSUMER_EXTRAS, rheoTransportId } from './constants';
+import { prefixed, resolveConsumer, type ResolvedConsumer } from './consumer-options';
+import { outcomeOfPipelineFailure } from './nest-outcome';
+import { beginCapture } from './outcome-capture';
+import type { RheoConsumerMarker } from './rheo-consumer.decorator';
+import { RheoContext } from './rheo-context';
+import type { RheoInstance } from './rheo-instance';
+
+/** What `RheoServer.status` emits: every consumer fetching, some backing off on errors, or stopped. */
+export type RheoServerStatus = 'connected' | 'reconnecting' | 'disconnected';
+
+/** Identifies the consumer an event is about. */
+export interface RheoConsumerRef {
+  stream: string;
+  group: string;
+  handlerName: string;
+}
+
+/** Listeners `RheoServer.on()` accepts. */
+export type RheoServerEvents = {
+  /** A consumer's fetch failed; it backs off and retries. */
+  fetch_error: (ref: RheoConsumerRef, error: RheoError) => void;
+  /** A consumer fetched again after errors. */
+  recovered: (ref: RheoConsumerRef) => void;
+  /** A delivery was settled by its outcome. */
+  settled: (ref: RheoConsumerRef, lease: Lease, outcome: Outcome) => void;
+  /** Settling failed; the lease is left to expire (or nacked, for a definite failure). */
+  settle_error: (ref: RheoConsumerRef, lease: Lease, outcome: Outcome, error: RheoError) => void;
+  /** A renewal found the lease taken over: another consumer now holds the event. */
+  lease_lost: (ref: RheoConsumerRef, lease: Lease) => void;
+};
+
+/** A snapshot of one running consumer, for health and diagnostics. */
+export interface RheoConsumerState extends RheoConsumerRef {
+  state: GroupState;
+  /** Unsettled leases held. */
+  inflight: number;
+  /** Handlers running now. */
+  running: number;
+  /** The fetch error while backing off, else null. */
+  lastError: RheoError | null;
+}
+
+/** What `RheoServer.unwrap()` returns. */
+export interface RheoServerInternals {
+  rheo: Rheo;
+  /** The running Groups, by `'stream/group'`. */
+  groups: ReadonlyMap<string, Group>;
+}
+
+interface Running {
+  consumer: ResolvedConsumer;
+  group: Group;
+}
+
+const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
+
+/**
+ * The nestjs-rheo transport: runs one runtime `Group` per `@RheoConsumer` handler
+ * of its instance. Provided by `RheoModule` (so it is built with the instance's
+ * backend); connect it with
+ * `app.connectMicroservice({ strategy: app.get(RheoServer) }, { inheritAppConfig: true })`.
+ */
+export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> implements CustomTransportStrategy {
+  /**
+   * Nest 12: the transport awaits each handler's stream and settles by its
+   * outcome, so Nest need not log unmatched RpcExceptions again. Inert on Nest 11.
+   */
+  readonly propagatesEventHandlerErrors = true;
+  protected readonly logger = new Logger(RheoServer.name);
+  private readonly emitter = new EventEmitter();
+  private readonly running = new Map<string, Running>();
+  /** Nest's handler (guards, pipes, interceptors, filters around the method) per `'stream/group'`. */
+  private readonly handlers = new Map<string, MessageHandler>();
+  private readonly backingOff = new Set<string>();
+  private listening?: Promise<void>;
+  private closing?: Promise<void>;
+
+  constructor(private readonly instance: RheoInstance) {
+    super();
+    this.transportId = rheoTransportId(instance.name);
+  }
+
+  /** The instance name this server belongs to. */
+  get instanceName(): string {
+    return this.instance.name;
+  }
+
+  /**
+   * Ping the backend, create missing streams and groups, then start one Group per
+   * consumer. `callback(err)` (rejecting `app.listen()` / `startAllMicroservices()`)
+   * on an unreachable backend or invalid consumer options, with a RheoError that
+   * names the handler.
+   */
+  listen(callback: (err?: unknown, ...optionalParams: unknown[]) => void): void {
+    if (!this.listening) this.listening = this.start();
+    this.listening.then(
+      () => callback(),
+      (err) => callback(err),
+    );
+  }
+
+  private async start(): Promise<void> {
+    try {
+      if (this.closing) throw new RheoError('failed', `RheoServer(${this.instance.name}) is closed; build a new application to listen again`);
+      const consumers = this.collectConsumers();
+      const rheo = this.instance.rheo;
+      try {
+        await rheo.ping();
+      } catch (err) {
+        const e = toRheoError(err, 'backend_unavailable');
+        throw new RheoError(e.code, `RheoServer(${this.instance.name}): the ${rheo.backend.name} backend is unreachable: ${e.message}`, { cause: err });
+      }
+      await this.instance.ensureStreams();
+      await this.checkStreams(consumers);
+      for (const c of consumers) await this.ensureGroup(c);
+      if (this.closing) return;
+      for (const c of consumers) this.run(c);
+      this._status$.next('connected');
+      if (consumers.length > 0) this.logger.log(`Consuming ${consumers.map((c) => `${c.key} (${c.handlerName})`).join(', ')}`);
+    } catch (err) {
+      this._status$.next('disconnected');
+      throw err;
+    }
+  }
+
+  /** Read and validate every consumer bound to this server; all problems at once, nothing touched yet. */
+  private collectConsumers(): ResolvedConsumer[] {
+    const consumers: ResolvedConsumer[] = [];
+    const problems: RheoError[] = [];
+    for (const [pattern, handler] of this.messageHandlers) {
+      const marker = handler.extras?.[RHEO_CONSUMER_EXTRAS] as RheoConsumerMarker | undefined;
+      if (!marker) {
+        this.logger.warn(`Ignoring handler for pattern ${pattern}: not a @RheoConsumer (give other transports' handlers their transportId)`);
+        continue;
+      }
+      try {
+        if (handler.next) {
+          const other = ((handler.next as MessageHandler).extras?.[RHEO_CONSUMER_EXTRAS] as RheoConsumerMarker | undefined)?.handlerName ?? 'another handler';
+          throw RheoError.invalid('group', `${other} already consumes ${marker.options.stream}/${marker.options.group}: one handler per (stream, group); use another group name`);
+        }
+        const consumer = resolveConsumer(marker.handlerName, marker.options, this.instance.options);
+        consumers.push(consumer);
+        this.handlers.set(consumer.key, handler);
+      } catch (err) {
+        problems.push(err instanceof RheoError && err.message.startsWith(`${marker.handlerName}:`) ? err : prefixed(marker.handlerName, err));
+      }
+    }
+    if (problems.length === 1) throw problems[0];
+    if (problems.length > 1) throw new RheoError('invalid_argument', problems.map((p) => p.message).join('\n'), { field: problems[0].field });
+    return consumers;
+  }
+
+  private async checkStreams(consumers: ResolvedConsumer[]): Promise<void> {
+    const streams = new Map((await this.instance.rheo.listStreams()).map((s) => [s.name, s]));
+    for (const c of consumers) {
+      const info = streams.get(c.run.stream);
+      if (!info) {
+        throw new RheoError(
+          'stream_not_found',
+          `${c.handlerName}: stream "${c.run.stream}" does not exist; declare it in RheoModule.forRoot({ streams: [{ name: '${c.run.stream}', partitions }] }) or create it first`,
+        );
+      }
+      for (const p of c.run.partitions ?? []) {
+        if (p >= info.partitions) throw RheoError.invalid('partitions', `${c.handlerName}: partitions: stream "${info.name}" has ${info.partitions} partition(s), no partition ${p}`);
+      }
+    }
+  }
+
+  private async ensureGroup(c: ResolvedConsumer): Promise<void> {
+    let config: GroupConfig;
+    try {
+      config = await this.instance.rheo.createGroup(c.run.stream, c.run.group, c.group);
+    } catch (err) {
+      throw prefixed(c.handlerName, err);
+    }
+    const differs = (['maxAttempts', 'ordering'] as const).filter((k) => c.group[k] !== undefined && c.group[k] !== config[k]);
+    if (differs.length > 0) {
+      this.logger.warn(
+        `${c.handlerName}: group ${c.key} already exists with ${differs.map((k) => `${k} ${config[k]}`).join(', ')}; ` +
+          `these options apply only when a group is created (reset or recreate the group to change them)`,
+      );
+    }
+  }
+
+  private run(consumer: ResolvedConsumer): void {
+    const handler = this.handlers.get(consumer.key)!;
+    const ref: RheoConsumerRef = { stream: consumer.run.stream, group: consumer.run.group, handlerName: consumer.handlerName };
+    const group = new Group(this.instance.rheo, consumer.run, (lease) => this.deliver(ref, handler, lease));
+    group.on('fetch_error', (error) => {
+      if (!this.backingOff.has(consumer.key)) this.logger.error(`${consumer.key}: fetch failed, backing off: ${error.message}`);
+      this.backingOff.add(consumer.key);
+      if (!this.closing) this._status$.next('reconnecting');
+      this.emitter.emit('fetch_error', ref, error);
+    });
+    group.on('recovered', () => {
+      this.backingOff.delete(consumer.key);
+      this.logger.log(`${consumer.key}: fetching again`);
+      if (this.backingOff.size === 0 && !this.closing) this._status$.next('connected');
+      this.emitter.emit('recovered', ref);
+    });
+    group.on('settled', ({ lease, outcome }) => this.emitter.emit('settled', ref, lease, outcome));
+    group.on('settle_error', ({ lease, outcome, error }) => {
+      this.logger.warn(`${consumer.key}: settling event ${lease.event.id} (${outcome.kind}) failed: ${error.message}`);
+      this.emitter.emit('settle_error', ref, lease, outcome, error);
+    });
+    group.on('lease_lost', (lease) => {
+      this.logger.warn(`${consumer.key}: lease on event ${lease.event.id} lost (expired and taken over); the result of this attempt is discarded`);
+      this.emitter.emit('lease_lost', ref, lease);
+    });
+    this.running.set(consumer.key, { consumer, group });
+    group.start();
+  }
+
+  /** One delivery through Nest's pipeline; never throws: every result is an outcome. */
+  private deliver(ref: RheoConsumerRef, handler: MessageHandler, lease: Lease): Promise<Outcome> {
+    const ctx = new RheoContext(lease);
+    const capture = beginCapture(ctx);
+    const invoke = async (): Promise<Outcome> => {
+      let outcome: Outcome;
+      try {
+        const result = await handler(lease.event.payload, ctx);
+        if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
+        outcome = { kind: 'ack' };
+      } catch (failure) {
+        outcome = outcomeOfPipelineFailure(failure, capture);
+      }
+      if (outcome.kind !== 'ack') {
+        const what = outcome.kind === 'reject' ? 'dead-lettered' : 'will be retried';
+        this.logger.warn(`${ref.handlerName}: event ${lease.event.id} (attempt ${lease.attempt}) ${what}: ${outcome.reason}`);
+      }
+      return outcome;
+    };
+    // Tracing hooks (setOnProcessingStartHook) wrap the delivery as they wrap Nest's own transports.
+    return new Promise<Outcome>((resolve) => {
+      let started = false;
+      const done = () => {
+        started = true;
+        const p = invoke().finally(() => this.onProcessingEndHook?.(this.transportId!, ctx));
+        p.then(resolve);
+        return p;
+      };
+      try {
+        this.onProcessingStartHook(this.transportId!, ctx, done);
+      } catch (err) {
+        if (!started) resolve({ kind: 'nack', reason: `processing hook failed: ${toRheoError(err).message}` });
+      }
+    });
+  }
+
+  /**
+   * Stop fetching, wait up to `drainTimeoutMs` for running handlers and their
+   * settles (renewals go on meanwhile), then stop. Leases still unsettled expire
+   * and are redelivered. Idempotent.
+   */
+  close(): Promise<void> {
+    if (!this.closing) this.closing = this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
+    await this.listening?.catch(() => undefined);
+    const timeoutMs = this.instance.options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
+    const results = await Promise.all(
+      [...this.running.values()].map(async ({ consumer, group }) => {
+        const result = await group.drain(timeoutMs);
+        if (result === 'timeout') {
+          this.logger.warn(`${consumer.key}: drain timed out after ${timeoutMs} ms with ${group.inflight} lease(s) unsettled; they will be redelivered after expiry`);
+        }
+        return result;
+      }),
+    );
+    if (results.includes('timeout')) this.logger.warn('Closed with unsettled leases (see above)');
+    this._status$.next('disconnected');
+  }
+
+  /** Snapshots of the running consumers. */
+  consumers(): RheoConsumerState[] {
+    return [...this.running.values()].map(({ consumer, group }) => ({
+      stream: consumer.run.stream,
+      group: consumer.run.group,
+      handlerName: consumer.handlerName,
+      state: group.state,
+      inflight: group.inflight,
+      running: group.running,
+      lastError: group.lastError,
+    }));
+  }
+
+  /** Subscribe to transport events (`fetch_error`, `recovered`, `settled`, `settle_error`, `lease_lost`). */
+  on<EventKey extends keyof RheoServerEvents = keyof RheoServerEvents, EventCallback extends RheoServerEvents[EventKey] = RheoServerEvents[EventKey]>(
+    event: EventKey,
+    callback: EventCallback,
+  ): this {
+    this.emitter.on(event, callback as (...args: any[]) => void);
+    return this;
+  }
+
+  /** The core facade and the running Groups. */
+  unwrap<T = RheoServerInternals>(): T {
+    const groups = new Map([...this.running].map(([key, r]) => [key, r.group]));
+    return { rheo: this.instance.rheo, groups } as T;
+  }
+}

@@ -1,0 +1,40 @@
+import type { INestApplication, INestMicroservice } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { RheoServer } from '../../lib';
+
+/** Poll `probe` until it returns a truthy value; fails with `what` after `timeoutMs`. */
+export async function waitFor<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value) return value;
+      last = value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** A hybrid app (HTTP + the Rheo transport) wired the way main.ts does it. */
+export async function startHybrid(module: {
+  imports?: any[];
+  controllers?: any[];
+  providers?: any[];
+}): Promise<INestApplication> {
+  const ref = await Test.createTestingModule(module).compile();
+  const app = ref.createNestApplication({ logger: false });
+  app.connectMicroservice({ strategy: app.get(RheoServer) }, { inheritAppConfig: true });
+  await app.init();
+  await app.startAllMicroservices();
+  return app;
+}
+
+/** A standalone microservice on the default instance's server, not yet listening. */
+export async function createMicroservice(module: { imports?: any[]; controllers?: any[]; providers?: any[] }): Promise<INestMicroservice> {
+  const ref = await Test.createTestingModule(module).compile();
+  return ref.createNestMicroservice({ strategy: ref.get(RheoServer), logger: false });
+}

@@ -25,3 +25,5 @@ export * from './runtime';
 
 // NestJS integration (module, transport, @RheoConsumer, context, client, health).
 export * from './nest';
+export { RedisBackend, redisBackend } from './backends/redis';
+export type { RedisBackendOptions } from './backends/redis';

@@ -1,0 +1,96 @@
+import type { EventMetadata, JsonValue, RheoEvent } from '../../core/types';
+import type { NewEvent } from '../backend';
+
+/**
+ * Stream entry fields of an event: `i` id, `t` timestamp (ms), `m` metadata JSON,
+ * `d` payload JSON, `k` key and `y` type when present. Partition and sequence are
+ * not stored in the entry: they are the log key and the entry id (`0-<sequence>`).
+ */
+export function eventFromEntry(stream: string, partition: number, sequence: number, fields: unknown): RheoEvent {
+  const f = fields as string[];
+  let id = '';
+  let ts = 0;
+  let key: string | null = null;
+  let type: string | null = null;
+  let metadata = '{}';
+  let payload = 'null';
+  for (let i = 0; i + 1 < f.length; i += 2) {
+    const v = String(f[i + 1]);
+    switch (String(f[i])) {
+      case 'i':
+        id = v;
+        break;
+      case 't':
+        ts = Number(v);
+        break;
+      case 'k':
+        key = v;
+        break;
+      case 'y':
+        type = v;
+        break;
+      case 'm':
+        metadata = v;
+        break;
+      case 'd':
+        payload = v;
+        break;
+    }
+  }
+  return {
+    id,
+    stream,
+    partition,
+    sequence,
+    timestamp: new Date(ts),
+    key,
+    type,
+    metadata: JSON.parse(metadata) as EventMetadata,
+    payload: JSON.parse(payload) as JsonValue,
+  };
+}
+
+/** The APPEND script's arguments for one event (see scripts.ts). */
+export function appendArgs(e: NewEvent, slot: number): string[] {
+  return [
+    e.id,
+    String(slot),
+    String(e.partition),
+    String(e.timestamp.getTime()),
+    e.key ?? '',
+    e.type ?? '',
+    JSON.stringify(e.metadata),
+    JSON.stringify(e.payload),
+  ];
+}
+
+/** A dead-letter record: `partition|sequence|attempt|at|reason`. */
+export interface DeadRecord {
+  partition: number;
+  sequence: number;
+  attempt: number;
+  at: number;
+  reason: string;
+}
+
+export function parseDeadRecord(rec: string): DeadRecord {
+  const parts = rec.split('|');
+  return {
+    partition: Number(parts[0]),
+    sequence: Number(parts[1]),
+    attempt: Number(parts[2]),
+    at: Number(parts[3]),
+    // The reason is last and may itself contain '|'.
+    reason: parts.slice(4).join('|'),
+  };
+}
+
+/** Compare two stream entry ids (`ms-seq`) numerically. */
+export function compareEntryIds(a: string, b: string): number {
+  const [am, as] = a.split('-');
+  const [bm, bs] = b.split('-');
+  const x = BigInt(am) - BigInt(bm);
+  if (x !== 0n) return x < 0n ? -1 : 1;
+  const y = BigInt(as ?? '0') - BigInt(bs ?? '0');
+  return y === 0n ? 0 : y < 0n ? -1 : 1;
+}

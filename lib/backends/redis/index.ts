@@ -1,0 +1,2 @@
+export { RedisBackend, redisBackend } from './redis-backend';
+export type { RedisBackendOptions } from './redis-backend';

@@ -1,0 +1,95 @@
+import { RheoError } from '../../core/errors';
+
+/**
+ * Escape a name for use inside a key: `%`, `{`, `}` and `:` are percent-encoded,
+ * so a stream or group name can never open or close a hash tag or fake a key
+ * separator. The mapping is injective: distinct names give distinct keys.
+ */
+export function escapeName(name: string): string {
+  return name.replace(/[%{}:]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0'));
+}
+
+/** A key prefix: non-empty, no braces (they would start a hash tag), no whitespace or control characters. */
+export function checkPrefix(prefix: unknown): string {
+  if (typeof prefix !== 'string' || prefix.length === 0) throw RheoError.invalid('prefix', 'must be a non-empty string');
+  // eslint-disable-next-line no-control-regex
+  if (/[{}\s\u0000-\u001f\u007f]/.test(prefix)) throw RheoError.invalid('prefix', 'must not contain braces, whitespace or control characters');
+  return prefix;
+}
+
+/**
+ * Every key of one stream, its groups and their deliveries. All of them carry the
+ * escaped stream name as their hash tag (`<prefix>:{<stream>}:...`), so each Lua
+ * script touches keys of a single Redis Cluster slot.
+ *
+ * The one key that spans streams is the registry (`<prefix>:streams`, a set of
+ * names). It is only an index for `listStreams`: it is written next to (not
+ * inside) the stream's creation script, and the stream's own `meta` hash stays
+ * the authority. See docs/redis.md.
+ */
+export class StreamKeys {
+  private readonly base: string;
+
+  constructor(prefix: string, readonly stream: string) {
+    this.base = `${prefix}:{${escapeName(stream)}}`;
+  }
+
+  /** HASH: partitions, createdAt, `hw:<p>` = last sequence of partition p (the high watermark). */
+  get meta(): string {
+    return `${this.base}:meta`;
+  }
+  /** HASH: event id -> `<partition>:<sequence>`, for idempotent appends. */
+  get ids(): string {
+    return `${this.base}:ids`;
+  }
+  /** SET: the stream's group names. */
+  get groups(): string {
+    return `${this.base}:groups`;
+  }
+  /** STREAM (MAXLEN 1): bumped by every write that may create work; `wait()` blocks on it. */
+  get wake(): string {
+    return `${this.base}:wake`;
+  }
+  /** STREAM: the log of partition p; entry id `0-<sequence>`. */
+  log(p: number): string {
+    return `${this.base}:log:${p}`;
+  }
+  group(group: string): GroupKeys {
+    return new GroupKeys(`${this.base}:g:${escapeName(group)}`);
+  }
+}
+
+/** Keys of one group of one stream (same hash tag as the stream). */
+export class GroupKeys {
+  constructor(private readonly base: string) {}
+
+  /** HASH: config, `f:<p>` frontier, `c:<p>` cursor (next never-delivered sequence), `rr` fetch rotation. */
+  get cfg(): string {
+    return `${this.base}:cfg`;
+  }
+  /** HASH: `<p>:<seq>` -> `state|attempt|leaseId|expiresAt` for every delivered event above the frontier. */
+  get deliveries(): string {
+    return `${this.base}:dl`;
+  }
+  /** HASH: event id -> `p|seq|attempt|at|reason`. */
+  get dead(): string {
+    return `${this.base}:dead`;
+  }
+  /** ZSET (all scores 0): `ppppp:ssssssssssssssss:<event id>`, dead letters in (partition, sequence) order. */
+  get deadOrder(): string {
+    return `${this.base}:deadz`;
+  }
+  /** ZSET: sequences of partition p under a lease, scored by expiresAt. */
+  leased(p: number): string {
+    return `${this.base}:leased:${p}`;
+  }
+  /** ZSET: sequences of partition p waiting for redelivery, scored by the time they become available. */
+  available(p: number): string {
+    return `${this.base}:avail:${p}`;
+  }
+}
+
+/** The registry of stream names (the only key outside any stream's hash tag). */
+export function registryKey(prefix: string): string {
+  return `${prefix}:streams`;
+}

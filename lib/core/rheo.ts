@@ -104,6 +104,8 @@ function checkLease(field: string, lease: unknown): Lease<unknown> {
   checkObject(`${field}.event`, l.event);
   checkName(`${field}.event.id`, l.event.id);
   checkInt(`${field}.attempt`, l.attempt, 1);
+  checkInt(`${field}.event.partition`, l.event.partition, 0, MAX_PARTITIONS - 1);
+  checkInt(`${field}.event.sequence`, l.event.sequence, 1);
   return l;
 }
 
@@ -119,6 +121,7 @@ export class Rheo {
 
   constructor(backend: Backend, options: RheoOptions = {}) {
     if (!backend || typeof backend.fetch !== 'function') throw RheoError.invalid('backend', 'must be a Backend');
+    checkObject('options', options);
     this.backend = backend;
     this.maxPayloadBytes =
       options.maxPayloadBytes === undefined ? DEFAULT_MAX_PAYLOAD_BYTES : checkInt('maxPayloadBytes', options.maxPayloadBytes, 1);
@@ -209,7 +212,7 @@ export class Rheo {
       const map = checkObject(`${field}.afterSequence`, s);
       const sequences: Record<number, number> = {};
       for (const [p, v] of Object.entries(map)) {
-        const part = checkInt(`${field}.afterSequence (partition key)`, Number(p), 0, partitions - 1);
+        const part = checkInt(`${field}.afterSequence[${p}]`, /^\d+$/.test(p) ? Number(p) : p, 0, partitions - 1);
         sequences[part] = checkInt(`${field}.afterSequence[${p}]`, v, 0);
       }
       return { kind: 'after', sequences };
@@ -365,7 +368,8 @@ export class Rheo {
   /** Renew many leases in one backend call; per-lease results. */
   async renewMany(leases: Lease<unknown>[], options: { leaseMs?: number } = {}): Promise<RenewResult[]> {
     if (!Array.isArray(leases)) throw RheoError.invalid('leases', 'must be an array');
-    leases.forEach((l, i) => checkLease(`leases[${i}]`, l));
+    checkObject('options', options);
+    leases.forEach((l, i) => checkLease(leases.length === 1 ? 'lease' : `leases[${i}]`, l));
     const leaseMs = options.leaseMs === undefined ? DEFAULT_LEASE_MS : checkInt('leaseMs', options.leaseMs, 1, 24 * 3600 * 1000);
     if (leases.length === 0) return [];
     await this.init();
@@ -398,19 +402,19 @@ export class Rheo {
     if (!Array.isArray(requests)) throw RheoError.invalid('settles', 'must be an array');
     if (requests.length > MAX_BATCH) throw RheoError.invalid('settles', `must hold at most ${MAX_BATCH} settles`);
     const ops: SettleOp[] = requests.map((r, i) => {
-      const field = requests.length === 1 ? 'lease' : `settles[${i}].lease`;
+      const at = requests.length === 1 ? '' : `settles[${i}].`;
       checkObject(`settles[${i}]`, r);
-      const lease = checkLease(field, r.lease);
+      const lease = checkLease(`${at}lease`, r.lease);
       switch (r.kind) {
         case 'ack':
           return { kind: 'ack', lease };
         case 'nack': {
-          const op: SettleOp = { kind: 'nack', lease, reason: reason('reason', r.reason, 'retry') };
-          if (r.delayMs !== undefined) op.delayMs = checkInt('delayMs', r.delayMs, 0, MAX_DELAY_MS);
+          const op: SettleOp = { kind: 'nack', lease, reason: reason(`${at}reason`, r.reason, 'retry') };
+          if (r.delayMs !== undefined) op.delayMs = checkInt(`${at}delayMs`, r.delayMs, 0, MAX_DELAY_MS);
           return op;
         }
         case 'reject':
-          return { kind: 'reject', lease, reason: reason('reason', r.reason, 'rejected') };
+          return { kind: 'reject', lease, reason: reason(`${at}reason`, r.reason, 'rejected') };
         default:
           throw RheoError.invalid(`settles[${i}].kind`, "must be 'ack', 'nack' or 'reject'");
       }

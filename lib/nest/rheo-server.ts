@@ -146,7 +146,9 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       try {
         if (handler.next) {
           const other = ((handler.next as MessageHandler).extras?.[RHEO_CONSUMER_EXTRAS] as RheoConsumerMarker | undefined)?.handlerName ?? 'another handler';
-          throw RheoError.invalid('group', `${other} already consumes ${marker.options.stream}/${marker.options.group}: one handler per (stream, group); use another group name`);
+          throw new RheoError('invalid_argument', `${other} already consumes ${marker.options.stream}/${marker.options.group}: one handler per (stream, group); use another group name`, {
+            field: 'group',
+          });
         }
         const consumer = resolveConsumer(marker.handlerName, marker.options, this.instance.options);
         consumers.push(consumer);
@@ -171,7 +173,11 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
         );
       }
       for (const p of c.run.partitions ?? []) {
-        if (p >= info.partitions) throw RheoError.invalid('partitions', `${c.handlerName}: partitions: stream "${info.name}" has ${info.partitions} partition(s), no partition ${p}`);
+        if (p >= info.partitions) {
+          throw new RheoError('invalid_argument', `${c.handlerName}: partitions: stream "${info.name}" has ${info.partitions} partition(s), no partition ${p}`, {
+            field: 'partitions',
+          });
+        }
       }
     }
   }

@@ -284,14 +284,15 @@ export class Group extends EventEmitter<GroupEvents> {
     this.phase = 'off';
     const error = toRheoError(err);
     if (this.current === 'stopped') return;
-    this.notify('fetch_error', error);
     if (!this.fetching) {
+      this.notify('fetch_error', error);
       this.checkDrained();
       return;
     }
     this.fetchFailures++;
     this.error = error;
     this.setState('backing_off');
+    this.notify('fetch_error', error);
     this.phase = 'backoff';
     this.pollTimer = setTimeout(() => {
       this.pollTimer = null;

@@ -60,6 +60,7 @@ export class FaultyBackend implements Backend {
   private lostOnRenew = new Map<string, number>();
   private renewCallFaults: Array<{ code: RheoErrorCode; times: number }> = [];
   private waitDisabled = false;
+  private waitSpurious = false;
 
   constructor(readonly inner: Backend) {
     this.name = inner.name;
@@ -102,6 +103,12 @@ export class FaultyBackend implements Backend {
   /** Make `wait` absent in effect (resolves only on its timeout): the Group must poll. */
   disableWait(): this {
     this.waitDisabled = true;
+    return this;
+  }
+
+  /** Make `wait` resolve at once, every time, with no work behind it (a misbehaving hint). */
+  spuriousWakeUps(): this {
+    this.waitSpurious = true;
     return this;
   }
 
@@ -167,6 +174,7 @@ export class FaultyBackend implements Backend {
 
   wait(request: WaitRequest): Promise<void> {
     this.calls.wait++;
+    if (this.waitSpurious) return Promise.resolve();
     if (this.waitDisabled || !this.inner.wait) {
       return new Promise((resolve) => {
         const timer = setTimeout(done, request.timeoutMs);

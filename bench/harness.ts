@@ -1,0 +1,141 @@
+// Shared pieces of the benchmarks: payloads, the three measured operations
+// (append, consume through a Group, append-to-handler latency), and output.
+// Figures are relative to this machine; each run prints what it measured.
+import { performance } from 'node:perf_hooks';
+import { Group, type JsonValue, type Rheo } from '../lib';
+
+/** One output line: a throughput figure or a latency figure. */
+export type BenchLine =
+  | { backend: string; op: string; events: number; eventsPerSec: number; ratio?: number; raw?: true }
+  | { backend: string; op: 'latency'; events: number; p50Ms: number; p99Ms: number };
+
+const lines: BenchLine[] = [];
+
+/** A ~100-byte JSON payload, different per `i`. */
+export function payload(i: number): JsonValue {
+  return { id: i, sym: 'USD', tenor: '10Y', bid: 1.2345 + (i % 100) / 1e4, ask: 1.2355 + (i % 100) / 1e4, ts: 1767225600000 + i };
+}
+
+/** Run `fn` and measure it. */
+export async function timeIt<T>(fn: () => Promise<T>): Promise<{ ms: number; result: T }> {
+  const t0 = performance.now();
+  const result = await fn();
+  return { ms: performance.now() - t0, result };
+}
+
+/** Events per second of `n` events over `ms`. */
+export function rate(n: number, ms: number): number {
+  return Math.round((n / ms) * 1000);
+}
+
+/** Append `n` events in batches of `batchSize`, one batch after another. */
+export async function benchAppend(rheo: Rheo, stream: string, n: number, batchSize: number): Promise<{ ms: number; eventsPerSec: number }> {
+  const { ms } = await timeIt(async () => {
+    for (let i = 0; i < n; i += batchSize) {
+      const batch = [];
+      for (let j = i; j < Math.min(n, i + batchSize); j++) batch.push({ type: 'quote', key: `k${j % 64}`, payload: payload(j) });
+      await rheo.appendBatch(stream, batch);
+    }
+  });
+  return { ms, eventsPerSec: rate(n, ms) };
+}
+
+/** Consume `n` waiting events through a Group with a no-op handler; measured until the group's lag is 0. */
+export async function benchConsume(
+  rheo: Rheo,
+  stream: string,
+  group: string,
+  n: number,
+  options: { maxDemand: number; concurrency: number; pollMs?: number },
+): Promise<{ ms: number; eventsPerSec: number }> {
+  let settled = 0;
+  let onAll!: () => void;
+  const all = new Promise<void>((r) => (onAll = r));
+  const g = new Group(rheo, { stream, group, maxDemand: options.maxDemand, concurrency: options.concurrency, pollMs: options.pollMs ?? 50 }, async () => undefined);
+  g.on('settled', () => {
+    if (++settled === n) onAll();
+  });
+  g.on('settle_error', ({ error }) => console.error('settle error:', error.message));
+  g.on('fetch_error', (error) => console.error('fetch error:', error.message));
+  const { ms } = await timeIt(async () => {
+    g.start();
+    await all;
+    for (;;) {
+      const lag = await rheo.lag(stream, group);
+      if (lag.lag === 0) break;
+      await new Promise((r) => setTimeout(r, 1));
+    }
+  });
+  await g.drain(5000);
+  return { ms, eventsPerSec: rate(n, ms) };
+}
+
+/**
+ * Append-to-handler latency through a Group with a long `pollMs` (so wake-ups,
+ * not polls, carry it): one event at a time, each appended once the Group is
+ * idle again, `samples` times.
+ */
+export async function benchLatency(
+  rheo: Rheo,
+  stream: string,
+  group: string,
+  samples: number,
+  options: { pollMs: number; gapMs?: number },
+): Promise<{ p50Ms: number; p99Ms: number; maxMs: number }> {
+  const sent = new Map<number, number>();
+  const latencies: number[] = [];
+  let handled: (() => void) | null = null;
+  const g = new Group(rheo, { stream, group, pollMs: options.pollMs, leaseMs: Math.max(30_000, options.pollMs * 2), maxDemand: 1, concurrency: 1 }, async (lease) => {
+    const at = performance.now();
+    const i = (lease.event.payload as { id: number }).id;
+    const t0 = sent.get(i);
+    if (t0 !== undefined) latencies.push(at - t0);
+    handled?.();
+  });
+  g.start();
+  for (let i = 0; i < samples; i++) {
+    // Let the Group settle the last event and go idle before the next append.
+    await new Promise((r) => setTimeout(r, options.gapMs ?? 3));
+    const done = new Promise<void>((r) => (handled = r));
+    sent.set(i, performance.now());
+    await rheo.append(stream, { type: 'quote', payload: payload(i) });
+    await done;
+  }
+  await g.drain(5000);
+  return { p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99), maxMs: percentile(latencies, 1) };
+}
+
+/** The `p` quantile (0..1) of `values`, nearest rank, rounded to 0.01 ms. */
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1));
+  return Math.round(sorted[rank] * 100) / 100;
+}
+
+/** Print one figure as a JSON line and keep it for the table. */
+export function emit(line: BenchLine): void {
+  lines.push(line);
+  console.log(JSON.stringify(line));
+}
+
+/** The figures emitted so far. */
+export function emitted(): BenchLine[] {
+  return [...lines];
+}
+
+/** A human-readable table of `figures`. */
+export function printTable(figures: BenchLine[] = lines): void {
+  const rows = figures.map((l) =>
+    'p50Ms' in l
+      ? [l.backend, l.op, String(l.events), `p50 ${l.p50Ms} ms / p99 ${l.p99Ms} ms`, '']
+      : [l.backend, l.raw ? `${l.op} (raw driver)` : l.op, String(l.events), `${l.eventsPerSec.toLocaleString('en-US')} events/s`, l.ratio === undefined ? '' : `${l.ratio.toFixed(2)} of raw`],
+  );
+  const head = ['backend', 'op', 'events', 'result', 'vs raw'];
+  const widths = head.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c].length)));
+  const fmt = (r: string[]) => r.map((cell, c) => cell.padEnd(widths[c])).join('  ').trimEnd();
+  console.log('');
+  console.log(fmt(head));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const r of rows) console.log(fmt(r));
+}

@@ -1,0 +1,222 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { type GroupState, type RheoError, type RheoErrorCode } from '../../lib';
+import { drainAll, events, gate, setup, startGroup, until } from './helpers';
+
+afterEach(drainAll);
+
+describe('Group: failed acks', () => {
+  it.each<[RheoErrorCode, boolean]>([
+    ['backend_unavailable', false],
+    ['ambiguous', false],
+  ])('%s ack (not applied): not nacked, left to expire, redelivered with attempt 2', async (code, applied) => {
+    const { rheo, stream, group, backend, clock } = await setup();
+    const [e] = await rheo.appendBatch(stream, events(1));
+    backend.failSettle({ kind: 'ack', code, applied });
+    const attempts: number[] = [];
+    const errors: RheoError[] = [];
+    const g = startGroup(rheo, { stream, group, leaseMs: 1000, pollMs: 5 }, async (l) => void attempts.push(l.attempt));
+    g.on('settle_error', ({ error, outcome }) => {
+      expect(outcome.kind).toBe('ack');
+      errors.push(error);
+    });
+    await until(() => errors.length === 1 && g.inflight === 0, 'the failed ack was given up');
+    expect(errors[0].code).toBe(code);
+    const polls = g.stats.pollTimeouts;
+    await until(() => g.stats.pollTimeouts >= polls + 3, 'a few idle polls');
+    expect(attempts).toEqual([1]); // the lease is still live: nobody may have it yet
+    expect(backend.settles.map((s) => s.kind)).toEqual(['ack']);
+    clock.advance(1000);
+    await until(() => attempts.length === 2, 'redelivered after expiry');
+    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'acked');
+    expect(attempts).toEqual([1, 2]);
+    expect(backend.settles.map((s) => `${s.kind}:${s.attempt}:${s.answered}`)).toEqual([`ack:1:${code}`, 'ack:2:ok']);
+    expect(backend.settles.every((s) => s.eventId === e.id)).toBe(true);
+  });
+
+  it.each<RheoErrorCode>(['backend_unavailable', 'ambiguous'])('%s ack that did happen underneath: not nacked, never redelivered', async (code) => {
+    const { rheo, stream, group, backend, clock } = await setup();
+    await rheo.appendBatch(stream, events(1));
+    backend.failSettle({ kind: 'ack', code, applied: true });
+    const attempts: number[] = [];
+    const g = startGroup(rheo, { stream, group, leaseMs: 1000, pollMs: 5 }, async (l) => void attempts.push(l.attempt));
+    await until(() => backend.settles.length === 1 && g.inflight === 0, 'the failed ack was given up');
+    expect((await rheo.lag(stream, group)).lag).toBe(0);
+    clock.advance(5000);
+    const polls = g.stats.pollTimeouts;
+    await until(() => g.stats.pollTimeouts >= polls + 3, 'a few idle polls');
+    expect(attempts).toEqual([1]);
+    expect(backend.settles.map((s) => s.kind)).toEqual(['ack']);
+  });
+
+  it('a definitely failed ack is nacked at once ("ack failed: ...") and redelivered without waiting for expiry', async () => {
+    const { rheo, stream, group, backend } = await setup();
+    await rheo.appendBatch(stream, events(1));
+    backend.failSettle({ kind: 'ack', code: 'failed', applied: false });
+    const attempts: number[] = [];
+    startGroup(rheo, { stream, group, leaseMs: 60_000, pollMs: 5 }, async (l) => void attempts.push(l.attempt));
+    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'acked on the redelivery');
+    expect(attempts).toEqual([1, 2]);
+    const log = backend.settles.map((s) => ({ kind: s.kind, attempt: s.attempt, answered: s.answered, delayMs: s.delayMs }));
+    expect(log).toEqual([
+      { kind: 'ack', attempt: 1, answered: 'failed', delayMs: undefined },
+      { kind: 'nack', attempt: 1, answered: 'ok', delayMs: 0 },
+      { kind: 'ack', attempt: 2, answered: 'ok', delayMs: undefined },
+    ]);
+    expect(backend.settles[1].reason).toMatch(/^ack failed: injected fault/);
+  });
+
+  it('a stale ack (lease lost) is dropped without a nack', async () => {
+    const { rheo, stream, group, backend, clock } = await setup();
+    await rheo.appendBatch(stream, events(1));
+    backend.failSettle({ kind: 'ack', code: 'stale_lease', applied: false });
+    const attempts: number[] = [];
+    const g = startGroup(rheo, { stream, group, leaseMs: 1000, pollMs: 5 }, async (l) => void attempts.push(l.attempt));
+    await until(() => backend.settles.length === 1 && g.inflight === 0, 'dropped');
+    clock.advance(1000);
+    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'redelivered after expiry and acked');
+    expect(backend.settles.map((s) => s.kind)).toEqual(['ack', 'ack']);
+    expect(attempts).toEqual([1, 2]);
+  });
+
+  it('a failed nack is reported and left to expire (never turned into something else)', async () => {
+    const { rheo, stream, group, backend, clock } = await setup({ group: { retry: { initialMs: 0 } } });
+    await rheo.appendBatch(stream, events(1));
+    backend.failSettle({ kind: 'nack', code: 'failed', applied: false });
+    const attempts: number[] = [];
+    const g = startGroup(rheo, { stream, group, leaseMs: 1000, pollMs: 5 }, async (l) => {
+      attempts.push(l.attempt);
+      if (l.attempt === 1) throw new Error('first try fails');
+    });
+    await until(() => backend.settles.length === 1 && g.inflight === 0, 'given up');
+    expect(backend.settles[0]).toMatchObject({ kind: 'nack', answered: 'failed' });
+    clock.advance(1000);
+    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'redelivered after expiry and acked');
+    expect(attempts).toEqual([1, 2]);
+  });
+});
+
+describe('Group: fetch errors', () => {
+  it('backs off on fetch errors, reports them, recovers, and consumes everything', async () => {
+    const { rheo, stream, group, backend } = await setup();
+    const appended = await rheo.appendBatch(stream, events(20));
+    backend.failFetch(3, 'backend_unavailable');
+    const seen = new Set<string>();
+    const states: GroupState[] = [];
+    const errorsWhileBackingOff: Array<string | undefined> = [];
+    let recovered = 0;
+    const g = startGroup(rheo, { stream, group, maxDemand: 5, concurrency: 2, pollMs: 10 }, async (l) => void seen.add(l.event.id));
+    g.on('state', (s) => states.push(s));
+    g.on('fetch_error', (err) => {
+      expect(err.code).toBe('backend_unavailable');
+      expect(g.state).toBe('backing_off');
+      errorsWhileBackingOff.push(g.lastError?.code);
+    });
+    g.on('recovered', () => recovered++);
+    await until(() => seen.size === appended.length, 'all consumed');
+    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'lag 0');
+    expect(errorsWhileBackingOff).toEqual(['backend_unavailable', 'backend_unavailable', 'backend_unavailable']);
+    expect(states).toEqual(['backing_off', 'running']);
+    expect(recovered).toBe(1);
+    expect(g.lastError).toBeNull();
+    expect(g.state).toBe('running');
+  });
+
+  it('a missing group is a fetch error the Group backs off on (and picks up once it exists)', async () => {
+    const { rheo, stream } = await setup();
+    await rheo.appendBatch(stream, events(2));
+    let handled = 0;
+    const g = startGroup(rheo, { stream, group: 'later', pollMs: 10 }, async () => void handled++);
+    await until(() => g.state === 'backing_off', 'backing off');
+    expect(g.lastError?.code).toBe('group_not_found');
+    await rheo.createGroup(stream, 'later');
+    await until(() => handled === 2, 'consumed once the group exists', 15_000);
+    expect(g.state).toBe('running');
+  });
+});
+
+describe('Group: renewals', () => {
+  it('renews every held lease with one call per round', async () => {
+    const { rheo, stream, group, backend } = await setup();
+    await rheo.appendBatch(stream, events(3));
+    const hold = gate();
+    const g = startGroup(rheo, { stream, group, maxDemand: 3, concurrency: 3, leaseMs: 60, pollMs: 5 }, () => hold.promise);
+    await until(() => g.running === 3, 'three running');
+    await until(() => backend.renewRounds.length >= 3, 'three renewal rounds');
+    expect(backend.renewRounds.slice(0, 3).every((r) => r.length === 3)).toBe(true);
+    hold.open();
+    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'acked');
+  });
+
+  it('a lease lost on renewal is dropped without a nack and reported; its handler result is not settled', async () => {
+    const { rheo, stream, group, backend, clock } = await setup();
+    const [e] = await rheo.appendBatch(stream, events(1));
+    backend.loseOnRenew(e.id, 1);
+    const hold = gate();
+    const attempts: number[] = [];
+    const lost: string[] = [];
+    const g = startGroup(rheo, { stream, group, maxDemand: 1, leaseMs: 60, pollMs: 5 }, async (l) => {
+      attempts.push(l.attempt);
+      if (l.attempt === 1) await hold.promise;
+    });
+    g.on('lease_lost', (l) => lost.push(l.event.id));
+    await until(() => lost.length === 1, 'lease_lost');
+    expect(lost).toEqual([e.id]);
+    expect(g.inflight).toBe(0);
+    expect(g.running).toBe(1); // still bounded by concurrency: no second fetch yet
+    hold.open();
+    await until(() => g.running === 0, 'handler finished');
+    expect(backend.settles).toEqual([]); // neither acked nor nacked
+    clock.advance(60);
+    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'redelivered after expiry and acked');
+    expect(attempts).toEqual([1, 2]);
+    expect(backend.settles.map((s) => `${s.kind}:${s.attempt}`)).toEqual(['ack:2']);
+  });
+
+  it('a failed renewal round keeps the leases for the next round', async () => {
+    const { rheo, stream, group, backend } = await setup();
+    await rheo.appendBatch(stream, events(2));
+    backend.failRenewCall(2, 'backend_unavailable');
+    const hold = gate();
+    const renewErrors: string[] = [];
+    const g = startGroup(rheo, { stream, group, maxDemand: 2, concurrency: 2, leaseMs: 60, pollMs: 5 }, () => hold.promise);
+    g.on('renew_error', ({ error, leases }) => renewErrors.push(`${error.code}:${leases}`));
+    await until(() => backend.calls.renew >= 3, 'a renewal round after the failures');
+    expect(renewErrors).toEqual(['backend_unavailable:2', 'backend_unavailable:2']);
+    expect(g.inflight).toBe(2);
+    hold.open();
+    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'acked');
+    expect(backend.settles.every((s) => s.kind === 'ack' && s.answered === 'ok')).toBe(true);
+  });
+});
+
+describe('Group: never an unhandled rejection', () => {
+  // Jest handles unhandled rejections itself, so the scenario runs in a child
+  // process with its own 'unhandledRejection' listener and reports what it saw.
+  function scenario(...args: string[]) {
+    const out = execFileSync(process.execPath, ['--no-warnings', '-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'outage.ts'), ...args], {
+      cwd: join(__dirname, '..', '..'),
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    return JSON.parse(out.trim().split('\n').pop()!) as Record<string, unknown>;
+  }
+
+  it('the detector does see a deliberate unhandled rejection (so the next test can fail)', () => {
+    expect(scenario('leak').unhandled).toEqual(['Error: deliberately unhandled']);
+  });
+
+  it('handler throws, settle failures, fetch failures, a throwing listener and a backend closed mid-run', () => {
+    const r = scenario();
+    expect(r.crashed).toBeUndefined();
+    expect(r.unhandled).toEqual([]);
+    expect(r.drained).toBe('drained');
+    expect(r.lastState).toBe('stopped');
+    // The run really went through every failure path it claims to.
+    expect(r.settleErrors).toEqual(expect.any(Number));
+    expect(r.settleErrors as number).toBeGreaterThanOrEqual(5);
+    expect(r.fetchErrors as number).toBeGreaterThanOrEqual(3);
+    expect(r.handlerErrors as number).toBeGreaterThanOrEqual(1);
+    expect(r.warnings as number).toBeGreaterThanOrEqual(1);
+  });
+});

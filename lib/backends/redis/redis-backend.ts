@@ -126,12 +126,16 @@ export class RedisBackend implements Backend {
 
   private async connect(): Promise<void> {
     const client = this.redis();
-    if (client.status === 'wait' || (this.owned && client.status === 'end')) {
+    if (client.status === 'wait') {
       try {
         await client.connect();
       } catch (err) {
-        // Stop the background reconnect loop of a client we own that never came up.
-        if (this.owned) client.disconnect();
+        // A client we own that never came up is dropped (its reconnect loop stopped);
+        // the next init() starts over with a fresh one.
+        if (this.owned) {
+          client.disconnect();
+          this.client = undefined;
+        }
         throw err;
       }
     }
@@ -459,8 +463,8 @@ export class RedisBackend implements Backend {
   private async bulk<T extends { lease: Lease<unknown> }, R>(
     items: T[],
     name: 'renew' | 'settle',
-    head: (now: number) => Array<string | number>,
-    build: (item: T, slot: number, cfg: GroupConfig) => Array<string | number>,
+    head: (now: number, cfg: GroupConfig) => Array<string | number>,
+    build: (item: T, slot: number) => Array<string | number>,
     ok: (now: number) => R,
     fail: (error: RheoError) => R,
   ): Promise<R[]> {
@@ -486,7 +490,7 @@ export class RedisBackend implements Backend {
       const k = this.keys(stream);
       const g = k.group(group);
       const slots = new Map<number, number>();
-      const args = head(now);
+      const args = head(now, cfg);
       const index: number[] = [];
       for (const i of indexes) {
         const { partition, sequence } = items[i].lease.event;
@@ -495,14 +499,14 @@ export class RedisBackend implements Backend {
           continue;
         }
         if (!slots.has(partition)) slots.set(partition, slots.size);
-        args.push(...build(items[i], slots.get(partition)!, cfg));
+        args.push(...build(items[i], slots.get(partition)!));
         index.push(i);
       }
       if (index.length === 0) continue;
       const keys = name === 'renew' ? [g.cfg, g.deliveries] : [g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake];
       for (const p of slots.keys()) {
         keys.push(g.leased(p));
-        if (name === 'settle') keys.push(g.available(p));
+        if (name === 'settle') keys.push(g.available(p), k.log(p));
       }
       calls.push({ name, keys, args, index });
     }
@@ -546,18 +550,20 @@ export class RedisBackend implements Backend {
     return this.bulk<SettleOp, SettleResult>(
       ops,
       'settle',
-      (now) => [now],
-      (op, slot, cfg) => [
+      // The delay after each attempt comes from core's one backoff; the script picks it by the stored attempt.
+      (now, cfg) => {
+        const delays = Array.from({ length: cfg.maxAttempts }, (_, i) => backoffDelay(cfg.retry, i + 1));
+        return [now, delays.length, ...delays];
+      },
+      (op, slot) => [
         op.kind === 'ack' ? 'a' : op.kind === 'nack' ? 'n' : 'r',
         slot,
         op.lease.event.partition,
         op.lease.event.sequence,
         op.lease.leaseId,
         op.lease.receipt,
-        op.lease.attempt,
         op.kind === 'ack' ? '' : op.reason,
-        op.kind === 'nack' ? op.delayMs ?? backoffDelay(cfg.retry, op.lease.attempt) : 0,
-        op.lease.event.id,
+        op.kind === 'nack' && op.delayMs !== undefined ? op.delayMs : '',
       ],
       () => ({ ok: true }),
       (error) => ({ ok: false, error }),

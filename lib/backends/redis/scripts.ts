@@ -241,9 +241,11 @@ return out
 
 /**
  * Bulk settle for one group: each op is fenced and applied in the same step.
- * KEYS: cfg, dl, dead, deadz, wake, then per partition slot j: leased (6+2j), avail (7+2j).
- * ARGV: now, then per op: kind (a|n|r), slot, partition, sequence, leaseId, receipt,
- * lease attempt, reason, delayMs, event id.
+ * Dead-lettering and the retry delay follow the STORED attempt, and a dead letter
+ * is filed under the STORED event id: the lease object's copies are not trusted.
+ * KEYS: cfg, dl, dead, deadz, wake, then per partition slot j: leased (6+3j), avail (7+3j), log (8+3j).
+ * ARGV: now, n, then the group's backoff delay after attempts 1..n (from core's backoffDelay),
+ * then per op: kind (a|n|r), slot, partition, sequence, leaseId, receipt, reason, delayMs ('' = backoff).
  * Returns per op 'ok' or an error code.
  */
 export const SETTLE =
@@ -251,11 +253,12 @@ export const SETTLE =
   FENCE +
   `
 local now = tonumber(ARGV[1])
+local nd = tonumber(ARGV[2])
 local out = {}
 local exists = redis.call('EXISTS', KEYS[1]) == 1
 local maxAttempts = tonumber(redis.call('HGET', KEYS[1], 'maxAttempts') or '0')
 local woke = false
-for b = 2, #ARGV, 10 do
+for b = 3 + nd, #ARGV, 8 do
   if not exists then
     out[#out + 1] = 'group_not_found'
   else
@@ -265,19 +268,25 @@ for b = 2, #ARGV, 10 do
       out[#out + 1] = why
     else
       local k = p .. ':' .. seq
-      redis.call('ZREM', KEYS[6 + 2 * j], seq)
+      redis.call('ZREM', KEYS[6 + 3 * j], seq)
       if kind == 'a' then
         redis.call('HSET', KEYS[2], k, 'T|' .. att .. '||0')
         advance(KEYS[1], KEYS[2], p)
-      elseif kind == 'r' or tonumber(ARGV[b + 6]) >= maxAttempts then
-        local id = ARGV[b + 9]
+      elseif kind == 'r' or att >= maxAttempts then
+        local id = ''
+        local e = redis.call('XRANGE', KEYS[8 + 3 * j], '0-' .. seq, '0-' .. seq)[1]
+        if e then
+          for i = 1, #e[2], 2 do if e[2][i] == 'i' then id = e[2][i + 1] end end
+        end
         redis.call('HSET', KEYS[2], k, 'T|' .. att .. '||0')
-        redis.call('HSET', KEYS[3], id, p .. '|' .. seq .. '|' .. att .. '|' .. now .. '|' .. ARGV[b + 7])
+        redis.call('HSET', KEYS[3], id, p .. '|' .. seq .. '|' .. att .. '|' .. now .. '|' .. ARGV[b + 6])
         redis.call('ZADD', KEYS[4], 0, deadmember(p, seq, id))
         advance(KEYS[1], KEYS[2], p)
       else
+        local delay = ARGV[b + 7]
+        if delay == '' then delay = ARGV[2 + math.min(att, nd)] or '0' end
         redis.call('HSET', KEYS[2], k, 'A|' .. att .. '||0')
-        redis.call('ZADD', KEYS[7 + 2 * j], now + tonumber(ARGV[b + 8]), seq)
+        redis.call('ZADD', KEYS[7 + 3 * j], now + tonumber(delay), seq)
         woke = true
       end
       out[#out + 1] = 'ok'

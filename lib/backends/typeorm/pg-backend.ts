@@ -1,0 +1,527 @@
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import type { ClientConfig } from 'pg';
+import type { Clock } from '../../core/clock';
+import { RheoError } from '../../core/errors';
+import type { AppendOptions, DeadLetter, GroupConfig, GroupInfo, Lag, Lease, RheoEvent, StreamInfo } from '../../core/types';
+import type {
+  Backend,
+  CreateGroupRequest,
+  FetchRequest,
+  NewEvent,
+  QueryRequest,
+  ReadRequest,
+  RenewResult,
+  ReplayRequest,
+  ResolvedStart,
+  SettleOp,
+  SettleResult,
+  WaitRequest,
+} from '../backend';
+import { createCapabilities } from '../capabilities';
+import { isUniqueViolation, mapDriverError, StatementKind } from './errors';
+import { notifyChannel, pgTables } from './names';
+import { PgListener } from './pg-listener';
+import { PG_INSTALL_LOCK, pgInstall, pgPlans, pgQuery } from './pg-plans';
+import { copyGroup, EventRow, lagOf, GroupRow, toEvent, toGroup, toStream } from './rows';
+import { backoffTable, leasePosition, planSettles, receiptMismatch, staleLease } from './settle-plan';
+import { SqlBackendBase } from './sql-backend-base';
+import { transactionManager } from './transaction';
+
+/** Settings of a {@link PostgresBackend}; built by `typeormBackend` / `postgresBackend`. */
+export interface PostgresBackendSettings {
+  dataSource: DataSource;
+  /** True when the backend created the DataSource and must destroy it on close. */
+  owned: boolean;
+  schema: string;
+  install: 'auto' | 'none';
+  clock: Clock;
+}
+
+type Row = Record<string, unknown>;
+
+/**
+ * PostgreSQL on a TypeORM DataSource. Claims are one statement with
+ * `FOR UPDATE SKIP LOCKED`, settles one statement over arrays, appends one
+ * statement whose per-partition counter lock makes commit order equal sequence
+ * order; wake-ups come from LISTEN/NOTIFY. Safe across processes and nodes.
+ */
+export class PostgresBackend extends SqlBackendBase implements Backend {
+  readonly name = 'postgres';
+  readonly capabilities = createCapabilities({
+    guarantees: { durable: true, distributed: true, partitions: true, contiguousFrontier: true, replay: true, orderedPartitions: true },
+    mechanisms: { notifications: true, blockingReads: false, batchWrites: true, secondaryIndexes: true, transactionalAppend: true },
+  });
+  readonly clock: Clock;
+  readonly schema: string;
+  private readonly ds: DataSource;
+  private readonly plans: ReturnType<typeof pgPlans>;
+  private readonly channel: string;
+  private listener: PgListener | null = null;
+  private ready: Promise<void> | null = null;
+  private closed = false;
+
+  constructor(private readonly settings: PostgresBackendSettings) {
+    super();
+    this.ds = settings.dataSource;
+    this.clock = settings.clock;
+    this.schema = settings.schema;
+    this.plans = pgPlans(pgTables(settings.schema));
+    this.channel = notifyChannel(settings.schema);
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  init(): Promise<void> {
+    if (this.closed) return Promise.reject(new RheoError('backend_unavailable', 'the postgres backend is closed'));
+    if (!this.ready) {
+      this.ready = this.start().catch((err) => {
+        this.ready = null;
+        throw mapDriverError(err, 'read', 'postgres init');
+      });
+    }
+    return this.ready;
+  }
+
+  private async start(): Promise<void> {
+    if (!this.ds.isInitialized) {
+      if (!this.settings.owned) throw new RheoError('backend_unavailable', 'the DataSource is not initialized: initialize it before using the rheo backend');
+      await this.ds.initialize();
+    }
+    if (this.settings.install === 'auto') await this.install();
+    const driver = this.ds.driver as unknown as { postgres: ConstructorParameters<typeof PgListener>[0] };
+    this.listener = new PgListener(driver.postgres, this.listenerConfig(), this.channel);
+  }
+
+  /** Create the tables if missing, under a transaction-scoped advisory lock so that concurrent starts queue up. */
+  async install(): Promise<void> {
+    const qr = this.ds.createQueryRunner();
+    try {
+      await qr.connect();
+      await qr.startTransaction();
+      await qr.query(PG_INSTALL_LOCK, [`rheo:${this.schema}`]);
+      for (const ddl of pgInstall(this.schema, pgTables(this.schema))) await qr.query(ddl);
+      await qr.commitTransaction();
+    } catch (err) {
+      if (qr.isTransactionActive) await qr.rollbackTransaction().catch(() => undefined);
+      throw mapDriverError(err, 'write', 'install');
+    } finally {
+      await qr.release().catch(() => undefined);
+    }
+  }
+
+  /** The LISTEN connection uses the DataSource's own connection settings. */
+  private listenerConfig(): ClientConfig {
+    const o = this.ds.options as unknown as Record<string, unknown>;
+    return {
+      connectionString: o.url as string | undefined,
+      host: o.host as string | undefined,
+      port: o.port as number | undefined,
+      user: o.username as string | undefined,
+      password: o.password as string | undefined,
+      database: o.database as string | undefined,
+      ssl: o.ssl as ClientConfig['ssl'],
+      application_name: `rheo_listener_${this.schema}`,
+      connectionTimeoutMillis: 10_000,
+    };
+  }
+
+  async ping(): Promise<void> {
+    await this.init().catch((err) => {
+      throw new RheoError('backend_unavailable', `postgres: ${(err as Error).message}`, { cause: err });
+    });
+    try {
+      await this.ds.query(this.plans.ping);
+    } catch (err) {
+      throw new RheoError('backend_unavailable', `postgres ping: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.ready?.catch(() => undefined);
+    await this.listener?.stop();
+    if (this.settings.owned && this.ds.isInitialized) await this.ds.destroy().catch(() => undefined);
+  }
+
+  /** Run one statement on the pool (or in the caller's transaction), mapping driver errors. */
+  private async q(sql: string, params: unknown[], kind: StatementKind, what: string, runner?: QueryRunner | EntityManager): Promise<Row[]> {
+    if (this.closed) throw new RheoError('backend_unavailable', 'the postgres backend is closed');
+    try {
+      return (await (runner ?? this.ds).query(sql, params)) as Row[];
+    } catch (err) {
+      throw mapDriverError(err, kind, what);
+    }
+  }
+
+  /** Run `fn` in a transaction on one connection. */
+  private async tx<T>(what: string, fn: (qr: QueryRunner) => Promise<T>): Promise<T> {
+    if (this.closed) throw new RheoError('backend_unavailable', 'the postgres backend is closed');
+    const qr = this.ds.createQueryRunner();
+    try {
+      await qr.connect();
+      await qr.startTransaction();
+      const out = await fn(qr);
+      await qr.commitTransaction();
+      return out;
+    } catch (err) {
+      if (qr.isTransactionActive) await qr.rollbackTransaction().catch(() => undefined);
+      throw mapDriverError(err, 'write', what);
+    } finally {
+      await qr.release().catch(() => undefined);
+    }
+  }
+
+  // ---------------------------------------------------------------- streams and groups
+
+  async createStream(stream: string, partitions: number): Promise<StreamInfo> {
+    try {
+      const [row] = await this.q(this.plans.createStream, [stream, partitions, this.clock.now()], 'write', 'createStream');
+      return this.rememberStream(toStream(row as never));
+    } catch (err) {
+      if (err instanceof RheoError && err.code === 'already_exists') throw new RheoError('already_exists', `stream "${stream}" already exists`, { cause: err });
+      throw err;
+    }
+  }
+
+  protected async loadStream(stream: string): Promise<StreamInfo | null> {
+    const [row] = await this.q(this.plans.getStream, [stream], 'read', 'getStream');
+    return row ? toStream(row as never) : null;
+  }
+
+  async listStreams(): Promise<StreamInfo[]> {
+    return (await this.q(this.plans.listStreams, [], 'read', 'listStreams')).map((r) => toStream(r as never));
+  }
+
+  async createGroup(req: CreateGroupRequest): Promise<GroupConfig> {
+    const info = await this.mustStream(req.stream);
+    const afters = await this.startAfters(req.stream, info.partitions, req.start);
+    const r = req.retry;
+    try {
+      const [row] = await this.q(
+        this.plans.createGroup,
+        [req.stream, req.group, req.maxAttempts, r.initialMs, r.factor, r.maxMs, req.ordering, this.clock.now(), afters],
+        'write',
+        'createGroup',
+      );
+      return copyGroup(this.rememberGroup(toGroup(row as unknown as GroupRow)));
+    } catch (err) {
+      if (err instanceof RheoError && err.code === 'already_exists') {
+        throw new RheoError('already_exists', `group "${req.group}" already exists on stream "${req.stream}"`, { cause: err });
+      }
+      throw err;
+    }
+  }
+
+  /** Per partition, the last sequence a (re)started group skips. */
+  private async startAfters(stream: string, partitions: number, start: ResolvedStart, runner?: QueryRunner): Promise<number[]> {
+    if (start.kind === 'beginning') return new Array(partitions).fill(0);
+    if (start.kind === 'after') {
+      const s = start.sequences;
+      return Array.from({ length: partitions }, (_, p) => (typeof s === 'number' ? s : s[p] ?? 0));
+    }
+    const rows =
+      start.kind === 'end'
+        ? await this.q(this.plans.highWatermarks, [stream], 'read', 'createGroup', runner)
+        : await this.q(this.plans.lastBefore, [stream, start.time.getTime()], 'read', 'createGroup', runner);
+    const out = new Array(partitions).fill(0);
+    for (const row of rows) out[Number(row.partition)] = Number(start.kind === 'end' ? row.hwm : row.after);
+    return out;
+  }
+
+  protected async loadGroup(stream: string, group: string): Promise<GroupConfig | null> {
+    const [row] = await this.q(this.plans.getGroup, [stream, group], 'read', 'getGroup');
+    return row ? toGroup(row as unknown as GroupRow) : null;
+  }
+
+  async listGroups(stream: string): Promise<GroupConfig[]> {
+    await this.mustStream(stream);
+    return (await this.q(this.plans.listGroups, [stream], 'read', 'listGroups')).map((r) => toGroup(r as unknown as GroupRow));
+  }
+
+  // ---------------------------------------------------------------- the log
+
+  async append(stream: string, events: NewEvent[], options: AppendOptions): Promise<RheoEvent[]> {
+    const info = await this.mustStream(stream);
+    const manager = options.manager === undefined ? undefined : transactionManager(options.manager, this.ds);
+    const { unique, indexOf } = this.dedupe(events, info.partitions);
+    const params = [
+      stream,
+      unique.map((e) => e.id),
+      unique.map((e) => e.partition),
+      unique.map((e) => e.timestamp.getTime()),
+      unique.map((e) => e.key),
+      unique.map((e) => e.type),
+      unique.map((e) => JSON.stringify(e.metadata)),
+      unique.map((e) => JSON.stringify(e.payload)),
+      this.channel,
+    ];
+    let rows: Row[];
+    try {
+      rows = await this.q(this.plans.append, params, 'write', 'append', manager);
+    } catch (err) {
+      // Two appends of the same new id raced: the loser's statement failed whole; once more finds the stored event.
+      // (Inside a caller's transaction the failed statement has aborted it, so the error is the caller's to handle.)
+      if (!manager && err instanceof RheoError && isUniqueViolation(err.cause)) rows = await this.q(this.plans.append, params, 'write', 'append');
+      else throw err;
+    }
+    const stored = new Array<RheoEvent>(unique.length);
+    for (const row of rows) {
+      const i = Number(row.ord) - 1;
+      if (row.id === null) {
+        const e = unique[i];
+        stored[i] = toEvent(stream, {
+          id: e.id,
+          partition: e.partition,
+          sequence: row.sequence as string,
+          ts: e.timestamp.getTime(),
+          key: e.key,
+          type: e.type,
+          metadata: params[6][i],
+          payload: params[7][i],
+        } as EventRow);
+      } else {
+        stored[i] = toEvent(stream, row as unknown as EventRow);
+      }
+    }
+    if (!manager) this.listener?.wake(stream);
+    return this.inInputOrder(stored, indexOf);
+  }
+
+  async read(req: ReadRequest): Promise<RheoEvent[]> {
+    await this.mustStream(req.stream);
+    const rows = await this.q(this.plans.read, [req.stream, req.partition, req.afterSequence, req.limit], 'read', 'read');
+    return rows.map((r) => toEvent(req.stream, r as unknown as EventRow));
+  }
+
+  async query(req: QueryRequest): Promise<RheoEvent[]> {
+    await this.mustStream(req.stream);
+    const { sql, params } = pgQuery(pgTables(this.schema), {
+      stream: req.stream,
+      ...req.where,
+      from: req.from?.getTime(),
+      to: req.to?.getTime(),
+      afterSequence: req.afterSequence,
+      untilSequence: req.untilSequence,
+      after: req.after,
+      order: req.order,
+      limit: req.limit,
+    });
+    return (await this.q(sql, params, 'read', 'query')).map((r) => toEvent(req.stream, r as unknown as EventRow));
+  }
+
+  // ---------------------------------------------------------------- leases
+
+  async fetch(req: FetchRequest): Promise<Lease[]> {
+    const info = await this.mustStream(req.stream);
+    const g = await this.mustGroup(req.stream, req.group);
+    const partitions = req.partitions ?? Array.from({ length: info.partitions }, (_, p) => p);
+    const now = this.clock.now();
+    const params = [req.stream, req.group, partitions, now, req.limit, this.rotate(req.stream, req.group, info.partitions), info.partitions, req.consumerId, req.leaseMs];
+    const rows =
+      g.ordering === 'partition'
+        ? await this.tx('fetch', async (qr) => {
+            // Lock first, claim in a second statement: its snapshot then sees every claim committed before our lock.
+            await qr.query(this.plans.lockGroupPartitions, [req.stream, req.group, partitions]);
+            return (await qr.query(this.plans.fetchOrdered, params)) as Row[];
+          })
+        : await this.q(this.plans.fetch, params, 'write', 'fetch');
+    return rows.map((r) => ({
+      leaseId: r.lease_id as string,
+      receipt: r.lease_id as string,
+      stream: req.stream,
+      group: req.group,
+      consumerId: req.consumerId,
+      attempt: Number(r.attempt),
+      leasedAt: new Date(now),
+      expiresAt: new Date(now + req.leaseMs),
+      event: toEvent(req.stream, r as unknown as EventRow),
+    }));
+  }
+
+  async renew(leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]> {
+    const now = this.clock.now();
+    const results: RenewResult[] = leases.map(() => ({ ok: false, error: staleLease('renew') }));
+    const idx: number[] = [];
+    const cols: unknown[][] = [[], [], [], [], [], [], []];
+    leases.forEach((l, i) => {
+      const pos = leasePosition(l);
+      if (!pos) return;
+      idx.push(i);
+      [i, l.stream, l.group, pos.partition, pos.sequence, l.leaseId, l.receipt].forEach((v, c) => cols[c].push(v));
+    });
+    if (idx.length === 0) return results;
+    const rows = await this.q(this.plans.renew, [now, now + leaseMs, ...cols], 'write', 'renew');
+    for (const r of rows) {
+      const i = Number(r.i);
+      results[i] = r.receipt_ok ? { ok: true, expiresAt: new Date(now + leaseMs) } : { ok: false, error: receiptMismatch('renew') };
+    }
+    return results;
+  }
+
+  async settle(ops: SettleOp[]): Promise<SettleResult[]> {
+    const now = this.clock.now();
+    for (const op of ops) await this.group(op.lease.stream, op.lease.group);
+    const { planned, answered } = planSettles(ops, (s, g) => this.cachedGroup(s, g));
+    const results: SettleResult[] = ops.map((op, i) => ({ ok: false, error: answered.get(i) ?? staleLease(op.kind) }));
+    if (planned.length === 0) return results;
+    const { groupIndex, rows: backoff } = backoffTable(planned);
+    const rows = await this.q(
+      this.plans.settle,
+      [
+        now,
+        planned.map((p) => p.i),
+        planned.map((p) => p.stream),
+        planned.map((p) => p.group),
+        planned.map((p) => p.partition),
+        planned.map((p) => p.sequence),
+        planned.map((p) => p.leaseId),
+        planned.map((p) => p.receipt),
+        planned.map((p) => p.action),
+        planned.map((p) => p.delayMs),
+        planned.map((p) => p.reason),
+        planned.map((p) => p.maxAttempts),
+        groupIndex,
+        backoff.group,
+        backoff.attempt,
+        backoff.delay,
+        this.channel,
+      ],
+      'write',
+      'settle',
+    );
+    for (const r of rows) {
+      const i = Number(r.i);
+      results[i] = r.receipt_ok ? { ok: true } : { ok: false, error: receiptMismatch(ops[i].kind) };
+    }
+    return results;
+  }
+
+  // ---------------------------------------------------------------- replay, reset, redrive
+
+  async replay(req: ReplayRequest): Promise<number> {
+    const info = await this.mustStream(req.stream);
+    await this.mustGroup(req.stream, req.group);
+    const all = Array.from({ length: info.partitions }, (_, p) => p);
+    const n = await this.tx('replay', async (qr) => {
+      if (req.kind === 'events') {
+        const parts = [...new Set(req.events.map((e) => e.partition))].sort((a, b) => a - b);
+        await qr.query(this.plans.lockGroupPartitions, [req.stream, req.group, parts]);
+        const rows = (await qr.query(this.plans.reopen, [req.stream, req.group, req.events.map((e) => e.partition), req.events.map((e) => e.sequence)])) as Row[];
+        return rows.length;
+      }
+      const parts = req.partitions ?? all;
+      await qr.query(this.plans.lockGroupPartitions, [req.stream, req.group, parts]);
+      const hwms = (await qr.query(this.plans.highWatermarks, [req.stream])) as Row[];
+      const hwm = new Map(hwms.map((r) => [Number(r.partition), Number(r.hwm)]));
+      let afters: number[];
+      if (req.kind === 'sequence') afters = parts.map((p) => Math.min(req.fromSequence, hwm.get(p) ?? 0));
+      else {
+        const before = await this.startAfters(req.stream, info.partitions, { kind: 'at', time: req.from }, qr);
+        afters = parts.map((p) => before[p]);
+      }
+      await qr.query(this.plans.rewindDeliveries, [req.stream, req.group, parts, afters]);
+      await qr.query(this.plans.rewindCursors, [req.stream, req.group, parts, afters]);
+      return parts.reduce((sum, p, i) => sum + (hwm.get(p)! - afters[i]), 0);
+    });
+    await this.notify(req.stream);
+    return n;
+  }
+
+  async reset(stream: string, group: string, start: ResolvedStart): Promise<void> {
+    const info = await this.mustStream(stream);
+    await this.mustGroup(stream, group);
+    const all = Array.from({ length: info.partitions }, (_, p) => p);
+    await this.tx('reset', async (qr) => {
+      await qr.query(this.plans.lockGroupPartitions, [stream, group, all]);
+      const afters = await this.startAfters(stream, info.partitions, start, qr);
+      await qr.query(this.plans.resetDeliveries, [stream, group]);
+      await qr.query(this.plans.rewindCursors, [stream, group, all, afters]);
+    });
+    await this.notify(stream);
+  }
+
+  async redrive(stream: string, group: string, eventIds: string[] | 'all'): Promise<number> {
+    await this.mustGroup(stream, group);
+    const n = await this.tx('redrive', async (qr) => {
+      const dead = (await qr.query(this.plans.deadPositions, [stream, group, eventIds === 'all' ? null : eventIds])) as Row[];
+      if (dead.length === 0) return 0;
+      const rows = (await qr.query(this.plans.reopen, [stream, group, dead.map((r) => r.partition), dead.map((r) => r.sequence)])) as Row[];
+      return rows.length;
+    });
+    if (n > 0) await this.notify(stream);
+    return n;
+  }
+
+  private async notify(stream: string): Promise<void> {
+    await this.q(this.plans.wake, [this.channel, stream], 'write', 'notify').catch(() => undefined);
+  }
+
+  // ---------------------------------------------------------------- inspection
+
+  private async state(stream: string, group: string) {
+    await this.mustGroup(stream, group);
+    const now = this.clock.now();
+    const rows = await this.q(this.plans.groupState, [stream, group, now], 'read', 'lag');
+    return { now, rows };
+  }
+
+  async lag(stream: string, group: string): Promise<Lag> {
+    return lagOf(stream, group, (await this.state(stream, group)).rows);
+  }
+
+  async groupInfo(stream: string, group: string): Promise<GroupInfo> {
+    const { now, rows } = await this.state(stream, group);
+    const [dead] = await this.q(this.plans.deadCount, [stream, group], 'read', 'groupInfo');
+    const oldest = rows.reduce<number | null>((m, r) => (r.oldest_ts === null ? m : Math.min(m ?? Infinity, Number(r.oldest_ts))), null);
+    return {
+      stream,
+      group,
+      lag: lagOf(stream, group, rows),
+      inflight: rows.reduce((n, r) => n + Number(r.live), 0),
+      deadLetters: Number(dead.n),
+      oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
+      config: copyGroup((await this.mustGroup(stream, group))),
+    };
+  }
+
+  async deadLetters(stream: string, group: string, limit: number, after?: string): Promise<DeadLetter[]> {
+    await this.mustGroup(stream, group);
+    let from = { partition: -1, sequence: 0 };
+    if (after !== undefined) {
+      const [pos] = await this.q(this.plans.deadLetterPosition, [stream, group, after], 'read', 'deadLetters');
+      if (!pos) throw RheoError.invalid('after', `is not a dead-lettered event id of group "${group}"`);
+      from = { partition: Number(pos.partition), sequence: Number(pos.sequence) };
+    }
+    const rows = await this.q(this.plans.deadLetters, [stream, group, from.partition, from.sequence, limit], 'read', 'deadLetters');
+    return rows.map((r) => ({
+      stream,
+      group,
+      eventId: r.id as string,
+      partition: Number(r.d_partition),
+      sequence: Number(r.d_sequence),
+      reason: (r.reason as string | null) ?? '',
+      attempt: Number(r.attempt),
+      deadLetteredAt: new Date(Number(r.dead_at)),
+      event: r.id === null ? null : toEvent(stream, r as unknown as EventRow),
+    }));
+  }
+
+  // ---------------------------------------------------------------- wake-ups
+
+  wait(req: WaitRequest): Promise<void> {
+    if (!this.listener || this.closed) return Promise.resolve();
+    return this.listener.wait(req);
+  }
+
+  /** The LISTEN connection (exposed for tests and diagnostics). */
+  get listenerConnections(): number {
+    return this.listener?.connections ?? 0;
+  }
+
+  /** Start the LISTEN connection now instead of at the first wait(). */
+  async listen(): Promise<void> {
+    await this.init();
+    await this.listener?.start();
+  }
+}

@@ -1,0 +1,110 @@
+import { backoffDelay } from '../../core/backoff';
+import { RheoError } from '../../core/errors';
+import type { GroupConfig, Lease } from '../../core/types';
+import type { SettleOp } from '../backend';
+
+/**
+ * What a settle asks of the stored delivery. 'nack' becomes a retry or, when the
+ * STORED attempt has reached maxAttempts, a dead letter: the store decides, never
+ * the caller's copy of the lease.
+ */
+export type SettleAction = 'ack' | 'nack' | 'reject';
+
+/** One settle op, resolved to a row and an action. */
+export interface PlannedSettle {
+  i: number;
+  stream: string;
+  group: string;
+  partition: number;
+  sequence: number;
+  leaseId: string;
+  receipt: string;
+  action: SettleAction;
+  /** For 'nack': the explicit delay, or null for the group's backoff at the stored attempt. */
+  delayMs: number | null;
+  reason: string | null;
+  maxAttempts: number;
+  retry: GroupConfig['retry'];
+}
+
+export const staleLease = (what: string) =>
+  new RheoError('stale_lease', `${what}: the lease is no longer held (expired, settled or replaced)`);
+export const receiptMismatch = (what: string) => new RheoError('receipt_mismatch', `${what}: the receipt does not match the delivery`);
+
+/** The stored position a lease refers to, or null when the lease cannot name a delivery (then it is stale). */
+export function leasePosition(lease: Lease<unknown>): { partition: number; sequence: number } | null {
+  const p = lease.event?.partition;
+  const s = lease.event?.sequence;
+  if (!Number.isSafeInteger(p) || !Number.isSafeInteger(s) || p < 0 || s < 1 || p > 2_147_483_647) return null;
+  return { partition: p, sequence: s };
+}
+
+/**
+ * Resolve settle ops to rows. Ops the store need not see are answered here: an
+ * unknown group, a lease that cannot name a delivery, or a second op on the same
+ * lease in one batch (the first one settles it, so the second finds it stale).
+ */
+export function planSettles(
+  ops: SettleOp[],
+  groupOf: (stream: string, group: string) => GroupConfig | null,
+): { planned: PlannedSettle[]; answered: Map<number, RheoError> } {
+  const planned: PlannedSettle[] = [];
+  const answered = new Map<number, RheoError>();
+  const seen = new Set<string>();
+  ops.forEach((op, i) => {
+    const lease = op.lease;
+    const g = groupOf(lease.stream, lease.group);
+    if (!g) {
+      answered.set(i, new RheoError('group_not_found', `group "${lease.group}" does not exist on stream "${lease.stream}"`));
+      return;
+    }
+    const pos = leasePosition(lease);
+    const key = pos && `${lease.stream}\u0000${lease.group}\u0000${pos.partition}\u0000${pos.sequence}`;
+    if (!pos || !key || seen.has(key)) {
+      answered.set(i, staleLease(op.kind));
+      return;
+    }
+    seen.add(key);
+    planned.push({
+      i,
+      stream: lease.stream,
+      group: lease.group,
+      ...pos,
+      leaseId: lease.leaseId,
+      receipt: lease.receipt,
+      action: op.kind,
+      delayMs: op.kind === 'nack' && op.delayMs !== undefined ? op.delayMs : null,
+      reason: op.kind === 'ack' ? null : op.reason,
+      maxAttempts: g.maxAttempts,
+      retry: g.retry,
+    });
+  });
+  return { planned, answered };
+}
+
+/**
+ * Core's backoff as a table, for SQL to look up at the stored attempt: per group
+ * of the batch (by its index in `groups`), the delay after each attempt that can
+ * still be retried (1 .. maxAttempts - 1).
+ */
+export function backoffTable(planned: PlannedSettle[]): { groupIndex: number[]; rows: { group: number[]; attempt: number[]; delay: number[] } } {
+  const index = new Map<string, number>();
+  const rows = { group: [] as number[], attempt: [] as number[], delay: [] as number[] };
+  const groupIndex = planned.map((p) => {
+    const key = `${p.stream}\u0000${p.group}`;
+    let gi = index.get(key);
+    if (gi === undefined) {
+      gi = index.size;
+      index.set(key, gi);
+      if (p.action === 'nack' || planned.some((q) => q.action === 'nack' && q.stream === p.stream && q.group === p.group)) {
+        for (let a = 1; a < p.maxAttempts; a++) {
+          rows.group.push(gi);
+          rows.attempt.push(a);
+          rows.delay.push(backoffDelay(p.retry, a));
+        }
+      }
+    }
+    return gi;
+  });
+  return { groupIndex, rows };
+}

@@ -1,0 +1,107 @@
+import { RheoError } from '../../core/errors';
+import type { GroupConfig, RheoEvent, StreamInfo } from '../../core/types';
+import type { NewEvent } from '../backend';
+import { copyGroup, copyStream } from './rows';
+
+/**
+ * What both SQL dialects share: caches of stream and group registrations (both
+ * are immutable once created and never deleted, so a cached entry can never be
+ * wrong; misses are not cached), the round-robin rotation, and batch dedupe.
+ */
+export abstract class SqlBackendBase {
+  private readonly streams = new Map<string, StreamInfo>();
+  private readonly groups = new Map<string, GroupConfig>();
+  private readonly rotation = new Map<string, number>();
+
+  protected abstract loadStream(stream: string): Promise<StreamInfo | null>;
+  protected abstract loadGroup(stream: string, group: string): Promise<GroupConfig | null>;
+
+  protected rememberStream(info: StreamInfo): StreamInfo {
+    this.streams.set(info.name, info);
+    return copyStream(info);
+  }
+
+  protected rememberGroup(config: GroupConfig): GroupConfig {
+    this.groups.set(`${config.stream}\u0000${config.group}`, config);
+    return config;
+  }
+
+  protected cachedGroup(stream: string, group: string): GroupConfig | null {
+    return this.groups.get(`${stream}\u0000${group}`) ?? null;
+  }
+
+  async getStream(stream: string): Promise<StreamInfo | null> {
+    const cached = this.streams.get(stream);
+    if (cached) return copyStream(cached);
+    const info = await this.loadStream(stream);
+    return info ? this.rememberStream(info) : null;
+  }
+
+  protected async mustStream(stream: string): Promise<StreamInfo> {
+    const info = this.streams.get(stream) ?? (await this.getStream(stream));
+    if (!info) throw new RheoError('stream_not_found', `stream "${stream}" does not exist`);
+    return info;
+  }
+
+  /** The group's config, from cache or store; null when it does not exist. */
+  protected async group(stream: string, group: string): Promise<GroupConfig | null> {
+    const cached = this.cachedGroup(stream, group);
+    if (cached) return cached;
+    const config = await this.loadGroup(stream, group);
+    return config ? this.rememberGroup(config) : null;
+  }
+
+  async getGroup(stream: string, group: string): Promise<GroupConfig | null> {
+    const g = await this.group(stream, group);
+    return g ? copyGroup(g) : null;
+  }
+
+  protected async mustGroup(stream: string, group: string): Promise<GroupConfig> {
+    await this.mustStream(stream);
+    const g = await this.group(stream, group);
+    if (!g) throw new RheoError('group_not_found', `group "${group}" does not exist on stream "${stream}"`);
+    return g;
+  }
+
+  /** The partition a fetch's round-robin starts from; moves on every fetch so no partition starves. */
+  protected rotate(stream: string, group: string, partitions: number): number {
+    const key = `${stream}\u0000${group}`;
+    const n = this.rotation.get(key) ?? 0;
+    this.rotation.set(key, n + 1);
+    return n % partitions;
+  }
+
+  /**
+   * Validate partitions (the whole batch before anything is written) and fold
+   * repeated ids: the first occurrence is stored, later ones get the same event.
+   */
+  protected dedupe(events: NewEvent[], partitions: number): { unique: NewEvent[]; indexOf: number[] } {
+    const first = new Map<string, number>();
+    const unique: NewEvent[] = [];
+    const indexOf = events.map((e) => {
+      if (!Number.isInteger(e.partition) || e.partition < 0 || e.partition >= partitions) {
+        throw RheoError.invalid('partition', `must be between 0 and ${partitions - 1}`);
+      }
+      let i = first.get(e.id);
+      if (i === undefined) {
+        i = unique.push(e) - 1;
+        first.set(e.id, i);
+      }
+      return i;
+    });
+    return { unique, indexOf };
+  }
+
+  /** Results per input: the first occurrence of an id gets the stored event, repeats a copy of it. */
+  protected inInputOrder(stored: RheoEvent[], indexOf: number[]): RheoEvent[] {
+    const used = new Set<number>();
+    return indexOf.map((i) => {
+      if (!used.has(i)) {
+        used.add(i);
+        return stored[i];
+      }
+      const e = stored[i];
+      return { ...e, timestamp: new Date(e.timestamp.getTime()), metadata: structuredClone(e.metadata), payload: structuredClone(e.payload) };
+    });
+  }
+}

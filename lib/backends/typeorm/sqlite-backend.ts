@@ -1,0 +1,581 @@
+import type { DataSource } from 'typeorm';
+import { backoffDelay } from '../../core/backoff';
+import type { Clock } from '../../core/clock';
+import { RheoError } from '../../core/errors';
+import { newId } from '../../core/ids';
+import { jsonEqual } from '../../core/json-equal';
+import type { AppendOptions, DeadLetter, GroupConfig, GroupInfo, JsonValue, Lag, Lease, RheoEvent, StreamInfo } from '../../core/types';
+import type {
+  Backend,
+  CreateGroupRequest,
+  FetchRequest,
+  NewEvent,
+  QueryRequest,
+  ReadRequest,
+  RenewResult,
+  ReplayRequest,
+  ResolvedStart,
+  SettleOp,
+  SettleResult,
+  WaitRequest,
+} from '../backend';
+import { createCapabilities } from '../capabilities';
+import { mapDriverError, StatementKind } from './errors';
+import { sqliteTables } from './names';
+import { copyGroup, EventRow, lagOf, GroupRow, toEvent, toGroup, toStream } from './rows';
+import { leasePosition, planSettles, receiptMismatch, staleLease } from './settle-plan';
+import { SqlBackendBase } from './sql-backend-base';
+import { sqliteInstall, sqlitePlans, sqliteQuery } from './sqlite-plans';
+import { transactionManager } from './transaction';
+
+/** Settings of a {@link SqliteBackend}; built by `typeormBackend` / `sqliteBackend`. */
+export interface SqliteBackendSettings {
+  dataSource: DataSource;
+  owned: boolean;
+  install: 'auto' | 'none';
+  clock: Clock;
+}
+
+type Row = Record<string, unknown>;
+
+/** The slice of better-sqlite3 used here (the package ships no types; @types/better-sqlite3 is not a dependency). */
+interface Statement {
+  run(...params: unknown[]): { changes: number };
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+}
+interface Database {
+  readonly open: boolean;
+  prepare(sql: string): Statement;
+  exec(sql: string): void;
+  pragma(text: string): unknown;
+  transaction<T>(fn: () => T): { immediate(): T };
+}
+type Plans = ReturnType<typeof sqlitePlans>;
+
+/**
+ * SQLite (better-sqlite3) on a TypeORM DataSource: the embedded durable default.
+ * Statements run on the DataSource's own better-sqlite3 connection, prepared once;
+ * every read-modify-write is one short `BEGIN IMMEDIATE` transaction, and the sync
+ * driver runs it without yielding, so one process never interleaves two of them.
+ * Several processes may share the file (WAL, busy timeout), but it is not a
+ * distributed store. Wake-ups are in-process.
+ */
+export class SqliteBackend extends SqlBackendBase implements Backend {
+  readonly name = 'sqlite';
+  readonly capabilities = createCapabilities({
+    guarantees: { durable: true, distributed: false, partitions: true, contiguousFrontier: true, replay: true, orderedPartitions: true },
+    mechanisms: { notifications: false, blockingReads: false, batchWrites: true, secondaryIndexes: true, transactionalAppend: true },
+  });
+  readonly clock: Clock;
+  private readonly ds: DataSource;
+  private readonly plans: Plans;
+  private db: Database | null = null;
+  private readonly statements = new Map<string, Statement>();
+  private readonly waiters = new Map<string, Set<() => void>>();
+  private ready: Promise<void> | null = null;
+  private closed = false;
+
+  constructor(private readonly settings: SqliteBackendSettings) {
+    super();
+    this.ds = settings.dataSource;
+    this.clock = settings.clock;
+    this.plans = sqlitePlans(sqliteTables());
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  init(): Promise<void> {
+    if (this.closed) return Promise.reject(new RheoError('backend_unavailable', 'the sqlite backend is closed'));
+    if (!this.ready) {
+      this.ready = this.start().catch((err) => {
+        this.ready = null;
+        throw mapDriverError(err, 'read', 'sqlite init');
+      });
+    }
+    return this.ready;
+  }
+
+  private async start(): Promise<void> {
+    if (!this.ds.isInitialized) {
+      if (!this.settings.owned) throw new RheoError('backend_unavailable', 'the DataSource is not initialized: initialize it before using the rheo backend');
+      await this.ds.initialize();
+    }
+    const db = (this.ds.driver as unknown as { databaseConnection: Database }).databaseConnection;
+    // WAL lets readers run beside the writer; NORMAL sync is durable in WAL mode except for the last
+    // transactions on power loss (never corruption). A host DataSource keeps whatever journal it chose.
+    if (this.settings.owned) db.pragma('synchronous = NORMAL');
+    this.db = db;
+    if (this.settings.install === 'auto') this.install();
+  }
+
+  /** Create the tables if missing (one immediate transaction: concurrent starters queue on the write lock). */
+  install(): void {
+    const db = this.conn();
+    this.run('write', 'install', () => db.transaction(() => sqliteInstall(sqliteTables()).forEach((ddl) => db.exec(ddl))).immediate());
+  }
+
+  async ping(): Promise<void> {
+    try {
+      await this.init();
+      this.stmt(this.plans.ping).get();
+    } catch (err) {
+      throw new RheoError('backend_unavailable', `sqlite: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.ready?.catch(() => undefined);
+    for (const stream of [...this.waiters.keys()]) this.wake(stream);
+    this.statements.clear();
+    this.db = null;
+    if (this.settings.owned && this.ds.isInitialized) await this.ds.destroy().catch(() => undefined);
+  }
+
+  private conn(): Database {
+    if (this.closed || !this.db || !this.db.open) throw new RheoError('backend_unavailable', 'the sqlite backend is closed');
+    return this.db;
+  }
+
+  private stmt(sql: string): Statement {
+    let s = this.statements.get(sql);
+    if (!s) {
+      s = this.conn().prepare(sql);
+      this.statements.set(sql, s);
+    }
+    return s;
+  }
+
+  /** Run sync work, mapping driver errors. */
+  private run<T>(kind: StatementKind, what: string, fn: () => T): T {
+    try {
+      return fn();
+    } catch (err) {
+      throw mapDriverError(err, kind, what);
+    }
+  }
+
+  /** One `BEGIN IMMEDIATE` transaction (a savepoint inside a running one). */
+  private write<T>(what: string, fn: () => T): T {
+    const db = this.conn();
+    return this.run('write', what, () => db.transaction(fn).immediate());
+  }
+
+  // ---------------------------------------------------------------- streams and groups
+
+  async createStream(stream: string, partitions: number): Promise<StreamInfo> {
+    await this.init();
+    const now = this.clock.now();
+    try {
+      this.write('createStream', () => {
+        this.stmt(this.plans.insertStream).run(stream, partitions, now);
+        const ins = this.stmt(this.plans.insertPartition);
+        for (let p = 0; p < partitions; p++) ins.run(stream, p);
+      });
+    } catch (err) {
+      if (err instanceof RheoError && err.code === 'already_exists') throw new RheoError('already_exists', `stream "${stream}" already exists`, { cause: err });
+      throw err;
+    }
+    return this.rememberStream({ name: stream, partitions, createdAt: new Date(now) });
+  }
+
+  protected async loadStream(stream: string): Promise<StreamInfo | null> {
+    await this.init();
+    const row = this.run('read', 'getStream', () => this.stmt(this.plans.getStream).get(stream)) as Row | undefined;
+    return row ? toStream(row as never) : null;
+  }
+
+  async listStreams(): Promise<StreamInfo[]> {
+    await this.init();
+    return (this.run('read', 'listStreams', () => this.stmt(this.plans.listStreams).all()) as Row[]).map((r) => toStream(r as never));
+  }
+
+  async createGroup(req: CreateGroupRequest): Promise<GroupConfig> {
+    const info = await this.mustStream(req.stream);
+    const r = req.retry;
+    try {
+      const row = this.write('createGroup', () => {
+        const afters = this.startAfters(req.stream, info.partitions, req.start);
+        const g = this.stmt(this.plans.insertGroup).get(req.stream, req.group, req.maxAttempts, r.initialMs, r.factor, r.maxMs, req.ordering, this.clock.now());
+        const ins = this.stmt(this.plans.insertGroupPartition);
+        afters.forEach((after, p) => ins.run(req.stream, req.group, p, after + 1));
+        return g as GroupRow;
+      });
+      return copyGroup(this.rememberGroup(toGroup(row)));
+    } catch (err) {
+      if (err instanceof RheoError && err.code === 'already_exists') {
+        throw new RheoError('already_exists', `group "${req.group}" already exists on stream "${req.stream}"`, { cause: err });
+      }
+      throw err;
+    }
+  }
+
+  /** Per partition, the last sequence a (re)started group skips. Runs inside the caller's transaction. */
+  private startAfters(stream: string, partitions: number, start: ResolvedStart): number[] {
+    if (start.kind === 'beginning') return new Array(partitions).fill(0);
+    if (start.kind === 'after') {
+      const s = start.sequences;
+      return Array.from({ length: partitions }, (_, p) => (typeof s === 'number' ? s : s[p] ?? 0));
+    }
+    const hwms = this.stmt(this.plans.highWatermarks).all(stream) as Row[];
+    const out = new Array(partitions).fill(0);
+    for (const h of hwms) {
+      const p = Number(h.partition);
+      const hwm = Number(h.hwm);
+      if (start.kind === 'end') out[p] = hwm;
+      else {
+        const first = (this.stmt(this.plans.firstAtOrAfter).get(stream, p, start.time.getTime()) as Row).seq;
+        out[p] = first === null ? hwm : Number(first) - 1;
+      }
+    }
+    return out;
+  }
+
+  protected async loadGroup(stream: string, group: string): Promise<GroupConfig | null> {
+    await this.init();
+    const row = this.run('read', 'getGroup', () => this.stmt(this.plans.getGroup).get(stream, group)) as GroupRow | undefined;
+    return row ? toGroup(row) : null;
+  }
+
+  async listGroups(stream: string): Promise<GroupConfig[]> {
+    await this.mustStream(stream);
+    return (this.run('read', 'listGroups', () => this.stmt(this.plans.listGroups).all(stream)) as GroupRow[]).map(toGroup);
+  }
+
+  // ---------------------------------------------------------------- the log
+
+  async append(stream: string, events: NewEvent[], options: AppendOptions): Promise<RheoEvent[]> {
+    const info = await this.mustStream(stream);
+    if (options.manager !== undefined) {
+      const m = transactionManager(options.manager, this.ds);
+      // SQLite has one connection: the caller's transaction is the connection's transaction, and
+      // ours nests in it as a savepoint. It must be that same connection, i.e. the same DataSource.
+      if (m.connection !== this.ds) throw RheoError.invalid('options.manager', 'must belong to the DataSource of this backend');
+    }
+    const { unique, indexOf } = this.dedupe(events, info.partitions);
+    const stored = this.write('append', () => {
+      const byId = this.stmt(this.plans.eventById);
+      const out = new Array<RheoEvent>(unique.length);
+      const fresh: number[] = [];
+      unique.forEach((e, i) => {
+        const known = byId.get(stream, e.id) as EventRow | undefined;
+        if (known) out[i] = toEvent(stream, known);
+        else fresh.push(i);
+      });
+      const counts = new Map<number, number>();
+      for (const i of fresh) counts.set(unique[i].partition, (counts.get(unique[i].partition) ?? 0) + 1);
+      const next = new Map<number, number>();
+      const allocate = this.stmt(this.plans.allocate);
+      for (const [p, n] of [...counts].sort((a, b) => a[0] - b[0])) {
+        const { hwm } = allocate.get(n, stream, p) as { hwm: number };
+        next.set(p, hwm - n + 1);
+      }
+      const insert = this.stmt(this.plans.insertEvent);
+      for (const i of fresh) {
+        const e = unique[i];
+        const sequence = next.get(e.partition)!;
+        next.set(e.partition, sequence + 1);
+        const metadata = JSON.stringify(e.metadata);
+        const payload = JSON.stringify(e.payload);
+        insert.run(stream, e.partition, sequence, e.id, e.timestamp.getTime(), e.key, e.type, metadata, payload);
+        out[i] = toEvent(stream, { id: e.id, partition: e.partition, sequence, ts: e.timestamp.getTime(), key: e.key, type: e.type, metadata, payload });
+      }
+      return out;
+    });
+    // Inside a caller's transaction the events are not committed yet: waking now would only cost one empty fetch.
+    this.wake(stream);
+    return this.inInputOrder(stored, indexOf);
+  }
+
+  async read(req: ReadRequest): Promise<RheoEvent[]> {
+    await this.mustStream(req.stream);
+    const rows = this.run('read', 'read', () => this.stmt(this.plans.read).all(req.stream, req.partition, req.afterSequence, req.limit)) as EventRow[];
+    return rows.map((r) => toEvent(req.stream, r));
+  }
+
+  async query(req: QueryRequest): Promise<RheoEvent[]> {
+    await this.mustStream(req.stream);
+    const metadata = Object.entries(req.where.metadata ?? {});
+    const payload = Object.entries(req.where.payload ?? {});
+    const matches = (e: RheoEvent): boolean =>
+      metadata.every(([k, v]) => k in e.metadata && jsonEqual(e.metadata[k] as JsonValue, v)) &&
+      (payload.length === 0 ||
+        (typeof e.payload === 'object' && e.payload !== null && !Array.isArray(e.payload) &&
+          payload.every(([k, v]) => k in (e.payload as object) && jsonEqual((e.payload as Record<string, JsonValue>)[k], v))));
+    const filtered = metadata.length + payload.length > 0;
+    const out: RheoEvent[] = [];
+    let after = req.after;
+    for (;;) {
+      const pageSize = filtered ? Math.max(req.limit, 500) : req.limit;
+      const { sql, params } = sqliteQuery(sqliteTables(), {
+        stream: req.stream,
+        type: req.where.type,
+        key: req.where.key,
+        partition: req.where.partition,
+        from: req.from?.getTime(),
+        to: req.to?.getTime(),
+        afterSequence: req.afterSequence,
+        untilSequence: req.untilSequence,
+        after,
+        order: req.order,
+        limit: pageSize,
+      });
+      const rows = this.run('read', 'query', () => this.stmt(sql).all(...params)) as EventRow[];
+      for (const r of rows) {
+        const e = toEvent(req.stream, r);
+        if (matches(e)) out.push(e);
+        if (out.length >= req.limit) return out;
+      }
+      if (rows.length < pageSize) return out;
+      const last = rows[rows.length - 1];
+      after = { sequence: Number(last.sequence), partition: Number(last.partition) };
+    }
+  }
+
+  // ---------------------------------------------------------------- leases
+
+  async fetch(req: FetchRequest): Promise<Lease[]> {
+    const info = await this.mustStream(req.stream);
+    const g = await this.mustGroup(req.stream, req.group);
+    const partitions = req.partitions ?? Array.from({ length: info.partitions }, (_, p) => p);
+    const start = this.rotate(req.stream, req.group, info.partitions);
+    const now = this.clock.now();
+    const expiresAt = now + req.leaseMs;
+    const { stream, group } = req;
+    return this.write('fetch', () => {
+      const p = this.plans;
+      // Candidates per partition, in sequence order: due deliveries, then fresh events from the cursor.
+      const queues: Array<{ partition: number; cursor: number; seqs: Array<{ sequence: number; fresh: boolean }> }> = [];
+      for (const partition of partitions) {
+        const pos = this.stmt(p.position).get(stream, group, partition) as { cursor: number; hwm: number } | undefined;
+        if (!pos) continue;
+        const seqs: Array<{ sequence: number; fresh: boolean }> = [];
+        if (g.ordering === 'partition') {
+          const busy = (this.stmt(p.liveLeases).get(stream, group, partition, now) as { n: number }).n > 0;
+          const head = this.stmt(p.firstOpen).get(stream, group, partition) as { sequence: number; due_at: number } | undefined;
+          if (!busy && head && head.due_at <= now) seqs.push({ sequence: head.sequence, fresh: false });
+          else if (!busy && !head && pos.cursor <= pos.hwm) seqs.push({ sequence: pos.cursor, fresh: true });
+        } else {
+          for (const r of this.stmt(p.due).all(stream, group, partition, now, req.limit) as Array<{ sequence: number }>) {
+            seqs.push({ sequence: r.sequence, fresh: false });
+          }
+          for (let s = pos.cursor; s <= pos.hwm && seqs.length < req.limit; s++) seqs.push({ sequence: s, fresh: true });
+        }
+        if (seqs.length) queues.push({ partition, cursor: pos.cursor, seqs });
+      }
+      // Round-robin across partitions, starting from a rotating partition so none starves.
+      queues.sort((a, b) => ((a.partition - start + info.partitions) % info.partitions) - ((b.partition - start + info.partitions) % info.partitions));
+      const leases: Lease[] = [];
+      const cursors = new Map<number, number>();
+      for (let turn = 0; leases.length < req.limit; turn++) {
+        let took = false;
+        for (const q of queues) {
+          if (leases.length >= req.limit) break;
+          const c = q.seqs[turn];
+          if (!c) continue;
+          took = true;
+          const leaseId = newId();
+          let attempt = 1;
+          if (c.fresh) {
+            this.stmt(p.claimFresh).run(stream, group, q.partition, c.sequence, leaseId, req.consumerId, now, expiresAt);
+            cursors.set(q.partition, c.sequence + 1);
+          } else {
+            attempt = (this.stmt(p.claimDue).get(leaseId, req.consumerId, now, expiresAt, stream, group, q.partition, c.sequence) as { attempt: number }).attempt;
+          }
+          const event = toEvent(stream, this.stmt(p.eventAt).get(stream, q.partition, c.sequence) as EventRow);
+          leases.push({ leaseId, receipt: leaseId, stream, group, consumerId: req.consumerId, attempt, leasedAt: new Date(now), expiresAt: new Date(expiresAt), event });
+        }
+        if (!took) break;
+      }
+      for (const [partition, cursor] of cursors) this.stmt(p.moveCursor).run(cursor, stream, group, partition);
+      return leases;
+    });
+  }
+
+  async renew(leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]> {
+    await this.init();
+    const now = this.clock.now();
+    return this.write('renew', () =>
+      leases.map((l): RenewResult => {
+        const pos = leasePosition(l);
+        const held = pos && (this.stmt(this.plans.held).get(l.stream, l.group, pos.partition, pos.sequence, l.leaseId, now) as Row | undefined);
+        if (!pos || !held) return { ok: false, error: staleLease('renew') };
+        if (l.receipt !== held.lease_id) return { ok: false, error: receiptMismatch('renew') };
+        this.stmt(this.plans.renew).run(now + leaseMs, l.stream, l.group, pos.partition, pos.sequence);
+        return { ok: true, expiresAt: new Date(now + leaseMs) };
+      }),
+    );
+  }
+
+  async settle(ops: SettleOp[]): Promise<SettleResult[]> {
+    await this.init();
+    for (const op of ops) await this.group(op.lease.stream, op.lease.group);
+    const now = this.clock.now();
+    const { planned, answered } = planSettles(ops, (s, g) => this.cachedGroup(s, g));
+    const results: SettleResult[] = ops.map((op, i) => ({ ok: false, error: answered.get(i) ?? staleLease(op.kind) }));
+    const woken = new Set<string>();
+    this.write('settle', () => {
+      const p = this.plans;
+      for (const s of planned) {
+        const held = this.stmt(p.held).get(s.stream, s.group, s.partition, s.sequence, s.leaseId, now) as { lease_id: string; attempt: number } | undefined;
+        if (!held) continue;
+        if (s.receipt !== held.lease_id) {
+          results[s.i] = { ok: false, error: receiptMismatch(ops[s.i].kind) };
+          continue;
+        }
+        const key = [s.stream, s.group, s.partition, s.sequence];
+        // The stored attempt decides, never the caller's copy of the lease.
+        if (s.action === 'ack') this.stmt(p.ack).run(...key);
+        else if (s.action === 'reject' || held.attempt >= s.maxAttempts) this.stmt(p.dead).run(s.reason, now, ...key);
+        else {
+          this.stmt(p.retry).run(now + (s.delayMs ?? backoffDelay(s.retry, held.attempt)), s.reason, ...key);
+          woken.add(s.stream);
+        }
+        results[s.i] = { ok: true };
+      }
+    });
+    for (const stream of woken) this.wake(stream);
+    return results;
+  }
+
+  // ---------------------------------------------------------------- replay, reset, redrive
+
+  async replay(req: ReplayRequest): Promise<number> {
+    const info = await this.mustStream(req.stream);
+    await this.mustGroup(req.stream, req.group);
+    const { stream, group } = req;
+    const n = this.write('replay', () => {
+      const p = this.plans;
+      if (req.kind === 'events') {
+        let reopened = 0;
+        for (const e of req.events) reopened += this.reopen(stream, group, e.partition, e.sequence) ? 1 : 0;
+        return reopened;
+      }
+      const parts = req.partitions ?? Array.from({ length: info.partitions }, (_, i) => i);
+      const hwm = new Map((this.stmt(p.highWatermarks).all(stream) as Row[]).map((r) => [Number(r.partition), Number(r.hwm)]));
+      const before = req.kind === 'time' ? this.startAfters(stream, info.partitions, { kind: 'at', time: req.from }) : null;
+      let reopened = 0;
+      for (const partition of parts) {
+        const after = before ? before[partition] : Math.min(req.kind === 'sequence' ? req.fromSequence : 0, hwm.get(partition) ?? 0);
+        this.stmt(p.rewindDeliveries).run(stream, group, partition, after);
+        this.stmt(p.setCursor).run(after + 1, stream, group, partition);
+        reopened += (hwm.get(partition) ?? 0) - after;
+      }
+      return reopened;
+    });
+    this.wake(stream);
+    return n;
+  }
+
+  /** Re-open one offered event (below the cursor); false when it is still pending anyway. */
+  private reopen(stream: string, group: string, partition: number, sequence: number): boolean {
+    const cur = this.stmt(this.plans.cursor).get(stream, group, partition) as { cursor: number } | undefined;
+    if (!cur || sequence >= cur.cursor) return false;
+    this.stmt(this.plans.reopen).run(stream, group, partition, sequence);
+    return true;
+  }
+
+  async reset(stream: string, group: string, start: ResolvedStart): Promise<void> {
+    const info = await this.mustStream(stream);
+    await this.mustGroup(stream, group);
+    this.write('reset', () => {
+      const afters = this.startAfters(stream, info.partitions, start);
+      this.stmt(this.plans.resetDeliveries).run(stream, group);
+      afters.forEach((after, p) => this.stmt(this.plans.setCursor).run(after + 1, stream, group, p));
+    });
+    this.wake(stream);
+  }
+
+  async redrive(stream: string, group: string, eventIds: string[] | 'all'): Promise<number> {
+    await this.mustGroup(stream, group);
+    const n = this.write('redrive', () => {
+      const dead =
+        eventIds === 'all'
+          ? (this.stmt(this.plans.allDead).all(stream, group) as Row[])
+          : [...new Set(eventIds)].map((id) => this.stmt(this.plans.deadById).get(group, stream, id) as Row | undefined).filter((r): r is Row => !!r);
+      for (const d of dead) this.stmt(this.plans.reopen).run(stream, group, d.partition, d.sequence);
+      return dead.length;
+    });
+    if (n > 0) this.wake(stream);
+    return n;
+  }
+
+  // ---------------------------------------------------------------- inspection
+
+  private state(stream: string, group: string, now: number): Row[] {
+    return this.run('read', 'lag', () => this.stmt(this.plans.groupState).all(now, stream, group, stream, group)) as Row[];
+  }
+
+  async lag(stream: string, group: string): Promise<Lag> {
+    await this.mustGroup(stream, group);
+    return lagOf(stream, group, this.state(stream, group, this.clock.now()));
+  }
+
+  async groupInfo(stream: string, group: string): Promise<GroupInfo> {
+    const config = await this.mustGroup(stream, group);
+    const now = this.clock.now();
+    const rows = this.state(stream, group, now);
+    const dead = this.run('read', 'groupInfo', () => this.stmt(this.plans.deadCount).get(stream, group)) as { n: number };
+    const oldest = rows.reduce<number | null>((m, r) => (r.oldest_ts === null ? m : Math.min(m ?? Infinity, Number(r.oldest_ts))), null);
+    return {
+      stream,
+      group,
+      lag: lagOf(stream, group, rows),
+      inflight: rows.reduce((n, r) => n + Number(r.live), 0),
+      deadLetters: Number(dead.n),
+      oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
+      config: copyGroup(config),
+    };
+  }
+
+  async deadLetters(stream: string, group: string, limit: number, after?: string): Promise<DeadLetter[]> {
+    await this.mustGroup(stream, group);
+    let from = { partition: -1, sequence: 0 };
+    if (after !== undefined) {
+      const pos = this.run('read', 'deadLetters', () => this.stmt(this.plans.deadById).get(group, stream, after)) as Row | undefined;
+      if (!pos) throw RheoError.invalid('after', `is not a dead-lettered event id of group "${group}"`);
+      from = { partition: Number(pos.partition), sequence: Number(pos.sequence) };
+    }
+    const rows = this.run('read', 'deadLetters', () =>
+      this.stmt(this.plans.deadLetters).all(stream, group, from.partition, from.partition, from.sequence, limit),
+    ) as Row[];
+    return rows.map((r) => ({
+      stream,
+      group,
+      eventId: r.id as string,
+      partition: Number(r.d_partition),
+      sequence: Number(r.d_sequence),
+      reason: (r.reason as string | null) ?? '',
+      attempt: Number(r.attempt),
+      deadLetteredAt: new Date(Number(r.dead_at)),
+      event: r.id === null ? null : toEvent(stream, r as unknown as EventRow),
+    }));
+  }
+
+  // ---------------------------------------------------------------- wake-ups (in-process)
+
+  wait(req: WaitRequest): Promise<void> {
+    if (this.closed || req.signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      let set = this.waiters.get(req.stream);
+      if (!set) this.waiters.set(req.stream, (set = new Set()));
+      const waiters = set;
+      const done = () => {
+        clearTimeout(timer);
+        req.signal.removeEventListener('abort', done);
+        waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, req.timeoutMs);
+      req.signal.addEventListener('abort', done);
+      waiters.add(done);
+    });
+  }
+
+  private wake(stream: string): void {
+    const set = this.waiters.get(stream);
+    if (set) for (const w of [...set]) w();
+  }
+}

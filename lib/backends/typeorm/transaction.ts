@@ -1,0 +1,23 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import { RheoError } from '../../core/errors';
+
+/**
+ * Check the `manager` of a transactional append (outbox): it must be an
+ * EntityManager of a transaction that is running now, on a DataSource of the same
+ * database type as the backend's, or the event could not commit together with the
+ * caller's rows.
+ */
+export function transactionManager(manager: unknown, dataSource: DataSource): EntityManager {
+  const m = manager as Partial<EntityManager> | null;
+  if (!m || typeof m !== 'object' || typeof m.query !== 'function') {
+    throw RheoError.invalid('options.manager', 'must be a TypeORM EntityManager');
+  }
+  if (!m.queryRunner || !m.queryRunner.isTransactionActive) {
+    throw RheoError.invalid('options.manager', 'must be the EntityManager of a running transaction (dataSource.transaction(manager => ...))');
+  }
+  const type = (m.queryRunner as { connection?: DataSource }).connection?.options?.type;
+  if (type !== undefined && type !== dataSource.options.type) {
+    throw RheoError.invalid('options.manager', `belongs to a ${String(type)} DataSource, not ${dataSource.options.type}`);
+  }
+  return m as EntityManager;
+}

@@ -91,7 +91,8 @@ export function pgUninstall(t: TableNames): string[] {
 export const PG_INSTALL_LOCK = `SELECT pg_advisory_xact_lock(hashtext($1))`;
 
 /** The per-row columns of an event as every read returns them. */
-const EVENT_COLUMNS = `e.id, e.partition, e.sequence, e.ts, e.key, e.type, e.metadata, e.payload`;
+// JSON leaves as text and is parsed once in JS, the same for both dialects.
+const EVENT_COLUMNS = `e.id, e.partition, e.sequence, e.ts, e.key, e.type, e.metadata::text AS metadata, e.payload::text AS payload`;
 
 export function pgPlans(t: TableNames) {
   return {
@@ -175,7 +176,7 @@ export function pgPlans(t: TableNames) {
         SELECT pg_notify($9, $1) AS n WHERE EXISTS (SELECT 1 FROM stored)
       )
       SELECT f.ord, s.sequence, NULL::text AS id, NULL::int AS partition, NULL::bigint AS ts, NULL::text AS key,
-             NULL::text AS type, NULL::json AS metadata, NULL::json AS payload, (SELECT count(*) FROM wake) AS woke
+             NULL::text AS type, NULL::text AS metadata, NULL::text AS payload, (SELECT count(*) FROM wake) AS woke
       FROM fresh f JOIN stored s ON s.id = f.id
       UNION ALL
       SELECT k.ord, k.sequence, k.id, k.partition, k.ts, k.key, k.type, k.metadata, k.payload, 0

@@ -12,9 +12,9 @@ export interface EventRow {
   payload: unknown;
 }
 
-/** JSON columns: the pg driver parses `json`; SQLite returns text. Parsing always yields a fresh object. */
+/** JSON columns arrive as text from both dialects; parsing yields a fresh object every time. */
 function json<T>(value: unknown): T {
-  return (typeof value === 'string' ? JSON.parse(value) : value) as T;
+  return JSON.parse(value as string) as T;
 }
 
 export function toEvent(stream: string, r: EventRow): RheoEvent {

@@ -76,7 +76,8 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     if (!this.ready) {
       this.ready = this.start().catch((err) => {
         this.ready = null;
-        throw mapDriverError(err, 'read', 'postgres init');
+        // Whatever stops the store from opening (refused, no such file, bad credentials) means it is not available.
+        throw err instanceof RheoError ? err : new RheoError('backend_unavailable', `postgres init: ${(err as Error)?.message ?? String(err)}`, { cause: err });
       });
     }
     return this.ready;

@@ -90,7 +90,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     if (!this.ready) {
       this.ready = this.start().catch((err) => {
         this.ready = null;
-        throw mapDriverError(err, 'read', 'sqlite init');
+        // Whatever stops the store from opening (refused, no such file, bad credentials) means it is not available.
+        throw err instanceof RheoError ? err : new RheoError('backend_unavailable', `sqlite init: ${(err as Error)?.message ?? String(err)}`, { cause: err });
       });
     }
     return this.ready;

@@ -1,5 +1,6 @@
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
-import { catchError, throwError, type Observable } from 'rxjs';
+import { catchError, EMPTY, throwError, type Observable } from 'rxjs';
+import { RheoReject, RheoRetry } from '../core/outcomes';
 import { RheoContext } from './rheo-context';
 
 /** What the innermost interceptor saw of one delivery. */
@@ -8,6 +9,8 @@ interface Capture {
   reached: boolean;
   /** The original error thrown by a pipe, the handler, or an interceptor inside ours. */
   error?: { value: unknown };
+  /** The error was a deliberate outcome (RheoReject / RheoRetry), not a failure: it was not passed on to filters. */
+  deliberate?: boolean;
 }
 
 const captures = new WeakMap<RheoContext<unknown>, Capture>();
@@ -23,8 +26,10 @@ export function beginCapture(ctx: RheoContext<unknown>): Capture {
  * Installed by `@RheoConsumer` on every consumer. Nest's default RPC exception
  * filter replaces any error with `{ status: 'error', message }`, losing the
  * `RheoReject` / `RheoRetry` / validation error the outcome depends on; this
- * interceptor records the original before filters run, and leaves the error
- * flowing so user interceptors and filters still see it. See docs/adr/011.
+ * interceptor records the original before filters run. Failures keep flowing
+ * so outer interceptors and filters still see (and log) them; a `RheoReject` or
+ * `RheoRetry` is a decision, not a failure, so it stops here and Nest does not
+ * log it as an error. See docs/adr/011.
  */
 export class RheoOutcomeInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
@@ -35,6 +40,10 @@ export class RheoOutcomeInterceptor implements NestInterceptor {
     return next.handle().pipe(
       catchError((err: unknown) => {
         capture.error = { value: err };
+        if (err instanceof RheoReject || err instanceof RheoRetry) {
+          capture.deliberate = true;
+          return EMPTY;
+        }
         return throwError(() => err);
       }),
     );

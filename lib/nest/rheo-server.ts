@@ -9,7 +9,7 @@ import type { GroupConfig, Lease } from '../core/types';
 import { Group, type GroupState } from '../runtime';
 import { RHEO_CONSUMER_EXTRAS, rheoTransportId } from './constants';
 import { prefixed, resolveConsumer, type ResolvedConsumer } from './consumer-options';
-import { outcomeOfPipelineFailure } from './nest-outcome';
+import { outcomeOfNestError, outcomeOfPipelineFailure } from './nest-outcome';
 import { beginCapture } from './outcome-capture';
 import type { RheoConsumerMarker } from './rheo-consumer.decorator';
 import { RheoContext } from './rheo-context';
@@ -236,7 +236,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       try {
         const result = await handler(lease.event.payload, ctx);
         if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
-        outcome = { kind: 'ack' };
+        outcome = capture.deliberate && capture.error ? outcomeOfNestError(capture.error.value) : { kind: 'ack' };
       } catch (failure) {
         outcome = outcomeOfPipelineFailure(failure, capture);
       }

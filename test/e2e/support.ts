@@ -3,13 +3,13 @@ import { Test } from '@nestjs/testing';
 import { RheoServer } from '../../lib';
 
 /** Poll `probe` until it returns a truthy value; fails with `what` after `timeoutMs`. */
-export async function waitFor<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 10_000): Promise<T> {
+export async function waitFor<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 10_000): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
     try {
       const value = await probe();
-      if (value) return value;
+      if (value) return value as NonNullable<T>;
       last = value;
     } catch (err) {
       last = err;

@@ -1,0 +1,17 @@
+import { Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { RheoModule } from '../lib';
+import { createBackend } from './backend';
+import { EventsController } from './events.controller';
+import { HealthController } from './health.controller';
+import { MARKET_EVENTS } from './market';
+import { RiskController } from './risk.controller';
+import { StatsService } from './stats.service';
+import { SurveillanceController } from './surveillance.controller';
+
+@Module({
+  imports: [RheoModule.forRoot({ backend: createBackend(), streams: [{ name: MARKET_EVENTS, partitions: 4 }] }), TerminusModule],
+  controllers: [EventsController, HealthController, RiskController, SurveillanceController],
+  providers: [StatsService],
+})
+export class AppModule {}

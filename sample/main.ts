@@ -1,0 +1,11 @@
+// `npx ts-node --transpile-only sample/main.ts`: the sample as a service.
+import 'reflect-metadata';
+import { createApp } from './bootstrap';
+
+async function main(): Promise<void> {
+  const app = await createApp();
+  await app.startAllMicroservices();
+  await app.listen(Number(process.env.PORT ?? 3000));
+}
+
+void main();

@@ -1,0 +1,73 @@
+import type { EntitySchema, EntitySchemaColumnOptions } from 'typeorm';
+import { loadDriver } from './load';
+import { checkSchemaName, TABLES } from './names';
+
+/** Options of {@link rheoEntities}. */
+export interface RheoEntitiesOptions {
+  /** PostgreSQL schema of the tables. Default `public`. Leave unset on SQLite. */
+  schema?: string;
+}
+
+type Columns = Record<string, EntitySchemaColumnOptions>;
+
+const text = (primary = false, nullable = false): EntitySchemaColumnOptions => ({ type: 'text', primary, nullable });
+const int = (primary = false): EntitySchemaColumnOptions => ({ type: 'integer', primary });
+const big = (primary = false, nullable = false): EntitySchemaColumnOptions => ({ type: 'bigint', primary, nullable });
+
+/**
+ * The library's tables as TypeORM entities (EntitySchema, so no decorators), for
+ * hosts that want them in their DataSource, e.g. to let `migration:generate` see
+ * them or to read them in reports. They mirror the DDL of {@link rheoMigrations};
+ * the backend itself never goes through them. Do not point `synchronize` at them
+ * in production (TypeORM's own advice for every entity).
+ */
+export function rheoEntities(options: RheoEntitiesOptions = {}): EntitySchema[] {
+  const schema = options.schema === undefined ? undefined : checkSchemaName('schema', options.schema);
+  const { EntitySchema } = loadDriver<typeof import('typeorm')>('typeorm', 'rheoEntities');
+  const entity = (key: keyof typeof TABLES, columns: Columns, uniques: Array<{ name: string; columns: string[] }> = []) =>
+    new EntitySchema({ name: TABLES[key], tableName: TABLES[key], schema, columns, uniques });
+  return [
+    entity('streams', { name: text(true), partitions: int(), created_at: big() }),
+    entity('partitions', { stream: text(true), partition: int(true), hwm: big() }),
+    entity(
+      'events',
+      {
+        stream: text(true),
+        partition: int(true),
+        sequence: big(true),
+        id: text(),
+        ts: big(),
+        key: text(false, true),
+        type: text(false, true),
+        metadata: { type: 'text' },
+        payload: { type: 'text' },
+      },
+      [{ name: 'rheo_events_stream_id_key', columns: ['stream', 'id'] }],
+    ),
+    entity('groups', {
+      stream: text(true),
+      name: text(true),
+      max_attempts: int(),
+      retry_initial_ms: big(),
+      retry_factor: { type: 'double precision' },
+      retry_max_ms: big(),
+      ordering: text(),
+      created_at: big(),
+    }),
+    entity('groupPartitions', { stream: text(true), group_name: text(true), partition: int(true), cursor: big() }),
+    entity('deliveries', {
+      stream: text(true),
+      group_name: text(true),
+      partition: int(true),
+      sequence: big(true),
+      state: text(),
+      attempt: int(),
+      lease_id: text(false, true),
+      consumer_id: text(false, true),
+      leased_at: big(false, true),
+      due_at: big(),
+      reason: text(false, true),
+      dead_at: big(false, true),
+    }),
+  ];
+}

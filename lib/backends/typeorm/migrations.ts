@@ -1,0 +1,44 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { checkSchemaName, pgTables, sqliteTables } from './names';
+import { pgInstall, pgUninstall } from './pg-plans';
+import { sqliteInstall, sqliteUninstall } from './sqlite-plans';
+
+/** Options of {@link rheoMigrations}. */
+export interface RheoMigrationsOptions {
+  /** PostgreSQL schema of the tables (the backend's `schema`). Default `public`. Ignored on SQLite. */
+  schema?: string;
+}
+
+type MigrationClass = new () => MigrationInterface;
+
+function statements(qr: QueryRunner, schema: string, direction: 'up' | 'down'): string[] {
+  const type = qr.connection.options.type;
+  if (type === 'postgres') return direction === 'up' ? pgInstall(schema, pgTables(schema)) : pgUninstall(pgTables(schema));
+  if (type === 'better-sqlite3') return direction === 'up' ? sqliteInstall(sqliteTables()) : sqliteUninstall(sqliteTables());
+  throw new Error(`rheo migrations support postgres and better-sqlite3, not ${String(type)}`);
+}
+
+/**
+ * The migrations that create (and drop) the library's tables, for hosts that run
+ * migrations themselves: add them to the DataSource's `migrations` and build the
+ * backend with `install: 'none'`. The DDL is the same `install: 'auto'` runs, so
+ * the two paths never disagree.
+ *
+ * ```ts
+ * new DataSource({ type: 'postgres', ..., migrations: [...rheoMigrations({ schema: 'rheo' }), ...mine] })
+ * ```
+ */
+export function rheoMigrations(options: RheoMigrationsOptions = {}): MigrationClass[] {
+  const schema = options.schema === undefined ? 'public' : checkSchemaName('schema', options.schema);
+  // TypeORM orders migrations by the 13-digit timestamp that ends the name.
+  class RheoCreateTables1764374400000 implements MigrationInterface {
+    name = 'RheoCreateTables1764374400000';
+    async up(qr: QueryRunner): Promise<void> {
+      for (const sql of statements(qr, schema, 'up')) await qr.query(sql);
+    }
+    async down(qr: QueryRunner): Promise<void> {
+      for (const sql of statements(qr, schema, 'down')) await qr.query(sql);
+    }
+  }
+  return [RheoCreateTables1764374400000];
+}

@@ -1,0 +1,128 @@
+import Redis from 'ioredis';
+import { ManualClock, Rheo, redisBackend } from '../../lib';
+import { escapeName } from '../../lib/backends/redis/keys';
+import { deleteKeys, freshPrefix, REDIS_URL } from './support';
+
+/** CRC16-XMODEM (poly 0x1021, init 0), as Redis Cluster computes key slots. */
+function crc16(buf: Buffer): number {
+  let crc = 0;
+  for (const byte of buf) {
+    crc ^= byte << 8;
+    for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc;
+}
+
+/** The cluster slot of a key: the hash tag's content when there is a non-empty `{...}`, else the whole key. */
+function slot(key: string): number {
+  const open = key.indexOf('{');
+  if (open >= 0) {
+    const close = key.indexOf('}', open + 1);
+    if (close > open + 1) return crc16(Buffer.from(key.slice(open + 1, close))) % 16384;
+  }
+  return crc16(Buffer.from(key)) % 16384;
+}
+
+const prefix = freshPrefix('slots');
+// Names full of the characters that could break a key layout.
+const STREAM = 'orders{eu}:v1%{';
+const GROUP = 'billing:{x}';
+
+describe('redis key layout and cluster slots', () => {
+  afterAll(async () => {
+    await deleteKeys(prefix);
+  });
+
+  it('implements CRC16 as Redis Cluster does (reference vectors)', () => {
+    // CRC16-XMODEM check value, and CLUSTER KEYSLOT answers from the Redis docs.
+    expect(crc16(Buffer.from('123456789'))).toBe(0x31c3);
+    expect(slot('somekey')).toBe(11058);
+    expect(slot('foo')).toBe(12182);
+    expect(slot('hello')).toBe(866);
+    expect(slot('{user1000}.following')).toBe(slot('{user1000}.followers'));
+    expect(slot('x{}y')).toBe(crc16(Buffer.from('x{}y')) % 16384);
+  });
+
+  it('escapes names injectively, with no brace or colon left', () => {
+    const names = ['a{b}:c', 'a%7Bb%7D%3Ac', 'a:b', 'a%3Ab', '{', '}', '%', 'plain'];
+    const escaped = names.map(escapeName);
+    expect(new Set(escaped).size).toBe(names.length);
+    for (const e of escaped) expect(e).not.toMatch(/[{}:]/);
+  });
+
+  it('every key each script (and each command inside it) touches hashes to the stream slot', async () => {
+    const clock = new ManualClock();
+    const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix, clock }));
+    const monitorClient = new Redis(REDIS_URL);
+    const monitor = await monitorClient.monitor();
+    const scriptCalls: string[][] = [];
+    const luaCommands: string[][] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      const cmd = args[0].toUpperCase();
+      if (cmd === 'EVALSHA' || cmd === 'EVAL') {
+        if (args.some((a) => a.startsWith(prefix))) scriptCalls.push(args.slice(3, 3 + Number(args[2])));
+      } else if (source.includes('lua') && args.some((a) => a.startsWith(prefix))) {
+        luaCommands.push(args);
+      }
+    });
+    try {
+      await rheo.createStream(STREAM, { partitions: 3 });
+      await rheo.appendBatch(STREAM, Array.from({ length: 12 }, (_, i) => ({ key: `k${i}`, payload: { i } })));
+      await rheo.createGroup(STREAM, GROUP, { maxAttempts: 2 });
+      await rheo.createGroup(STREAM, 'end-group', { start: 'end', ordering: 'partition' });
+      await rheo.createGroup(STREAM, 'at-group', { start: { at: new Date(clock.now()) } });
+      const leases = await rheo.fetch(STREAM, GROUP, { limit: 12, leaseMs: 1000 });
+      expect(leases).toHaveLength(12);
+      await rheo.renewMany(leases.slice(0, 4), { leaseMs: 1000 });
+      await rheo.settleMany([
+        { kind: 'ack', lease: leases[0] },
+        { kind: 'nack', lease: leases[1], delayMs: 0 },
+        { kind: 'reject', lease: leases[2], reason: 'no' },
+      ]);
+      await rheo.fetch(STREAM, 'end-group');
+      await rheo.append(STREAM, { payload: 'late' });
+      await rheo.fetch(STREAM, 'end-group');
+      await rheo.redrive(STREAM, GROUP, { all: true });
+      await rheo.replay(STREAM, GROUP, { fromSequence: 1 });
+      await rheo.replay(STREAM, GROUP, { from: new Date(clock.now()) });
+      await rheo.replay(STREAM, GROUP, { query: { where: { key: 'k1' } } });
+      await rheo.lag(STREAM, GROUP);
+      await rheo.groupInfo(STREAM, GROUP);
+      await rheo.deadLetters(STREAM, GROUP);
+      await rheo.reset(STREAM, GROUP, { confirm: true, start: 'end' });
+      // MONITOR output is asynchronous: a PING round trip on the monitored server flushes it.
+      await new Redis(REDIS_URL).quit();
+      await new Promise((r) => setTimeout(r, 200));
+    } finally {
+      monitorClient.disconnect();
+      await rheo.close();
+    }
+    const expected = slot(`${prefix}:{${escapeName(STREAM)}}:meta`);
+    // Every script ran with its keys declared, all in one slot.
+    expect(scriptCalls.length).toBeGreaterThanOrEqual(15);
+    for (const keys of scriptCalls) {
+      expect(keys.length).toBeGreaterThan(0);
+      for (const k of keys) expect(slot(k)).toBe(expected);
+    }
+    // Every key a script's own commands touched was declared to some script call, hence in the slot.
+    const declared = new Set(scriptCalls.flat());
+    const admin = new Redis(REDIS_URL);
+    try {
+      expect(luaCommands.length).toBeGreaterThan(50);
+      const seen = new Set<string>();
+      for (const args of luaCommands) {
+        const keys = (await admin.call('COMMAND', 'GETKEYS', ...args)) as string[];
+        for (const k of keys) {
+          seen.add(k);
+          expect(declared.has(k)).toBe(true);
+          expect(slot(k)).toBe(expected);
+        }
+      }
+      // The layout really uses per-partition and per-group keys (the check above is not vacuous).
+      expect([...seen].some((k) => k.includes(':log:2'))).toBe(true);
+      expect([...seen].some((k) => k.includes(`:g:${escapeName(GROUP)}:dl`))).toBe(true);
+    } finally {
+      admin.disconnect();
+    }
+  });
+});

@@ -316,6 +316,7 @@ describe('postgres backend', () => {
       await r.createStream('flaky', { ifNotExists: true });
       // Kill every connection of that pool (application_name 'rheo'), as a server restart would.
       await ds.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'rheo' AND pid <> pg_backend_pid()`);
+      await until(async () => (await ds.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'rheo'`)).length === 0);
       const first = await code(r.append('flaky', { payload: 1 }));
       expect(['ok', 'backend_unavailable', 'ambiguous']).toContain(first);
       expect(await code(r.append('flaky', { payload: 2 }))).toBe('ok');

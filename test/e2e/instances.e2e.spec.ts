@@ -109,3 +109,38 @@ describe('named instances and options from configuration', () => {
     expect(risk.config).toMatchObject({ concurrency: 3, maxDemand: 7, leaseMs: 20_000, pollMs: 10 });
   });
 });
+
+describe('forRoot(backend) and isGlobal', () => {
+  @Injectable()
+  class FeatureService {
+    constructor(
+      readonly client: RheoClient,
+      readonly core: Rheo,
+    ) {}
+  }
+
+  @Module({ providers: [FeatureService], exports: [FeatureService] })
+  class FeatureModule {}
+
+  it('accepts a bare backend and, when global, serves modules that do not import it', async () => {
+    let backend = memoryBackend();
+    const ref = await Test.createTestingModule({ imports: [RheoModule.forRoot(backend), RheoModule.forRoot({ name: 'other', backend: memoryBackend(), isGlobal: true }), FeatureModule] })
+      .compile()
+      .catch((err: Error) => err);
+    // The default instance is not global: FeatureModule cannot see it.
+    expect(ref).toBeInstanceOf(Error);
+    expect((ref as Error).message).toMatch(/FeatureService/);
+
+    const positional = await Test.createTestingModule({ imports: [RheoModule.forRoot(backend)], providers: [FeatureService] }).compile();
+    expect(positional.get(FeatureService).core.backend).toBe(backend);
+    await positional.close(); // closes the backend: the next app gets a fresh one
+    backend = memoryBackend();
+
+    const globalRef = await Test.createTestingModule({ imports: [RheoModule.forRoot({ backend, isGlobal: true }), FeatureModule] }).compile();
+    const feature = globalRef.get(FeatureService);
+    expect(feature.core.backend).toBe(backend);
+    await feature.client.createStream('s');
+    expect(await feature.client.listStreams()).toEqual([expect.objectContaining({ name: 's', partitions: 1 })]);
+    await globalRef.close();
+  });
+});

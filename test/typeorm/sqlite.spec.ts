@@ -1,0 +1,136 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DataSource } from 'typeorm';
+import { ManualClock, Rheo, RheoError, rheoMigrations, sqliteBackend, SqliteBackend, typeormBackend } from '../../lib';
+
+const dir = mkdtempSync(join(tmpdir(), 'rheo-sqlite-'));
+
+async function sqliteSource(file: string, extra: Record<string, unknown> = {}): Promise<DataSource> {
+  const ds = new DataSource({ type: 'better-sqlite3', database: join(dir, file), enableWAL: true, ...extra } as never);
+  await ds.initialize();
+  return ds;
+}
+
+describe('sqlite backend', () => {
+  let ds: DataSource;
+  let rheo: Rheo;
+
+  beforeAll(async () => {
+    ds = await sqliteSource('host.db');
+    rheo = new Rheo(typeormBackend({ dataSource: ds, clock: new ManualClock() }));
+    await rheo.init();
+    await ds.query(`CREATE TABLE orders (id TEXT PRIMARY KEY)`);
+  });
+
+  afterAll(async () => {
+    await rheo.close();
+    expect(ds.isInitialized).toBe(true); // borrowed: never destroyed by the backend
+    await ds.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('declares a durable, single-node store with transactional append', () => {
+    const caps = rheo.backend.capabilities;
+    expect(caps.guarantees).toMatchObject({ durable: true, distributed: false });
+    expect(caps.mechanisms).toMatchObject({ transactionalAppend: true, batchWrites: true });
+  });
+
+  it('outbox: the business row and the event commit together', async () => {
+    await rheo.createStream('commit');
+    await ds.transaction(async (manager) => {
+      await manager.query(`INSERT INTO orders (id) VALUES (?)`, ['o-1']);
+      await rheo.append('commit', { id: 'e-1', payload: { order: 'o-1' } }, { manager });
+    });
+    expect(await ds.query(`SELECT id FROM orders WHERE id = 'o-1'`)).toHaveLength(1);
+    expect((await rheo.read('commit')).map((e) => [e.id, e.sequence])).toEqual([['e-1', 1]]);
+  });
+
+  it('outbox: a rollback takes the event with it, and the sequence stays contiguous', async () => {
+    await rheo.createStream('rollback');
+    await expect(
+      ds.transaction(async (manager) => {
+        await manager.query(`INSERT INTO orders (id) VALUES (?)`, ['o-2']);
+        await rheo.appendBatch('rollback', [{ payload: 1 }, { payload: 2 }], { manager });
+        throw new Error('business rule failed');
+      }),
+    ).rejects.toThrow('business rule failed');
+    expect(await ds.query(`SELECT id FROM orders WHERE id = 'o-2'`)).toHaveLength(0);
+    expect(await rheo.read('rollback')).toEqual([]);
+    expect((await rheo.append('rollback', { payload: 3 })).sequence).toBe(1);
+  });
+
+  it('outbox: refuses a manager outside a transaction or from another DataSource, writing nothing', async () => {
+    await rheo.createStream('bad-manager');
+    const outside = await rheo.append('bad-manager', { payload: 1 }, { manager: ds.manager }).catch((e) => e);
+    expect(outside).toMatchObject({ code: 'invalid_argument', field: 'options.manager' });
+    const other = await sqliteSource('other.db');
+    try {
+      const foreign = await other.transaction((manager) => rheo.append('bad-manager', { payload: 1 }, { manager }).catch((e) => e));
+      expect(foreign).toBeInstanceOf(RheoError);
+      expect(foreign).toMatchObject({ code: 'invalid_argument', field: 'options.manager' });
+    } finally {
+      await other.destroy();
+    }
+    expect(await rheo.read('bad-manager')).toEqual([]);
+  });
+
+  it("runs in WAL mode and install: 'auto' is safe when several connections start on one file at once", async () => {
+    const sources = await Promise.all(Array.from({ length: 4 }, () => sqliteSource('shared.db')));
+    try {
+      const backends = sources.map((d) => typeormBackend({ dataSource: d }) as SqliteBackend);
+      await Promise.all(backends.map((b) => b.init()));
+      expect(await sources[0].query('PRAGMA journal_mode')).toEqual([{ journal_mode: 'wal' }]);
+      const rheos = backends.map((b) => new Rheo(b));
+      await rheos[0].createStream('shared');
+      // Every connection appends; sequences stay contiguous across them.
+      for (let round = 0; round < 5; round++) await Promise.all(rheos.map((r, i) => r.append('shared', { payload: { i, round } })));
+      expect((await rheos[2].read('shared', { limit: 100 })).map((e) => e.sequence)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+      await Promise.all(backends.map((b) => b.close()));
+    } finally {
+      await Promise.all(sources.map((d) => d.destroy()));
+    }
+  });
+
+  it("rheoMigrations build the tables for install: 'none'", async () => {
+    const d = new DataSource({ type: 'better-sqlite3', database: join(dir, 'migrated.db'), migrations: rheoMigrations() });
+    await d.initialize();
+    try {
+      await d.runMigrations();
+      const r = new Rheo(typeormBackend({ dataSource: d, install: 'none' }));
+      await r.createStream('m');
+      await r.createGroup('m', 'g');
+      await r.append('m', { payload: 1 });
+      const [l] = await r.fetch('m', 'g');
+      await r.ack(l);
+      expect((await r.lag('m', 'g')).lag).toBe(0);
+      await r.close();
+      await d.undoLastMigration();
+      const left = await d.query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rheo_%'`);
+      expect(left).toEqual([]);
+    } finally {
+      await d.destroy();
+    }
+  });
+
+  it('rejects a schema option (SQLite has none) and a bad database path, naming the field', () => {
+    expect(() => typeormBackend({ dataSource: ds, schema: 'x' })).toThrow(expect.objectContaining({ field: 'options.schema' }));
+    expect(() => sqliteBackend({ database: '' })).toThrow(expect.objectContaining({ field: 'options.database' }));
+  });
+
+  it('an owned database survives close and reopen (durable)', async () => {
+    const file = join(dir, 'durable.db');
+    const a = new Rheo(sqliteBackend({ database: file }));
+    await a.createStream('d');
+    await a.createGroup('d', 'g');
+    await a.appendBatch('d', [{ payload: 1 }, { payload: 2 }]);
+    const [first] = await a.fetch('d', 'g', { limit: 1 });
+    await a.ack(first);
+    await a.close();
+    const b = new Rheo(sqliteBackend({ database: file }));
+    expect((await b.lag('d', 'g')).partitions[0]).toMatchObject({ frontier: 1, highWatermark: 2 });
+    const [second] = await b.fetch('d', 'g');
+    expect(second.event.payload).toBe(2);
+    await b.close();
+  });
+});

@@ -5,13 +5,9 @@ import type { Backend } from '../backends/backend';
 import { checkSettings } from './consumer-options';
 import type { RheoModuleOptions, RheoStreamDeclaration } from './rheo-module-options';
 
-function isBackend(value: unknown): value is Backend {
+/** A Backend, as opposed to module options (which hold one). */
+export function isBackend(value: unknown): value is Backend {
   return typeof value === 'object' && value !== null && typeof (value as Backend).fetch === 'function' && typeof (value as Backend).settle === 'function';
-}
-
-/** `forRoot(backend)` and `forRoot({ backend, ... })` both mean options. */
-export function toModuleOptions(input: RheoModuleOptions | Backend): RheoModuleOptions {
-  return isBackend(input) ? { backend: input } : input;
 }
 
 /**

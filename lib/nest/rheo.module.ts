@@ -15,13 +15,14 @@ import {
 } from './constants';
 import { RheoClient } from './rheo-client';
 import { RheoHealthIndicator } from './rheo-health.indicator';
-import { RheoInstance } from './rheo-instance';
+import { isBackend, RheoInstance } from './rheo-instance';
 import { RheoLifecycle } from './rheo-lifecycle';
 import type { RheoModuleAsyncOptions, RheoModuleOptions, RheoModuleRegistration } from './rheo-module-options';
 import { RheoServer } from './rheo-server';
 
 function registration(input: unknown): Required<RheoModuleRegistration> {
-  const r = (typeof input === 'object' && input !== null ? input : {}) as RheoModuleRegistration;
+  // A bare backend has a `name` of its own (`'memory'`, `'postgres'`): not an instance name.
+  const r = (typeof input === 'object' && input !== null && !isBackend(input) ? input : {}) as RheoModuleRegistration;
   const name = r.name === undefined ? DEFAULT_RHEO_INSTANCE : checkName('name', r.name);
   if (r.isGlobal !== undefined && typeof r.isGlobal !== 'boolean') throw RheoError.invalid('isGlobal', 'must be a boolean');
   return { name, isGlobal: r.isGlobal ?? false };

@@ -27,7 +27,7 @@ import { queryFilter } from './query-filter';
 import type { ScriptName } from './scripts';
 import { WakeListener } from './wake-listener';
 
-/** Options of {@link redisBackend}: give at most one of `url`, `client`, `options` (none: localhost:6379). */
+/** Options of {@link redisBackend}: `url` and/or `options` (the backend creates its client), or `client` (borrowed). Neither: localhost:6379. */
 export interface RedisBackendOptions {
   /** `redis://[user:password@]host:port[/db]` or `rediss://...`; the backend creates (and later closes) its client. */
   url?: string;
@@ -84,8 +84,10 @@ export class RedisBackend implements Backend {
 
   constructor(options: RedisBackendOptions = {}) {
     if (typeof options !== 'object' || options === null) throw RheoError.invalid('options', 'must be an object');
-    const given = (['url', 'client', 'options'] as const).filter((k) => options[k] !== undefined);
-    if (given.length > 1) throw RheoError.invalid(given[1], `cannot be combined with ${given[0]}: give one of url, client, options`);
+    if (options.client !== undefined) {
+      const other = (['url', 'options'] as const).find((k) => options[k] !== undefined);
+      if (other) throw RheoError.invalid(other, 'cannot be combined with client: a borrowed client is used as it is');
+    }
     if (options.url !== undefined && (typeof options.url !== 'string' || !/^rediss?:\/\//.test(options.url))) {
       throw RheoError.invalid('url', 'must be a redis:// or rediss:// URL');
     }
@@ -155,12 +157,10 @@ export class RedisBackend implements Backend {
     if (this.closed) return;
     this.closed = true;
     this.listener?.close();
-    this.blocker?.disconnect();
-    if (this.owned && this.client) {
-      const c = this.client;
-      if (c.status === 'ready') await c.quit().catch(() => c.disconnect());
-      else c.disconnect();
-    }
+    const closing: Array<Promise<void>> = [];
+    if (this.blocker) closing.push(disconnect(this.blocker));
+    if (this.owned && this.client) closing.push(disconnect(this.client));
+    await Promise.all(closing);
   }
 
   /** Run `fn`, turning whatever ioredis throws into a RheoError. */
@@ -751,6 +751,19 @@ function leaseProblem(op: string, code: string): string {
     default:
       return `${op}: ${code}`;
   }
+}
+
+/** Drop a connection we own and resolve once ioredis reports it ended. */
+function disconnect(client: Redis): Promise<void> {
+  if (client.status === 'end') return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, 1000); // never hang close() on a socket that will not report
+    client.once('end', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    client.disconnect();
+  });
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

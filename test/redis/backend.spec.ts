@@ -1,0 +1,190 @@
+import Redis from 'ioredis';
+import { ManualClock, Rheo, RheoError, redisBackend } from '../../lib';
+import { mapRedisError } from '../../lib/backends/redis/errors';
+import { deleteKeys, freshPrefix, REDIS_URL } from './support';
+
+const prefix = freshPrefix('backend');
+let n = 0;
+const name = (p: string) => `${p}-${++n}`;
+
+async function code(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+    return 'ok';
+  } catch (err) {
+    if (!(err instanceof RheoError)) throw err;
+    return err.code;
+  }
+}
+
+afterAll(async () => {
+  await deleteKeys(prefix);
+});
+
+describe('redis backend: options', () => {
+  it('rejects bad options with a RheoError naming the field', () => {
+    const field = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (err) {
+        return err instanceof RheoError && err.code === 'invalid_argument' ? err.field : `wrong: ${String(err)}`;
+      }
+      return 'no error';
+    };
+    expect(field(() => redisBackend({ client: new Redis({ lazyConnect: true }), url: REDIS_URL }))).toBe('url');
+    expect(field(() => redisBackend({ url: 'http://x' }))).toBe('url');
+    expect(field(() => redisBackend({ prefix: 'a{b' }))).toBe('prefix');
+    expect(field(() => redisBackend({ prefix: '' }))).toBe('prefix');
+    expect(field(() => redisBackend({ client: {} as never }))).toBe('client');
+  });
+});
+
+describe('redis backend: connections', () => {
+  it('never closes a borrowed client; closes the ones it created', async () => {
+    const borrowed = new Redis(REDIS_URL);
+    const backend = redisBackend({ client: borrowed, prefix });
+    const rheo = new Rheo(backend);
+    const stream = name('borrowed');
+    await rheo.createStream(stream);
+    await rheo.createGroup(stream, 'g');
+    await rheo.append(stream, { payload: 1 });
+    // wait() creates the blocking connection (a duplicate, owned by the backend).
+    await backend.wait({ stream, group: 'g', timeoutMs: 50, signal: new AbortController().signal });
+    const blocker = (backend as unknown as { blocker?: Redis }).blocker;
+    expect(blocker).toBeDefined();
+    await rheo.close();
+    expect(borrowed.status).toBe('ready');
+    expect(await borrowed.ping()).toBe('PONG');
+    expect(blocker!.status).toBe('end');
+    borrowed.disconnect();
+
+    const owned = redisBackend({ url: REDIS_URL, prefix });
+    await owned.init();
+    const client = (owned as unknown as { client: Redis }).client;
+    expect(client.status).toBe('ready');
+    await owned.close();
+    expect(client.status).toBe('end');
+    expect(await code(owned.ping())).toBe('backend_unavailable');
+  });
+
+  it('maps a command timeout: ambiguous for a write, backend_unavailable for a read', async () => {
+    const backend = redisBackend({ url: REDIS_URL, prefix, options: { commandTimeout: 100 } });
+    const rheo = new Rheo(backend);
+    const stream = name('timeout');
+    await rheo.createStream(stream);
+    await rheo.createGroup(stream, 'g');
+    const admin = new Redis(REDIS_URL);
+    try {
+      // Pause writes (scripts included) on the server: our append gets no answer in time.
+      await admin.client('PAUSE', 400, 'WRITE');
+      expect(await code(rheo.append(stream, { payload: 'maybe' }))).toBe('ambiguous');
+      await admin.client('UNPAUSE');
+      await admin.client('PAUSE', 400, 'ALL');
+      expect(await code(backend.getStream(stream))).toBe('backend_unavailable');
+      await admin.client('UNPAUSE');
+      // The ambiguous append really did happen once the pause ended.
+      let events = await rheo.read(stream);
+      for (let i = 0; i < 20 && events.length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        events = await rheo.read(stream);
+      }
+      expect(events.map((e) => e.payload)).toEqual(['maybe']);
+    } finally {
+      await admin.client('UNPAUSE');
+      admin.disconnect();
+      await rheo.close();
+    }
+  });
+
+  it('maps a server-side failure to failed and a script code to its RheoError; nothing leaks', async () => {
+    const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
+    const stream = name('wrongtype');
+    await rheo.createStream(stream);
+    const admin = new Redis(REDIS_URL);
+    try {
+      // Corrupt the id index: the append script hits WRONGTYPE.
+      const idsKey = `${prefix}:{${stream}}:ids`;
+      await admin.set(idsKey, 'not a hash');
+      const err = await rheo.append(stream, { payload: 1 }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(RheoError);
+      expect((err as RheoError).code).toBe('failed');
+      await admin.del(idsKey);
+      expect((await rheo.append(stream, { payload: 2 })).sequence).toBe(1);
+    } finally {
+      admin.disconnect();
+      await rheo.close();
+    }
+    expect(mapRedisError(new Error('RHEO:stale_lease'), 'write').code).toBe('stale_lease');
+    expect(mapRedisError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }), 'read').code).toBe('backend_unavailable');
+    expect(mapRedisError(new Error("Stream isn't writeable and enableOfflineQueue options is false"), 'write').code).toBe('backend_unavailable');
+    expect(mapRedisError(new Error('LOADING Redis is loading the dataset in memory'), 'read').code).toBe('backend_unavailable');
+    expect(mapRedisError(new Error('OOM command not allowed'), 'write').code).toBe('failed');
+  });
+});
+
+describe('redis backend: wake-ups', () => {
+  let backend: ReturnType<typeof redisBackend>;
+  let rheo: Rheo;
+  beforeAll(async () => {
+    backend = redisBackend({ url: REDIS_URL, prefix, clock: new ManualClock() });
+    rheo = new Rheo(backend);
+    await rheo.init();
+  });
+  afterAll(async () => {
+    await rheo.close();
+  });
+
+  const wait = (stream: string, timeoutMs: number, signal = new AbortController().signal) =>
+    backend.wait({ stream, group: 'g', timeoutMs, signal }).then(() => 'woke');
+
+  async function idleGroup(): Promise<string> {
+    const stream = name('wake');
+    await rheo.createStream(stream, { partitions: 2 });
+    await rheo.createGroup(stream, 'g');
+    expect(await rheo.fetch(stream, 'g')).toEqual([]);
+    return stream;
+  }
+
+  it('a wait ends on an append, long before its timeout', async () => {
+    const stream = await idleGroup();
+    const waiting = wait(stream, 60_000);
+    await rheo.append(stream, { partition: 1, payload: 'x' });
+    await expect(waiting).resolves.toBe('woke');
+  });
+
+  it('a write between the last fetch and the wait is not lost', async () => {
+    const stream = await idleGroup();
+    await rheo.append(stream, { payload: 'x' });
+    await expect(wait(stream, 60_000)).resolves.toBe('woke');
+  });
+
+  it('a nack wakes, and a wait with nothing new ends at its timeout or on abort', async () => {
+    const stream = await idleGroup();
+    await rheo.append(stream, { payload: 'x' });
+    const [lease] = await rheo.fetch(stream, 'g');
+    const waiting = wait(stream, 60_000);
+    await rheo.nack(lease, { delayMs: 0 });
+    await expect(waiting).resolves.toBe('woke');
+    await rheo.fetch(stream, 'g');
+    await expect(wait(stream, 30)).resolves.toBe('woke');
+    const abort = new AbortController();
+    const aborted = wait(stream, 60_000, abort.signal);
+    abort.abort();
+    await expect(aborted).resolves.toBe('woke');
+  });
+
+  it('many waits share one blocking connection: a new stream joins a read already blocked', async () => {
+    const quiet = await idleGroup();
+    const busy = await idleGroup();
+    const abort = new AbortController();
+    let quietWoke = false;
+    const q = wait(quiet, 60_000, abort.signal).then(() => (quietWoke = true));
+    await new Promise((r) => setTimeout(r, 50)); // the blocking read on `quiet` is armed
+    const b = wait(busy, 60_000);
+    await rheo.append(busy, { payload: 'x' });
+    await expect(b).resolves.toBe('woke');
+    expect(quietWoke).toBe(false);
+    abort.abort();
+    await q;
+  });
+});

@@ -1,0 +1,88 @@
+// PostgreSQL: the library next to the raw pg driver doing the same work.
+// RHEO_PG_URL overrides the machine's database. Runs in a throwaway schema.
+import { Pool } from 'pg';
+import { postgresBackend, Rheo } from '../lib';
+import { benchAppend, benchConsume, benchLatency, emit, payload, printTable, rate, timeIt } from './harness';
+
+const URL = process.env.RHEO_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const N = 20_000;
+const BATCH = 500;
+const CLAIM = 100;
+
+/** Raw append: multi-row INSERT of the same rows (same columns, keys and indexes) into a plain table. */
+async function rawAppend(pool: Pool, schema: string): Promise<number> {
+  await pool.query(`CREATE TABLE "${schema}".raw_events (
+    stream text NOT NULL, partition int NOT NULL, sequence bigint NOT NULL, id text NOT NULL, ts bigint NOT NULL,
+    key text, type text, metadata json NOT NULL, payload json NOT NULL,
+    PRIMARY KEY (stream, partition, sequence), UNIQUE (stream, id))`);
+  const { ms } = await timeIt(async () => {
+    for (let i = 0; i < N; i += BATCH) {
+      const values: string[] = [];
+      const params: unknown[] = [];
+      for (let j = i; j < Math.min(N, i + BATCH); j++) {
+        const b = params.length;
+        values.push(`($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7}, $${b + 8}, $${b + 9})`);
+        params.push('raw', 0, j + 1, `id-${j}`, Date.now(), `k${j % 64}`, 'quote', '{}', JSON.stringify(payload(j)));
+      }
+      await pool.query(`INSERT INTO "${schema}".raw_events (stream, partition, sequence, id, ts, key, type, metadata, payload) VALUES ${values.join(',')}`, params);
+    }
+  });
+  return rate(N, ms);
+}
+
+/** Raw consume: a SKIP LOCKED claim of 100, then one batch ack (delete), until the queue is empty. */
+async function rawConsume(pool: Pool, schema: string): Promise<number> {
+  const q = `"${schema}".raw_queue`;
+  await pool.query(`CREATE TABLE ${q} (id bigint PRIMARY KEY, payload json NOT NULL, locked_until bigint NOT NULL DEFAULT 0)`);
+  await pool.query(`INSERT INTO ${q} (id, payload) SELECT i, json_build_object('i', i) FROM generate_series(1, $1) i`, [N]);
+  const { ms } = await timeIt(async () => {
+    for (;;) {
+      const now = Date.now();
+      const { rows } = await pool.query(
+        `WITH c AS (SELECT id FROM ${q} WHERE locked_until <= $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
+         UPDATE ${q} t SET locked_until = $1 + 30000 FROM c WHERE t.id = c.id RETURNING t.id, t.payload`,
+        [now, CLAIM],
+      );
+      if (rows.length === 0) break;
+      await pool.query(`DELETE FROM ${q} WHERE id = ANY($1::bigint[])`, [rows.map((r) => r.id)]);
+    }
+  });
+  return rate(N, ms);
+}
+
+/** append N in batches of 500, consume N through a Group (maxDemand 100, concurrency 16), latency with pollMs 1000. */
+export async function main(): Promise<void> {
+  const schema = `rheo_bench_${process.pid}`;
+  const pool = new Pool({ connectionString: URL, max: 4 });
+  const rheo = new Rheo(postgresBackend({ url: URL, schema }));
+  try {
+    await rheo.init();
+    await rheo.createStream('bench');
+    await rheo.createGroup('bench', 'consumers');
+
+    const rawA = await rawAppend(pool, schema);
+    const append = await benchAppend(rheo, 'bench', N, BATCH);
+    emit({ backend: 'postgres', op: 'append', raw: true, events: N, eventsPerSec: rawA });
+    emit({ backend: 'postgres', op: 'append', events: N, eventsPerSec: append.eventsPerSec, ratio: round(append.eventsPerSec / rawA) });
+
+    const rawC = await rawConsume(pool, schema);
+    const consume = await benchConsume(rheo, 'bench', 'consumers', N, { maxDemand: 100, concurrency: 16 });
+    emit({ backend: 'postgres', op: 'consume', raw: true, events: N, eventsPerSec: rawC });
+    emit({ backend: 'postgres', op: 'consume', events: N, eventsPerSec: consume.eventsPerSec, ratio: round(consume.eventsPerSec / rawC) });
+
+    await rheo.createStream('latency');
+    await rheo.createGroup('latency', 'consumers');
+    const samples = 200;
+    const latency = await benchLatency(rheo, 'latency', 'consumers', samples, { pollMs: 1000 });
+    emit({ backend: 'postgres', op: 'latency', events: samples, p50Ms: latency.p50Ms, p99Ms: latency.p99Ms });
+    printTable();
+  } finally {
+    await rheo.close();
+    await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+    await pool.end();
+  }
+}
+
+function round(x: number): number {
+  return Math.round(x * 100) / 100;
+}

@@ -11,6 +11,8 @@ export interface ConformanceContext {
   clock: ManualClock;
   /** Declared capabilities, known at registration time (from `unreachable()`), so gating registers or omits cases. */
   caps: Capabilities;
+  /** The backend implements the optional `wait()` wake-up hint (also known at registration time). */
+  waits: boolean;
   /** A name unique to this run: stream and group names never collide between cases. */
   name(prefix: string): string;
 }

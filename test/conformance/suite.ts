@@ -9,8 +9,10 @@ import { lifecycleCases } from './cases/lifecycle';
 import { logCases } from './cases/log';
 import { orderingCases } from './cases/ordering';
 import { queryCases } from './cases/query';
+import { raceCases } from './cases/races';
 import { replayCases } from './cases/replay';
 import { retryCases } from './cases/retry';
+import { wakeUpCases } from './cases/wake-ups';
 import type { ConformanceContext } from './context';
 
 /** A backend under test. */
@@ -37,6 +39,7 @@ export function runConformance(target: ConformanceTarget): void {
   let counter = 0;
   const ctx = {
     caps: unreachable.capabilities,
+    waits: typeof unreachable.wait === 'function',
     name: (prefix: string) => `${prefix}-${run}-${++counter}`,
   } as ConformanceContext;
 
@@ -65,5 +68,7 @@ export function runConformance(target: ConformanceTarget): void {
     if (ctx.caps.guarantees.replay) replayCases(ctx);
     if (ctx.caps.guarantees.orderedPartitions) orderingCases(ctx);
     bulkCases(ctx);
+    raceCases(ctx);
+    if (ctx.waits) wakeUpCases(ctx);
   });
 }

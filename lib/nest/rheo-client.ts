@@ -138,10 +138,12 @@ export class RheoClient extends ClientProxy<Record<never, Function>, RheoClientS
     return this.core.redrive(stream, group, options);
   }
 
+  /** Every stream of the store. */
   listStreams(): Promise<StreamInfo[]> {
     return this.core.listStreams();
   }
 
+  /** The consumer groups of `stream`. */
   listGroups(stream: string): Promise<GroupConfig[]> {
     return this.core.listGroups(stream);
   }

@@ -20,10 +20,12 @@ export class RheoContext<P = JsonValue> extends BaseRpcContext<[Lease<P>]> {
     return this.args[0].event;
   }
 
+  /** The stream the event belongs to. */
   get stream(): string {
     return this.args[0].stream;
   }
 
+  /** The consumer group this delivery is for. */
   get group(): string {
     return this.args[0].group;
   }
@@ -43,14 +45,17 @@ export class RheoContext<P = JsonValue> extends BaseRpcContext<[Lease<P>]> {
     return this.args[0].expiresAt;
   }
 
+  /** The event's partition. */
   get partition(): number {
     return this.args[0].event.partition;
   }
 
+  /** The event's sequence in its partition. */
   get sequence(): number {
     return this.args[0].event.sequence;
   }
 
+  /** The event's metadata (correlationId, causationId, traceparent, ...). */
   get metadata(): EventMetadata {
     return this.args[0].event.metadata;
   }
@@ -60,18 +65,22 @@ export class RheoContext<P = JsonValue> extends BaseRpcContext<[Lease<P>]> {
     return this.lease;
   }
 
+  /** Same as {@link RheoContext.event}. */
   getEvent(): RheoEvent<P> {
     return this.event;
   }
 
+  /** Same as {@link RheoContext.stream}. */
   getStream(): string {
     return this.stream;
   }
 
+  /** Same as {@link RheoContext.group}. */
   getGroup(): string {
     return this.group;
   }
 
+  /** Same as {@link RheoContext.attempt}. */
   getAttempt(): number {
     return this.attempt;
   }

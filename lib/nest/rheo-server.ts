@@ -113,6 +113,10 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     try {
       if (this.closing) throw new RheoError('failed', `RheoServer(${this.instance.name}) is closed; build a new application to listen again`);
       const consumers = this.collectConsumers();
+      const keys = new Set(consumers.map((c) => c.key));
+      for (const key of Object.keys(this.instance.options.consumers ?? {})) {
+        if (!keys.has(key)) this.logger.warn(`consumers["${key}"] matches no @RheoConsumer of instance "${this.instance.name}" in this app; ignored`);
+      }
       const rheo = this.instance.rheo;
       try {
         await rheo.ping();

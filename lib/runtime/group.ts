@@ -316,10 +316,13 @@ export class Group extends EventEmitter<GroupEvents> {
     } catch {
       return; // a hint that cannot be had costs one poll
     }
+    // Through setImmediate: even a hint that resolves at once, every time, leaves
+    // room for timers and I/O between fetches instead of chaining microtasks.
+    const onWake = () => {
+      if (this.wakeAbort === abort) this.endIdle('wake');
+    };
     hint.then(
-      () => {
-        if (this.wakeAbort === abort) this.endIdle('wake');
-      },
+      () => setImmediate(onWake),
       () => undefined,
     );
   }

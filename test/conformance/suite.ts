@@ -2,6 +2,7 @@ import type { Backend } from '../../lib';
 import { ManualClock, Rheo } from '../../lib';
 import { bulkCases } from './cases/bulk';
 import { deadLetterCases } from './cases/dead-letters';
+import { encodingCases } from './cases/encoding';
 import { fencingCases } from './cases/fencing';
 import { frontierCases } from './cases/frontier';
 import { groupCases } from './cases/groups';
@@ -59,6 +60,7 @@ export function runConformance(target: ConformanceTarget): void {
 
     lifecycleCases(ctx, unreachable);
     logCases(ctx);
+    encodingCases(ctx);
     queryCases(ctx);
     groupCases(ctx);
     fencingCases(ctx);

@@ -136,7 +136,7 @@ export class Group extends EventEmitter<GroupEvents> {
     private readonly handler: GroupHandler,
   ) {
     super();
-    if (!rheo || typeof rheo.fetch !== 'function' || typeof rheo.settleMany !== 'function') throw RheoError.invalid('rheo', 'must be a Rheo instance');
+    if (!rheo || !rheo.backend || typeof rheo.fetch !== 'function' || typeof rheo.settleMany !== 'function') throw RheoError.invalid('rheo', 'must be a Rheo instance');
     if (typeof handler !== 'function') throw RheoError.invalid('handler', 'must be a function');
     this.options = resolveGroupOptions(options);
     this.renewEveryMs = Math.max(1, Math.floor(this.options.leaseMs / 2));

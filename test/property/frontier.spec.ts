@@ -13,12 +13,16 @@ type Op =
   | { kind: 'nack'; pick: number; delayMs?: number }
   | { kind: 'advance'; ms: number };
 
+// Exact lease and delay boundaries are where off-by-one expiry bugs live, so they are drawn often.
+const delayMs = fc.oneof(fc.integer({ min: 0, max: 2000 }), fc.constantFrom(0, 400, 1000));
+const advanceMs = fc.oneof(fc.integer({ min: 0, max: 1600 }), fc.constantFrom(1, 399, 400, 800, 999, 1000, 1001));
+const limit = fc.oneof(fc.integer({ min: 1, max: 4 }), fc.constant(100));
+
 const op: fc.Arbitrary<Op> = fc.oneof(
-  { arbitrary: fc.record({ kind: fc.constant('fetch' as const), limit: fc.oneof(fc.integer({ min: 1, max: 4 }), fc.constant(100)) }), weight: 4 },
+  { arbitrary: fc.record({ kind: fc.constant('fetch' as const), limit }), weight: 4 },
   { arbitrary: fc.record({ kind: fc.constantFrom('ack' as const, 'reject' as const, 'renew' as const), pick: fc.nat() }), weight: 4 },
-  { arbitrary: fc.record({ kind: fc.constant('nack' as const), pick: fc.nat(), delayMs: fc.option(fc.oneof(fc.integer({ min: 0, max: 2000 }), fc.constantFrom(0, 400, 1000)), { nil: undefined }) }), weight: 2 },
-  // Exact lease and delay boundaries are where off-by-one expiry bugs live.
-  { arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.oneof(fc.integer({ min: 0, max: 1600 }), fc.constantFrom(1, 399, 400, 800, 999, 1000, 1001)) }), weight: 3 },
+  { arbitrary: fc.record({ kind: fc.constant('nack' as const), pick: fc.nat(), delayMs: fc.option(delayMs, { nil: undefined }) }), weight: 2 },
+  { arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: advanceMs }), weight: 3 },
 );
 
 /**

@@ -63,7 +63,9 @@ export function raceCases(ctx: ConformanceContext): void {
     it('stores one event when the same id is appended concurrently', async () => {
       const stream = await newStream(ctx);
       const results = await Promise.all(
-        Array.from({ length: 8 }, (_, i) => (i % 2 ? ctx.rheo.append(stream, { id: 'dup', payload: i }) : ctx.rheo.appendBatch(stream, [{ id: 'dup', payload: i }]).then(([e]) => e))),
+        Array.from({ length: 8 }, (_, i) =>
+          i % 2 ? ctx.rheo.append(stream, { id: 'dup', payload: i }) : ctx.rheo.appendBatch(stream, [{ id: 'dup', payload: i }]).then(([e]) => e),
+        ),
       );
       expect(new Set(results.map((e) => e.sequence))).toEqual(new Set([1]));
       expect(new Set(results.map((e) => JSON.stringify(e.payload))).size).toBe(1);

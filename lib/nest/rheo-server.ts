@@ -1,7 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { Logger } from '@nestjs/common';
 import { type CustomTransportStrategy, type MessageHandler, Server } from '@nestjs/microservices';
-import { isObservable, lastValueFrom } from 'rxjs';
 import { RheoError, toRheoError } from '../core/errors';
 import type { Outcome } from '../core/outcomes';
 import type { Rheo } from '../core/rheo';
@@ -9,8 +8,7 @@ import type { GroupConfig, Lease } from '../core/types';
 import { Group, type GroupState } from '../runtime';
 import { RHEO_CONSUMER_EXTRAS, rheoTransportId } from './constants';
 import { prefixed, resolveConsumer, type ResolvedConsumer } from './consumer-options';
-import { outcomeOfNestError, outcomeOfPipelineFailure } from './nest-outcome';
-import { beginCapture } from './outcome-capture';
+import { deliverThroughNest } from './nest-delivery';
 import type { RheoConsumerMarker } from './rheo-consumer.decorator';
 import { RheoContext } from './rheo-context';
 import type { RheoInstance } from './rheo-instance';
@@ -113,10 +111,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     try {
       if (this.closing) throw new RheoError('failed', `RheoServer(${this.instance.name}) is closed; build a new application to listen again`);
       const consumers = this.collectConsumers();
-      const keys = new Set(consumers.map((c) => c.key));
-      for (const key of Object.keys(this.instance.options.consumers ?? {})) {
-        if (!keys.has(key)) this.logger.warn(`consumers["${key}"] matches no @RheoConsumer of instance "${this.instance.name}" in this app; ignored`);
-      }
+      this.warnUnmatchedConfiguration(consumers);
       const rheo = this.instance.rheo;
       try {
         await rheo.ping();
@@ -164,6 +159,14 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     if (problems.length === 1) throw problems[0];
     if (problems.length > 1) throw new RheoError('invalid_argument', problems.map((p) => p.message).join('\n'), { field: problems[0].field });
     return consumers;
+  }
+
+  /** A `consumers` key that matches no handler is most likely a typo; it may also belong to another app, so warn only. */
+  private warnUnmatchedConfiguration(consumers: ResolvedConsumer[]): void {
+    const keys = new Set(consumers.map((c) => c.key));
+    for (const key of Object.keys(this.instance.options.consumers ?? {})) {
+      if (!keys.has(key)) this.logger.warn(`consumers["${key}"] matches no @RheoConsumer of instance "${this.instance.name}" in this app; ignored`);
+    }
   }
 
   private async checkStreams(consumers: ResolvedConsumer[]): Promise<void> {
@@ -234,16 +237,8 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
   /** One delivery through Nest's pipeline; never throws: every result is an outcome. */
   private deliver(ref: RheoConsumerRef, handler: MessageHandler, lease: Lease): Promise<Outcome> {
     const ctx = new RheoContext(lease);
-    const capture = beginCapture(ctx);
     const invoke = async (): Promise<Outcome> => {
-      let outcome: Outcome;
-      try {
-        const result = await handler(lease.event.payload, ctx);
-        if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
-        outcome = capture.deliberate && capture.error ? outcomeOfNestError(capture.error.value) : { kind: 'ack' };
-      } catch (failure) {
-        outcome = outcomeOfPipelineFailure(failure, capture);
-      }
+      const outcome = await deliverThroughNest(handler, ctx);
       if (outcome.kind !== 'ack') {
         const what = outcome.kind === 'reject' ? 'dead-lettered' : 'will be retried';
         this.logger.warn(`${ref.handlerName}: event ${lease.event.id} (attempt ${lease.attempt}) ${what}: ${outcome.reason}`);

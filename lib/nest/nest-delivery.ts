@@ -1,0 +1,24 @@
+import type { MessageHandler } from '@nestjs/microservices';
+import { isObservable, lastValueFrom } from 'rxjs';
+import type { Outcome } from '../core/outcomes';
+import { outcomeOfNestError, outcomeOfPipelineFailure } from './nest-outcome';
+import { beginCapture } from './outcome-capture';
+import type { RheoContext } from './rheo-context';
+
+/**
+ * Run one delivery through the handler Nest built (guards, interceptors, pipes,
+ * the method, filters) and turn what came out into an outcome. Never throws.
+ * Nest resolves to a value or to an Observable that must be subscribed for the
+ * method to run at all; errors arrive serialised, so the original is taken from
+ * the capture (docs/adr/011).
+ */
+export async function deliverThroughNest(handler: MessageHandler, ctx: RheoContext): Promise<Outcome> {
+  const capture = beginCapture(ctx);
+  try {
+    const result = await handler(ctx.event.payload, ctx);
+    if (isObservable(result)) await lastValueFrom(result, { defaultValue: undefined });
+    return capture.deliberate && capture.error ? outcomeOfNestError(capture.error.value) : { kind: 'ack' };
+  } catch (failure) {
+    return outcomeOfPipelineFailure(failure, capture);
+  }
+}

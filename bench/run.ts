@@ -8,7 +8,7 @@ function available(): string[] {
   return readdirSync(__dirname)
     .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))
     .map((f) => f.slice(0, -3))
-    .filter((name) => !NOT_BENCHES.has(name))
+    .filter((name) => /^[a-z0-9-]+$/.test(name) && !NOT_BENCHES.has(name))
     .sort();
 }
 

@@ -150,7 +150,7 @@ export class Group extends EventEmitter<GroupEvents> {
     return this.current;
   }
 
-  /** Unsettled leases held (fetched, not yet settled or given up). */
+  /** Unsettled leases held (fetched, not yet settled or given up). After a drain that timed out: the leases left to expire. */
   get inflight(): number {
     return this.held.size;
   }
@@ -489,7 +489,8 @@ export class Group extends EventEmitter<GroupEvents> {
     if (this.renewTimer) clearTimeout(this.renewTimer);
     this.renewTimer = null;
     this.stopFetching();
-    this.held.clear(); // what is left is no longer renewed: it expires and is redelivered
+    // What is still held stays counted in `inflight` (the leases given up), but is
+    // no longer renewed or settled: it expires and is redelivered.
     this.setState('stopped');
     this.drainDone?.(result);
     this.drainDone = null;

@@ -59,7 +59,8 @@ describe('Group: drain', () => {
     await until(() => g1.running === 1, 'handler running');
     expect(await g1.drain(30)).toBe('timeout');
     expect(g1.state).toBe('stopped');
-    expect(g1.inflight).toBe(0);
+    expect(g1.inflight).toBe(1); // given up, left to expire
+    expect(g1.running).toBe(1);
     const renews = backend.calls.renew;
     await new Promise((r) => setTimeout(r, 100));
     expect(backend.calls.renew).toBe(renews); // the lease is left to expire
@@ -75,6 +76,7 @@ describe('Group: drain', () => {
     await until(async () => (await rheo.lag(stream, group)).lag === 0, 'acked');
 
     stuck.open(); // the first Group's handler finally returns: it must not settle anything
+    await until(() => g1.running === 0, 'the stuck handler returned');
     await new Promise((r) => setTimeout(r, 20));
     expect(backend.settles.map((s) => `${s.eventId === e.id}:${s.kind}:${s.attempt}:${s.answered}`)).toEqual(['true:ack:2:ok']);
   });

@@ -55,8 +55,8 @@ export function fencingCases(ctx: ConformanceContext): void {
     });
 
     it('treats a double ack, and any settle after a settle, as stale', async () => {
-      const stream = await setup(2);
-      const [a, b] = await ctx.rheo.fetch(stream, 'g', { leaseMs: 1000 });
+      const stream = await setup(3);
+      const [a, b, c] = await ctx.rheo.fetch(stream, 'g', { leaseMs: 1000 });
       await ctx.rheo.ack(a);
       await expectCode(ctx.rheo.ack(a), 'stale_lease');
       await expectCode(ctx.rheo.nack(a), 'stale_lease');
@@ -65,6 +65,14 @@ export function fencingCases(ctx: ConformanceContext): void {
       await ctx.rheo.reject(b, 'bad');
       await expectCode(ctx.rheo.ack(b), 'stale_lease');
       expect((await ctx.rheo.deadLetters(stream, 'g')).map((d) => d.reason)).toEqual(['bad']);
+      // A nacked lease is spent too, even before its event is redelivered.
+      await ctx.rheo.nack(c, { delayMs: 60_000 });
+      await expectCode(ctx.rheo.ack(c), 'stale_lease');
+      await expectCode(ctx.rheo.renew(c), 'stale_lease');
+      await expectCode(ctx.rheo.nack(c), 'stale_lease');
+      ctx.clock.advance(60_001);
+      const [again] = await ctx.rheo.fetch(stream, 'g');
+      expect(again).toMatchObject({ attempt: 2, event: c.event });
     });
 
     it('treats an expired lease as stale even when nobody reclaimed it', async () => {

@@ -97,6 +97,22 @@ export function groupCases(ctx: ConformanceContext): void {
         }
       });
 
+      it('serves every partition across small fetches while one partition still has a backlog', async () => {
+        const P = 4;
+        const stream = await newStream(ctx, P);
+        await ctx.rheo.appendBatch(stream, events(40, 1));
+        await ctx.rheo.appendBatch(stream, [1, 2, 3].flatMap((p) => events(3, 1, () => ({ partition: p }))));
+        await ctx.rheo.createGroup(stream, 'g');
+        const served = new Set<number>();
+        for (let i = 0; i < 2 * P; i++) {
+          const got = await ctx.rheo.fetch(stream, 'g', { limit: 1, leaseMs: LEASE_MS });
+          expect(got).toHaveLength(1);
+          served.add(got[0].event.partition);
+          if (i % 2 === 1) await ctx.rheo.ack(got[0]);
+        }
+        expect(served).toEqual(new Set([0, 1, 2, 3]));
+      });
+
       it('fetches only the requested partitions', async () => {
         const stream = await newStream(ctx, 3);
         await ctx.rheo.appendBatch(stream, events(9, 3));

@@ -327,11 +327,11 @@ export class Group extends EventEmitter<GroupEvents> {
     );
   }
 
-  private endIdle(by: 'wake' | 'poll'): void {
+  private endIdle(by: 'wake' | 'poll' | 'settle'): void {
     if (this.phase !== 'idle') return;
     this.clearIdle();
     if (by === 'wake') this.counters.wakeUps++;
-    else {
+    else if (by === 'poll') {
       this.counters.pollTimeouts++;
       this.emptyWakeUps = 0;
     }
@@ -402,6 +402,9 @@ export class Group extends EventEmitter<GroupEvents> {
     if (result.ok) {
       this.counters.settled++;
       this.release(entry);
+      // A settle can make work available that no wake-up announces (the next event
+      // of a partition-ordered group, a nack without delay): look once more.
+      if (this.phase === 'idle' && this.fetching) this.endIdle('settle');
       if (this.listenerCount('settled') > 0) this.notify('settled', { lease: entry.lease, outcome });
       return;
     }

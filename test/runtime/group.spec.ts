@@ -70,6 +70,27 @@ describe('Group: bounds and completeness', () => {
     expect((await rheo.lag(stream, group)).lag).toBe(0);
   });
 
+  it('a partition-ordered group is not paced by the poll interval: its own settles make it look again', async () => {
+    const { rheo, stream, group } = await setup({ partitions: 2, group: { ordering: 'partition' } });
+    await rheo.appendBatch(stream, events(40, true));
+    const order = new Map<number, number[]>();
+    let running = 0;
+    let overlap = false;
+    const g = startGroup(rheo, { stream, group, maxDemand: 10, concurrency: 10, pollMs: 60_000, leaseMs: 120_000 }, async (l) => {
+      running++;
+      if (running > 2) overlap = true; // at most one lease per partition
+      const seqs = order.get(l.event.partition) ?? [];
+      seqs.push(l.event.sequence);
+      order.set(l.event.partition, seqs);
+      await new Promise((r) => setImmediate(r));
+      running--;
+    });
+    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'all consumed');
+    expect(g.stats.pollTimeouts).toBe(0);
+    expect(overlap).toBe(false);
+    for (const seqs of order.values()) expect(seqs).toEqual(seqs.map((_, i) => i + 1));
+  });
+
   it('only fetches its partitions', async () => {
     const { rheo, stream, group } = await setup({ partitions: 3 });
     await rheo.appendBatch(stream, [0, 1, 2, 0, 1, 2].map((partition, i) => ({ partition, payload: { i } })));

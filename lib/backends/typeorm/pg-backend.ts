@@ -21,10 +21,12 @@ import { createCapabilities } from '../capabilities';
 import { isUniqueViolation, mapDriverError, StatementKind } from './errors';
 import { notifyChannel, pgTables } from './names';
 import { PgListener } from './pg-listener';
+import { WakeBoard } from './wake-board';
 import { PG_INSTALL_LOCK, pgInstall, pgPlans, pgQuery } from './pg-plans';
 import { copyGroup, EventRow, lagOf, GroupRow, toEvent, toGroup, toStream } from './rows';
 import { backoffTable, leasePosition, planSettles, receiptMismatch, staleLease } from './settle-plan';
 import { SqlBackendBase } from './sql-backend-base';
+import { columnFilters, filteredQuery } from './query-filter';
 import { transactionManager } from './transaction';
 
 /** Settings of a {@link PostgresBackend}; built by `typeormBackend` / `postgresBackend`. */
@@ -38,6 +40,14 @@ export interface PostgresBackendSettings {
 }
 
 type Row = Record<string, unknown>;
+type PgPool = { query(q: { name: string; text: string; values: unknown[] }): Promise<{ rows: Row[] }> };
+
+/** A short, stable tag of a statement's text (prepared statement names must differ per text on one connection). */
+function sqlHash(sql: string): string {
+  let h = 5381;
+  for (let i = 0; i < sql.length; i++) h = ((h << 5) + h + sql.charCodeAt(i)) | 0;
+  return (h >>> 0).toString(36);
+}
 
 /**
  * PostgreSQL on a TypeORM DataSource. Claims are one statement with
@@ -57,6 +67,8 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
   private readonly plans: ReturnType<typeof pgPlans>;
   private readonly channel: string;
   private listener: PgListener | null = null;
+  private readonly board = new WakeBoard();
+  private readonly prepared = new Map<string, string>();
   private ready: Promise<void> | null = null;
   private closed = false;
 
@@ -90,7 +102,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     }
     if (this.settings.install === 'auto') await this.install();
     const driver = this.ds.driver as unknown as { postgres: ConstructorParameters<typeof PgListener>[0] };
-    this.listener = new PgListener(driver.postgres, this.listenerConfig(), this.channel);
+    this.listener = new PgListener(driver.postgres, this.listenerConfig(), this.channel, this.board);
   }
 
   /** Create the tables if missing, under a transaction-scoped advisory lock so that concurrent starts queue up. */
@@ -141,15 +153,26 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     if (this.closed) return;
     this.closed = true;
     await this.ready?.catch(() => undefined);
+    this.board.close();
     await this.listener?.stop();
     if (this.settings.owned && this.ds.isInitialized) await this.ds.destroy().catch(() => undefined);
   }
 
-  /** Run one statement on the pool (or in the caller's transaction), mapping driver errors. */
+  /**
+   * Run one statement, mapping driver errors. In the caller's transaction it goes
+   * through that EntityManager; otherwise straight to the DataSource's pg pool as
+   * a named prepared statement, so PostgreSQL plans each of our statements once
+   * per connection instead of on every call (planning was most of a claim's cost).
+   */
   private async q(sql: string, params: unknown[], kind: StatementKind, what: string, runner?: QueryRunner | EntityManager): Promise<Row[]> {
     if (this.closed) throw new RheoError('backend_unavailable', 'the postgres backend is closed');
     try {
-      return (await (runner ?? this.ds).query(sql, params)) as Row[];
+      if (runner) return (await runner.query(sql, params)) as Row[];
+      const pool = (this.ds.driver as unknown as { master?: PgPool }).master;
+      if (!pool) throw new RheoError('backend_unavailable', 'the DataSource has no connection pool (not initialized or destroyed)');
+      let name = this.prepared.get(sql);
+      if (name === undefined) this.prepared.set(sql, (name = `rheo_${this.prepared.size}_${sqlHash(sql)}`));
+      return (await pool.query({ name, text: sql, values: params })).rows;
     } catch (err) {
       throw mapDriverError(err, kind, what);
     }
@@ -285,7 +308,9 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
         stored[i] = toEvent(stream, row as unknown as EventRow);
       }
     }
-    if (!manager) this.listener?.wake(stream);
+    // Same-process consumers need not wait for the NOTIFY round trip. (In a caller's transaction
+    // nothing is visible before its commit; the NOTIFY is delivered at that commit.)
+    if (!manager) this.board.wake(stream);
     return this.inInputOrder(stored, indexOf);
   }
 
@@ -297,18 +322,10 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
 
   async query(req: QueryRequest): Promise<RheoEvent[]> {
     await this.mustStream(req.stream);
-    const { sql, params } = pgQuery(pgTables(this.schema), {
-      stream: req.stream,
-      ...req.where,
-      from: req.from?.getTime(),
-      to: req.to?.getTime(),
-      afterSequence: req.afterSequence,
-      untilSequence: req.untilSequence,
-      after: req.after,
-      order: req.order,
-      limit: req.limit,
+    return filteredQuery(req, async (after, limit) => {
+      const { sql, params } = pgQuery(pgTables(this.schema), { stream: req.stream, ...columnFilters(req), after, limit });
+      return (await this.q(sql, params, 'read', 'query')).map((r) => toEvent(req.stream, r as unknown as EventRow));
     });
-    return (await this.q(sql, params, 'read', 'query')).map((r) => toEvent(req.stream, r as unknown as EventRow));
   }
 
   // ---------------------------------------------------------------- leases
@@ -318,6 +335,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     const g = await this.mustGroup(req.stream, req.group);
     const partitions = req.partitions ?? Array.from({ length: info.partitions }, (_, p) => p);
     const now = this.clock.now();
+    this.board.fetching(req.stream, req.group);
     const params = [req.stream, req.group, partitions, now, req.limit, this.rotate(req.stream, req.group, info.partitions), info.partitions, req.consumerId, req.leaseMs];
     const rows =
       g.ordering === 'partition'
@@ -512,7 +530,8 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
 
   wait(req: WaitRequest): Promise<void> {
     if (!this.listener || this.closed) return Promise.resolve();
-    return this.listener.wait(req);
+    void this.listener.start();
+    return this.board.wait(req);
   }
 
   /** The LISTEN connection (exposed for tests and diagnostics). */

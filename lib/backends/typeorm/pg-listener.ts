@@ -1,6 +1,6 @@
 import type { Client, ClientConfig, Notification } from 'pg';
-import type { WaitRequest } from '../backend';
 import { quoteIdent } from './names';
+import type { WakeBoard } from './wake-board';
 
 type PgModule = { Client: new (config: ClientConfig) => Client };
 
@@ -13,7 +13,7 @@ const RECONNECT_MAX_MS = 5000;
  * `pg_terminate_backend`, network), it reconnects with capped backoff and wakes
  * every waiter, since notifications sent meanwhile were lost. Waiters never depend
  * on it for correctness: each one also ends at its timeout, i.e. polling is the
- * fallback.
+ * fallback. Notifications are posted to the backend's {@link WakeBoard}.
  */
 export class PgListener {
   private client: Client | null = null;
@@ -21,7 +21,6 @@ export class PgListener {
   private retryTimer: NodeJS.Timeout | null = null;
   private delay = RECONNECT_MIN_MS;
   private stopped = false;
-  private readonly waiters = new Map<string, Set<() => void>>();
   /** Times a LISTEN connection was established; tests read it to see a reconnect. */
   connections = 0;
 
@@ -29,59 +28,26 @@ export class PgListener {
     private readonly pg: PgModule,
     private readonly config: ClientConfig,
     private readonly channel: string,
+    private readonly board: WakeBoard,
   ) {}
 
-  /** Resolves on a notification for the stream, at `timeoutMs`, on abort, or on stop. */
-  wait(req: WaitRequest): Promise<void> {
-    if (this.stopped || req.signal.aborted) return Promise.resolve();
-    this.ensure();
-    return new Promise((resolve) => {
-      let set = this.waiters.get(req.stream);
-      if (!set) this.waiters.set(req.stream, (set = new Set()));
-      const waiters = set;
-      const done = () => {
-        clearTimeout(timer);
-        req.signal.removeEventListener('abort', done);
-        waiters.delete(done);
-        if (waiters.size === 0 && this.waiters.get(req.stream) === waiters) this.waiters.delete(req.stream);
-        resolve();
-      };
-      const timer = setTimeout(done, req.timeoutMs);
-      req.signal.addEventListener('abort', done);
-      waiters.add(done);
-    });
-  }
-
-  /** Start listening now (the first wait() does it otherwise). Resolves once LISTEN is in place or failed once. */
+  /** Make sure a LISTEN connection is up or coming (idempotent). Resolves once this attempt is done. */
   start(): Promise<void> {
-    this.ensure();
+    if (!this.stopped && !this.client && !this.connecting && !this.retryTimer) {
+      this.connecting = this.connect().finally(() => {
+        this.connecting = null;
+      });
+    }
     return this.connecting ?? Promise.resolve();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.wakeAll();
+    await this.connecting?.catch(() => undefined);
     const c = this.client;
     this.client = null;
     if (c) await c.end().catch(() => undefined);
-  }
-
-  /** Wake waiters of `stream` (also used for local appends, so a same-process consumer never waits for the round trip). */
-  wake(stream: string): void {
-    const set = this.waiters.get(stream);
-    if (set) for (const w of [...set]) w();
-  }
-
-  private wakeAll(): void {
-    for (const stream of [...this.waiters.keys()]) this.wake(stream);
-  }
-
-  private ensure(): void {
-    if (this.stopped || this.client || this.connecting || this.retryTimer) return;
-    this.connecting = this.connect().finally(() => {
-      this.connecting = null;
-    });
   }
 
   private async connect(): Promise<void> {
@@ -97,7 +63,7 @@ export class PgListener {
     client.on('error', onLost);
     client.on('end', onLost);
     client.on('notification', (n: Notification) => {
-      if (n.channel === this.channel && n.payload) this.wake(n.payload);
+      if (n.channel === this.channel && n.payload) this.board.wake(n.payload);
     });
     try {
       await client.connect();
@@ -114,7 +80,7 @@ export class PgListener {
     this.connections++;
     this.delay = RECONNECT_MIN_MS;
     // Anything notified while we were not listening is lost: let every waiter look.
-    if (this.connections > 1) this.wakeAll();
+    if (this.connections > 1) this.board.wakeAll();
   }
 
   private scheduleReconnect(): void {
@@ -123,7 +89,7 @@ export class PgListener {
     this.delay = Math.min(RECONNECT_MAX_MS, this.delay * 2);
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
-      this.ensure();
+      void this.start();
     }, delay);
     this.retryTimer.unref?.();
   }

@@ -3,8 +3,7 @@ import { backoffDelay } from '../../core/backoff';
 import type { Clock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import { newId } from '../../core/ids';
-import { jsonEqual } from '../../core/json-equal';
-import type { AppendOptions, DeadLetter, GroupConfig, GroupInfo, JsonValue, Lag, Lease, RheoEvent, StreamInfo } from '../../core/types';
+import type { AppendOptions, DeadLetter, GroupConfig, GroupInfo, Lag, Lease, RheoEvent, StreamInfo } from '../../core/types';
 import type {
   Backend,
   CreateGroupRequest,
@@ -26,7 +25,9 @@ import { copyGroup, EventRow, lagOf, GroupRow, toEvent, toGroup, toStream } from
 import { leasePosition, planSettles, receiptMismatch, staleLease } from './settle-plan';
 import { SqlBackendBase } from './sql-backend-base';
 import { sqliteInstall, sqlitePlans, sqliteQuery } from './sqlite-plans';
+import { columnFilters, filteredQuery } from './query-filter';
 import { transactionManager } from './transaction';
+import { WakeBoard } from './wake-board';
 
 /** Settings of a {@link SqliteBackend}; built by `typeormBackend` / `sqliteBackend`. */
 export interface SqliteBackendSettings {
@@ -72,7 +73,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   private readonly plans: Plans;
   private db: Database | null = null;
   private readonly statements = new Map<string, Statement>();
-  private readonly waiters = new Map<string, Set<() => void>>();
+  private readonly board = new WakeBoard();
   private ready: Promise<void> | null = null;
   private closed = false;
 
@@ -129,7 +130,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     if (this.closed) return;
     this.closed = true;
     await this.ready?.catch(() => undefined);
-    for (const stream of [...this.waiters.keys()]) this.wake(stream);
+    this.board.close();
     this.statements.clear();
     this.db = null;
     if (this.settings.owned && this.ds.isInitialized) await this.ds.destroy().catch(() => undefined);
@@ -298,41 +299,10 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
 
   async query(req: QueryRequest): Promise<RheoEvent[]> {
     await this.mustStream(req.stream);
-    const metadata = Object.entries(req.where.metadata ?? {});
-    const payload = Object.entries(req.where.payload ?? {});
-    const matches = (e: RheoEvent): boolean =>
-      metadata.every(([k, v]) => k in e.metadata && jsonEqual(e.metadata[k] as JsonValue, v)) &&
-      (payload.length === 0 ||
-        (typeof e.payload === 'object' && e.payload !== null && !Array.isArray(e.payload) &&
-          payload.every(([k, v]) => k in (e.payload as object) && jsonEqual((e.payload as Record<string, JsonValue>)[k], v))));
-    const filtered = metadata.length + payload.length > 0;
-    const out: RheoEvent[] = [];
-    let after = req.after;
-    for (;;) {
-      const pageSize = filtered ? Math.max(req.limit, 500) : req.limit;
-      const { sql, params } = sqliteQuery(sqliteTables(), {
-        stream: req.stream,
-        type: req.where.type,
-        key: req.where.key,
-        partition: req.where.partition,
-        from: req.from?.getTime(),
-        to: req.to?.getTime(),
-        afterSequence: req.afterSequence,
-        untilSequence: req.untilSequence,
-        after,
-        order: req.order,
-        limit: pageSize,
-      });
-      const rows = this.run('read', 'query', () => this.stmt(sql).all(...params)) as EventRow[];
-      for (const r of rows) {
-        const e = toEvent(req.stream, r);
-        if (matches(e)) out.push(e);
-        if (out.length >= req.limit) return out;
-      }
-      if (rows.length < pageSize) return out;
-      const last = rows[rows.length - 1];
-      after = { sequence: Number(last.sequence), partition: Number(last.partition) };
-    }
+    return filteredQuery(req, async (after, limit) => {
+      const { sql, params } = sqliteQuery(sqliteTables(), { stream: req.stream, ...columnFilters(req), after, limit });
+      return (this.run('read', 'query', () => this.stmt(sql).all(...params)) as EventRow[]).map((r) => toEvent(req.stream, r));
+    });
   }
 
   // ---------------------------------------------------------------- leases
@@ -345,6 +315,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     const now = this.clock.now();
     const expiresAt = now + req.leaseMs;
     const { stream, group } = req;
+    this.board.fetching(stream, group);
     return this.write('fetch', () => {
       const p = this.plans;
       // Candidates per partition, in sequence order: due deliveries, then fresh events from the cursor.
@@ -558,25 +529,10 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   // ---------------------------------------------------------------- wake-ups (in-process)
 
   wait(req: WaitRequest): Promise<void> {
-    if (this.closed || req.signal.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      let set = this.waiters.get(req.stream);
-      if (!set) this.waiters.set(req.stream, (set = new Set()));
-      const waiters = set;
-      const done = () => {
-        clearTimeout(timer);
-        req.signal.removeEventListener('abort', done);
-        waiters.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, req.timeoutMs);
-      req.signal.addEventListener('abort', done);
-      waiters.add(done);
-    });
+    return this.board.wait(req);
   }
 
   private wake(stream: string): void {
-    const set = this.waiters.get(stream);
-    if (set) for (const w of [...set]) w();
+    this.board.wake(stream);
   }
 }

@@ -201,11 +201,7 @@ export function sqlitePlans(t: TableNames) {
   };
 }
 
-/**
- * A query compiled to SQL, without the JSON filters: SQLite's json_extract turns
- * JSON into SQL values (true and 1 compare equal), so payload and metadata
- * equality is checked on the parsed rows, with core's jsonEqual, page by page.
- */
+/** A query's column filters compiled to SQL (payload and metadata equality: see query-filter.ts). */
 export function sqliteQuery(
   t: TableNames,
   q: {

@@ -1,6 +1,9 @@
 /** The name of the instance `RheoModule.forRoot` registers when none is given. */
 export const DEFAULT_RHEO_INSTANCE = 'default';
 
+/** Method metadata `@RheoConsumer` sets, so the module can find consumers Nest would never run. */
+export const RHEO_CONSUMER_METADATA = 'nestjs-rheo:consumer';
+
 /** Metadata key under which `@RheoConsumer` stores its options (in the EventPattern extras). */
 export const RHEO_CONSUMER_EXTRAS = 'rheoConsumer';
 

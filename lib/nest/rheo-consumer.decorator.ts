@@ -1,6 +1,6 @@
 import { UseInterceptors } from '@nestjs/common';
 import { EventPattern } from '@nestjs/microservices';
-import { RHEO_CONSUMER_EXTRAS, rheoTransportId } from './constants';
+import { RHEO_CONSUMER_EXTRAS, RHEO_CONSUMER_METADATA, rheoTransportId } from './constants';
 import type { RheoConsumerOptions } from './consumer-options';
 import { rheoOutcomeInterceptor } from './outcome-capture';
 
@@ -29,6 +29,7 @@ export function RheoConsumer(options: RheoConsumerOptions): MethodDecorator {
     const marker: RheoConsumerMarker = { options: o, handlerName: `${target.constructor.name}.${String(key)}` };
     EventPattern({ stream: o.stream, group: o.group }, rheoTransportId(o.instance), { [RHEO_CONSUMER_EXTRAS]: marker })(target, key, descriptor);
     UseInterceptors(rheoOutcomeInterceptor)(target, key, descriptor);
+    Reflect.defineMetadata(RHEO_CONSUMER_METADATA, marker, descriptor.value);
     return descriptor;
   };
 }

@@ -1,4 +1,6 @@
-import type { OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import type { OnApplicationBootstrap, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import type { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { checkConsumerPlacement } from './consumer-discovery';
 import type { RheoInstance } from './rheo-instance';
 import type { RheoServer } from './rheo-server';
 
@@ -9,14 +11,21 @@ import type { RheoServer } from './rheo-server';
  * SIGTERM with enableShutdownHooks, hybrid or standalone), and closing the
  * server here again is a no-op that also covers a server that was never connected.
  */
-export class RheoLifecycle implements OnModuleInit, OnApplicationShutdown {
+export class RheoLifecycle implements OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
   constructor(
     private readonly instance: RheoInstance,
     private readonly server: RheoServer,
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
   ) {}
 
   async onModuleInit(): Promise<void> {
     await this.instance.ensureStreams();
+  }
+
+  /** Fail the boot on consumers Nest would silently never run (on a provider, or naming an unknown instance). */
+  onApplicationBootstrap(): void {
+    checkConsumerPlacement(this.discovery, this.scanner);
   }
 
   async onApplicationShutdown(): Promise<void> {

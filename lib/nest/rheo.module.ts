@@ -1,5 +1,5 @@
 import { type DynamicModule, Module, type Provider } from '@nestjs/common';
-import { ModuleRef } from '@nestjs/core';
+import { DiscoveryModule, DiscoveryService, MetadataScanner, ModuleRef } from '@nestjs/core';
 import type { Backend } from '../backends/backend';
 import { RheoError } from '../core/errors';
 import { Rheo } from '../core/rheo';
@@ -67,7 +67,11 @@ export class RheoModule {
         useFactory: (i: RheoInstance, s: RheoServer, m: ModuleRef) => new RheoHealthIndicator(i, s, m),
         inject: [instance, server, ModuleRef],
       },
-      { provide: `RheoLifecycle_${name}`, useFactory: (i: RheoInstance, s: RheoServer) => new RheoLifecycle(i, s), inject: [instance, server] },
+      {
+        provide: `RheoLifecycle_${name}`,
+        useFactory: (i: RheoInstance, s: RheoServer, d: DiscoveryService, m: MetadataScanner) => new RheoLifecycle(i, s, d, m),
+        inject: [instance, server, DiscoveryService, MetadataScanner],
+      },
     ];
     const exported: Array<string | Provider> = [getRheoToken(name), server, getRheoClientToken(name), getRheoHealthIndicatorToken(name)];
     if (name === DEFAULT_RHEO_INSTANCE) {
@@ -83,7 +87,7 @@ export class RheoModule {
     return {
       module: RheoModule,
       global: isGlobal,
-      imports,
+      imports: [DiscoveryModule, ...imports],
       providers,
       exports: exported as DynamicModule['exports'],
     };

@@ -1,7 +1,23 @@
-import { Controller, type INestMicroservice } from '@nestjs/common';
+import { Controller, type INestMicroservice, Injectable } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
 import { type Backend, memoryBackend, Rheo, RheoConsumer, RheoError, RheoModule, RheoServer, type JsonValue } from '../../lib';
-import { createMicroservice } from './support';
+import { createMicroservice, startHybrid } from './support';
+
+@Injectable()
+class MisplacedService {
+  @RheoConsumer({ stream: 'market-events', group: 'risk' })
+  onTick(@Payload() tick: JsonValue) {
+    void tick;
+  }
+}
+
+@Controller()
+class UnknownInstanceController {
+  @RheoConsumer({ stream: 'market-events', group: 'risk', instance: 'audti' })
+  onTick(@Payload() tick: JsonValue) {
+    void tick;
+  }
+}
 
 @Controller()
 class RiskController {
@@ -162,5 +178,19 @@ describe('RheoServer.listen', () => {
       /^RheoModule\(default\): defaults\.concurency is not a consumer option/,
     );
     expect(() => RheoModule.forRootAsync({ useFactory: undefined as never })).toThrow(/useFactory must be a function/);
+  });
+
+  it('fails the boot on consumers Nest would never run: on a provider, or naming an unknown instance', async () => {
+    const boot = startHybrid({
+      imports: [RheoModule.forRoot({ backend: memoryBackend(), streams: [{ name: 'market-events' }] })],
+      controllers: [GoodController, UnknownInstanceController],
+      providers: [MisplacedService],
+    });
+    await expect(boot).rejects.toMatchObject({ code: 'invalid_argument' });
+    const message = await boot.catch((err: Error) => err.message);
+    expect(message.split('\n').sort()).toEqual([
+      'MisplacedService.onTick: @RheoConsumer is on a provider; Nest runs transport handlers on controllers only (add the class to a module\'s controllers)',
+      'UnknownInstanceController.onTick: @RheoConsumer names instance "audti" but no RheoModule registers it (registered: default)',
+    ]);
   });
 });

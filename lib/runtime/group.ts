@@ -235,7 +235,8 @@ export class Group extends EventEmitter<GroupEvents> {
     const { stream, group, leaseMs, consumerId, partitions } = this.options;
     let call: Promise<Lease[]>;
     try {
-      call = this.rheo.fetch(stream, group, { limit: Math.min(room, MAX_FETCH_LIMIT), leaseMs, consumerId, partitions });
+      // The facade only reads `partitions` (it validates into a new array).
+      call = this.rheo.fetch(stream, group, { limit: Math.min(room, MAX_FETCH_LIMIT), leaseMs, consumerId, partitions: partitions as number[] | undefined });
     } catch (err) {
       call = Promise.reject(err);
     }

@@ -32,7 +32,7 @@ export interface ResolvedGroupOptions {
   leaseMs: number;
   pollMs: number;
   consumerId: string;
-  partitions: number[] | undefined;
+  partitions: readonly number[] | undefined;
   drainTimeoutMs: number;
 }
 
@@ -88,5 +88,5 @@ export function resolveGroupOptions(options: unknown): ResolvedGroupOptions {
     partitions = [...new Set(o.partitions.map((p, i) => checkInt(`partitions[${i}]`, p, 0)))].sort((a, b) => a - b);
   }
   const drainTimeoutMs = o.drainTimeoutMs === undefined ? GROUP_DEFAULTS.drainTimeoutMs : checkDrainTimeout('drainTimeoutMs', o.drainTimeoutMs);
-  return { stream, group, maxDemand, concurrency, leaseMs, pollMs, consumerId, partitions, drainTimeoutMs };
+  return Object.freeze({ stream, group, maxDemand, concurrency, leaseMs, pollMs, consumerId, partitions: partitions && Object.freeze(partitions), drainTimeoutMs }) as ResolvedGroupOptions;
 }

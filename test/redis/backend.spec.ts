@@ -80,7 +80,7 @@ describe('redis backend: connections', () => {
       expect(await code(rheo.append(stream, { payload: 'maybe' }))).toBe('ambiguous');
       await admin.client('UNPAUSE');
       await admin.client('PAUSE', 400, 'ALL');
-      expect(await code(backend.getStream(stream))).toBe('backend_unavailable');
+      expect(await code(backend.read({ stream, partition: 0, afterSequence: 0, limit: 10 }))).toBe('backend_unavailable');
       await admin.client('UNPAUSE');
       // The ambiguous append really did happen once the pause ended.
       let events = await rheo.read(stream);

@@ -77,6 +77,7 @@ export class RedisBackend implements Backend {
   private closed = false;
   /** Partition counts and group configs never change once created, so they are cached. */
   private readonly partitionCounts = new Map<string, number>();
+  private readonly streamInfos = new Map<string, StreamInfo>();
   private readonly groupConfigs = new Map<string, GroupConfig>();
   private readonly streamKeys = new Map<string, StreamKeys>();
   /** Wake id returned by the last fetch of each (stream, group): wait() blocks for anything newer. */
@@ -185,6 +186,11 @@ export class RedisBackend implements Backend {
     return k;
   }
 
+  private remember(info: StreamInfo): void {
+    this.streamInfos.set(info.name, info);
+    this.partitionCounts.set(info.name, info.partitions);
+  }
+
   private async partitions(stream: string): Promise<number> {
     const cached = this.partitionCounts.get(stream);
     if (cached !== undefined) return cached;
@@ -217,15 +223,20 @@ export class RedisBackend implements Backend {
     }).catch((err: RheoError) => {
       throw err.code === 'already_exists' ? new RheoError('already_exists', `stream "${stream}" already exists`) : err;
     });
-    this.partitionCounts.set(stream, partitions);
+    this.remember({ name: stream, partitions, createdAt: new Date(createdAt) });
     return { name: stream, partitions, createdAt: new Date(createdAt) };
   }
 
   async getStream(stream: string): Promise<StreamInfo | null> {
+    // A registration never changes and streams are never deleted, so a known one is answered from memory
+    // (the facade asks on every call: this saves a round trip per fetch and append).
+    const known = this.streamInfos.get(stream);
+    if (known) return { ...known, createdAt: new Date(known.createdAt.getTime()) };
     const [partitions, createdAt] = await this.call('read', () => this.redis().hmget(this.keys(stream).meta, 'partitions', 'createdAt'));
     if (partitions === null) return null;
-    this.partitionCounts.set(stream, Number(partitions));
-    return { name: stream, partitions: Number(partitions), createdAt: new Date(Number(createdAt)) };
+    const info = { name: stream, partitions: Number(partitions), createdAt: new Date(Number(createdAt)) };
+    this.remember(info);
+    return { ...info, createdAt: new Date(info.createdAt.getTime()) };
   }
 
   async listStreams(): Promise<StreamInfo[]> {

@@ -38,6 +38,13 @@ local function advance(cfg, dl, p)
   end
   if f ~= f0 then redis.call('HSET', cfg, 'f:' .. p, f) end
 end
+-- redis.call(cmd, key, ...list) in chunks: Lua cannot unpack more than a few thousand values at once.
+-- step must be even so that pairs (field value, score member) stay together.
+local function chunked(cmd, key, list, step)
+  for i = 1, #list, step do
+    redis.call(cmd, key, unpack(list, i, math.min(i + step - 1, #list)))
+  end
+end
 local function wake(key)
   redis.call('XADD', key, 'MAXLEN', '1', '*', 'w', '1')
 end
@@ -113,18 +120,28 @@ return out
 export const FETCH =
   COMMON +
   `
-if redis.call('EXISTS', KEYS[2]) == 0 then return redis.error_reply('RHEO:group_not_found') end
 local now = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
 local exp = now + tonumber(ARGV[3])
-local strict = redis.call('HGET', KEYS[2], 'ord') == 'partition'
+local np = #ARGV - 4
+local cfgFields, hwFields = { 'ord' }, {}
+for j = 0, np - 1 do
+  local p = ARGV[5 + j]
+  cfgFields[#cfgFields + 1] = 'f:' .. p
+  cfgFields[#cfgFields + 1] = 'c:' .. p
+  hwFields[#hwFields + 1] = 'hw:' .. p
+end
+local cfg = redis.call('HMGET', KEYS[2], unpack(cfgFields))
+if not cfg[1] then return redis.error_reply('RHEO:group_not_found') end
+local hws = redis.call('HMGET', KEYS[1], unpack(hwFields))
+local strict = cfg[1] == 'partition'
 local queues = {}
-for j = 0, #ARGV - 5 do
+for j = 0, np - 1 do
   local p = ARGV[5 + j]
   local leased, avail = KEYS[6 + 3 * j], KEYS[7 + 3 * j]
-  local hw = tonumber(redis.call('HGET', KEYS[1], 'hw:' .. p) or '0')
-  local f = tonumber(redis.call('HGET', KEYS[2], 'f:' .. p))
-  local c = tonumber(redis.call('HGET', KEYS[2], 'c:' .. p))
+  local hw = tonumber(hws[j + 1] or '0')
+  local f = tonumber(cfg[2 + 2 * j])
+  local c = tonumber(cfg[3 + 2 * j])
   local seqs = {}
   if strict then
     local nxt = f + 1
@@ -149,50 +166,93 @@ for j = 0, #ARGV - 5 do
       s = s + 1
     end
   end
-  if #seqs > 0 then queues[#queues + 1] = { j = j, p = p, seqs = seqs, c = c, c0 = c } end
+  if #seqs > 0 then queues[#queues + 1] = { j = j, p = p, seqs = seqs, c0 = c, c = c, picks = {} } end
 end
 local last = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)
 local out = { last[1] and last[1][1] or '0-0' }
 if #queues == 0 then return out end
-local rr = redis.call('HINCRBY', KEYS[2], 'rr', 1)
-local start = (rr - 1) % #queues
-local n = 0
+-- 1. Choose: round-robin over partitions from a rotating start.
+local picks = {}
+local start = 0
+if #queues > 1 then start = (redis.call('HINCRBY', KEYS[2], 'rr', 1) - 1) % #queues end
 local round = 1
-while n < limit do
+while #picks < limit do
   local took = false
   for i = 0, #queues - 1 do
-    if n >= limit then break end
+    if #picks >= limit then break end
     local q = queues[((start + i) % #queues) + 1]
     local seq = q.seqs[round]
     if seq then
-      local k = q.p .. ':' .. seq
-      local rec = redis.call('HGET', KEYS[3], k)
-      local attempt = 1
-      if rec then
-        local _, att = parse(rec)
-        attempt = att + 1
-      end
-      n = n + 1
-      local lid = ARGV[4] .. '.' .. n
-      redis.call('HSET', KEYS[3], k, 'L|' .. attempt .. '|' .. lid .. '|' .. exp)
-      redis.call('ZADD', KEYS[6 + 3 * q.j], exp, seq)
-      redis.call('ZREM', KEYS[7 + 3 * q.j], seq)
-      if seq >= q.c then q.c = seq + 1 end
-      local e = redis.call('XRANGE', KEYS[5 + 3 * q.j], '0-' .. seq, '0-' .. seq)[1]
-      out[#out + 1] = q.p
-      out[#out + 1] = seq
-      out[#out + 1] = lid
-      out[#out + 1] = attempt
-      out[#out + 1] = e and e[2] or {}
+      picks[#picks + 1] = { q = q, seq = seq }
+      q.picks[#q.picks + 1] = seq
       took = true
     end
   end
   if not took then break end
   round = round + 1
 end
+-- 2. Read the entries: one XRANGE per partition for its never-delivered run, one per redelivery.
+local entries = {}
 for _, q in ipairs(queues) do
-  if q.c ~= q.c0 then redis.call('HSET', KEYS[2], 'c:' .. q.p, q.c) end
+  local lo, hi = nil, nil
+  for _, seq in ipairs(q.picks) do
+    if seq >= q.c0 then
+      if not lo or seq < lo then lo = seq end
+      if not hi or seq > hi then hi = seq end
+    end
+  end
+  q.entries = {}
+  if lo then
+    for _, e in ipairs(redis.call('XRANGE', KEYS[5 + 3 * q.j], '0-' .. lo, '0-' .. hi)) do
+      q.entries[tonumber(string.sub(e[1], 3))] = e[2]
+    end
+    q.c = hi + 1
+  end
 end
+-- 3. Grant: one HSET for every delivery record, one ZADD (and ZREM) per partition.
+local records, cursors = {}, {}
+for n, pick in ipairs(picks) do
+  local q, seq = pick.q, pick.seq
+  local k = q.p .. ':' .. seq
+  local attempt = 1
+  local fields = q.entries[seq]
+  if seq < q.c0 then
+    local rec = redis.call('HGET', KEYS[3], k)
+    if rec then
+      local _, att = parse(rec)
+      attempt = att + 1
+    end
+    local e = redis.call('XRANGE', KEYS[5 + 3 * q.j], '0-' .. seq, '0-' .. seq)[1]
+    fields = e and e[2]
+    q.redelivered = q.redelivered or {}
+    q.redelivered[#q.redelivered + 1] = seq
+  end
+  local lid = ARGV[4] .. '.' .. n
+  records[#records + 1] = k
+  records[#records + 1] = 'L|' .. attempt .. '|' .. lid .. '|' .. exp
+  out[#out + 1] = q.p
+  out[#out + 1] = seq
+  out[#out + 1] = lid
+  out[#out + 1] = attempt
+  out[#out + 1] = fields or {}
+end
+chunked('HSET', KEYS[3], records, 1000)
+for _, q in ipairs(queues) do
+  if #q.picks > 0 then
+    local z = {}
+    for _, seq in ipairs(q.picks) do
+      z[#z + 1] = exp
+      z[#z + 1] = seq
+    end
+    chunked('ZADD', KEYS[6 + 3 * q.j], z, 1000)
+    if q.redelivered then chunked('ZREM', KEYS[7 + 3 * q.j], q.redelivered, 1000) end
+    if q.c ~= q.c0 then
+      cursors[#cursors + 1] = 'c:' .. q.p
+      cursors[#cursors + 1] = q.c
+    end
+  end
+end
+if #cursors > 0 then chunked('HSET', KEYS[2], cursors, 1000) end
 return out
 `;
 
@@ -255,11 +315,42 @@ export const SETTLE =
 local now = tonumber(ARGV[1])
 local nd = tonumber(ARGV[2])
 local out = {}
-local exists = redis.call('EXISTS', KEYS[1]) == 1
-local maxAttempts = tonumber(redis.call('HGET', KEYS[1], 'maxAttempts') or '0')
+local maxAttempts = tonumber(redis.call('HGET', KEYS[1], 'maxAttempts') or '-1')
 local woke = false
+-- Frontier and cursor per partition, read once, written once at the end.
+local fc = {}
+local function part(p)
+  local s = fc[p]
+  if not s then
+    local v = redis.call('HMGET', KEYS[1], 'f:' .. p, 'c:' .. p)
+    s = { f = tonumber(v[1]), c = tonumber(v[2]) }
+    s.f0 = s.f
+    fc[p] = s
+  end
+  return s
+end
+-- Make sequence seq of p terminal and walk the frontier over terminal sequences.
+local function terminal(p, seq, k, att)
+  local s = part(p)
+  if tonumber(seq) ~= s.f + 1 then
+    redis.call('HSET', KEYS[2], k, 'T|' .. att .. '||0')
+    return
+  end
+  redis.call('HDEL', KEYS[2], k)
+  s.f = s.f + 1
+  while s.f + 1 < s.c do
+    local k2 = p .. ':' .. (s.f + 1)
+    local rec = redis.call('HGET', KEYS[2], k2)
+    if rec then
+      if string.sub(rec, 1, 1) ~= 'T' then break end
+      redis.call('HDEL', KEYS[2], k2)
+    end
+    s.f = s.f + 1
+  end
+end
+local unleased = {}
 for b = 3 + nd, #ARGV, 8 do
-  if not exists then
+  if maxAttempts < 0 then
     out[#out + 1] = 'group_not_found'
   else
     local kind, j, p, seq, lid = ARGV[b], tonumber(ARGV[b + 1]), ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
@@ -268,20 +359,19 @@ for b = 3 + nd, #ARGV, 8 do
       out[#out + 1] = why
     else
       local k = p .. ':' .. seq
-      redis.call('ZREM', KEYS[6 + 3 * j], seq)
+      unleased[j] = unleased[j] or {}
+      unleased[j][#unleased[j] + 1] = seq
       if kind == 'a' then
-        redis.call('HSET', KEYS[2], k, 'T|' .. att .. '||0')
-        advance(KEYS[1], KEYS[2], p)
+        terminal(p, seq, k, att)
       elseif kind == 'r' or att >= maxAttempts then
         local id = ''
         local e = redis.call('XRANGE', KEYS[8 + 3 * j], '0-' .. seq, '0-' .. seq)[1]
         if e then
           for i = 1, #e[2], 2 do if e[2][i] == 'i' then id = e[2][i + 1] end end
         end
-        redis.call('HSET', KEYS[2], k, 'T|' .. att .. '||0')
         redis.call('HSET', KEYS[3], id, p .. '|' .. seq .. '|' .. att .. '|' .. now .. '|' .. ARGV[b + 6])
         redis.call('ZADD', KEYS[4], 0, deadmember(p, seq, id))
-        advance(KEYS[1], KEYS[2], p)
+        terminal(p, seq, k, att)
       else
         local delay = ARGV[b + 7]
         if delay == '' then delay = ARGV[2 + math.min(att, nd)] or '0' end
@@ -293,6 +383,15 @@ for b = 3 + nd, #ARGV, 8 do
     end
   end
 end
+for j, seqs in pairs(unleased) do chunked('ZREM', KEYS[6 + 3 * j], seqs, 1000) end
+local frontiers = {}
+for p, s in pairs(fc) do
+  if s.f ~= s.f0 then
+    frontiers[#frontiers + 1] = 'f:' .. p
+    frontiers[#frontiers + 1] = s.f
+  end
+end
+if #frontiers > 0 then chunked('HSET', KEYS[1], frontiers, 1000) end
 if woke then wake(KEYS[5]) end
 return out
 `;

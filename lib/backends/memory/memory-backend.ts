@@ -160,18 +160,18 @@ export class MemoryBackend implements Backend {
       groups: new Map(),
       waiters: new Set(),
     });
-    return { ...info };
+    return copyInfo(info);
   }
 
   async getStream(stream: string): Promise<StreamInfo | null> {
     this.open();
     const s = this.streams.get(stream);
-    return s ? { ...s.info } : null;
+    return s ? copyInfo(s.info) : null;
   }
 
   async listStreams(): Promise<StreamInfo[]> {
     this.open();
-    return [...this.streams.values()].map((s) => ({ ...s.info })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return [...this.streams.values()].map((s) => copyInfo(s.info)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   async createGroup(req: CreateGroupRequest): Promise<GroupConfig> {
@@ -186,7 +186,7 @@ export class MemoryBackend implements Backend {
       createdAt: new Date(this.clock.now()),
     };
     s.groups.set(req.group, { config, parts: this.startParts(s, req.start), dead: new Map(), nextPartition: 0 });
-    return { ...config, retry: { ...config.retry } };
+    return copyConfig(config);
   }
 
   private startParts(s: MemStream, start: ResolvedStart): GroupPartition[] {
@@ -202,13 +202,13 @@ export class MemoryBackend implements Backend {
   async getGroup(stream: string, group: string): Promise<GroupConfig | null> {
     this.open();
     const g = this.streams.get(stream)?.groups.get(group);
-    return g ? { ...g.config, retry: { ...g.config.retry } } : null;
+    return g ? copyConfig(g.config) : null;
   }
 
   async listGroups(stream: string): Promise<GroupConfig[]> {
     const s = this.stream(stream);
     return [...s.groups.values()]
-      .map((g) => ({ ...g.config, retry: { ...g.config.retry } }))
+      .map((g) => copyConfig(g.config))
       .sort((a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
   }
 
@@ -526,7 +526,7 @@ export class MemoryBackend implements Backend {
       inflight,
       deadLetters: g.dead.size,
       oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
-      config: { ...g.config, retry: { ...g.config.retry } },
+      config: copyConfig(g.config),
     };
   }
 
@@ -594,6 +594,15 @@ function advance(part: GroupPartition): void {
 function firstAtOrAfter(log: StoredEvent[], t: number): number {
   for (let i = 0; i < log.length; i++) if (log[i].timestamp >= t) return i + 1;
   return log.length + 1;
+}
+
+// Records leave as deep copies (Dates included), so a caller can never change the store through them.
+function copyInfo(info: StreamInfo): StreamInfo {
+  return { ...info, createdAt: new Date(info.createdAt) };
+}
+
+function copyConfig(config: GroupConfig): GroupConfig {
+  return { ...config, retry: { ...config.retry }, createdAt: new Date(config.createdAt) };
 }
 
 function toEvent(stream: string, e: StoredEvent): RheoEvent {

@@ -51,6 +51,25 @@ export function lifecycleCases(ctx: ConformanceContext, unreachable: Backend): v
       expect(info.config).toMatchObject({ maxAttempts: 3, ordering: 'none' });
     });
 
+    it('returns stream and group records the caller cannot use to change the store', async () => {
+      const stream = ctx.name('s');
+      const info = await ctx.rheo.createStream(stream, { partitions: 2 });
+      const cfg = await ctx.rheo.createGroup(stream, 'g', { retry: { initialMs: 10, maxMs: 20 } });
+      const created = info.createdAt.getTime();
+      info.createdAt.setTime(0);
+      info.partitions = 9;
+      cfg.createdAt.setTime(0);
+      cfg.retry.maxMs = 1;
+      cfg.maxAttempts = 99;
+      (await ctx.rheo.listStreams()).find((s) => s.name === stream)!.createdAt.setTime(0);
+      (await ctx.rheo.listGroups(stream))[0].createdAt.setTime(0);
+      const again = (await ctx.rheo.listStreams()).find((s) => s.name === stream)!;
+      expect(again).toEqual({ name: stream, partitions: 2, createdAt: new Date(created) });
+      const [group] = await ctx.rheo.listGroups(stream);
+      expect(group).toMatchObject({ maxAttempts: 5, retry: { initialMs: 10, maxMs: 20 }, createdAt: new Date(created) });
+      expect((await ctx.rheo.groupInfo(stream, 'g')).config).toEqual(group);
+    });
+
     it('fails with stream_not_found / group_not_found on missing names', async () => {
       const missing = ctx.name('missing');
       await expectCode(ctx.rheo.createGroup(missing, 'g'), 'stream_not_found');

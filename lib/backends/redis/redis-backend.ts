@@ -484,7 +484,9 @@ export class RedisBackend implements Backend {
     const byGroup = new Map<string, number[]>();
     items.forEach((it, i) => {
       const key = `${it.lease.stream}\u0000${it.lease.group}`;
-      byGroup.set(key, [...(byGroup.get(key) ?? []), i]);
+      const list = byGroup.get(key);
+      if (list) list.push(i);
+      else byGroup.set(key, [i]);
     });
     const calls: Array<{ name: ScriptName; keys: string[]; args: Array<string | number>; index: number[] }> = [];
     for (const indexes of byGroup.values()) {

@@ -5,7 +5,9 @@ import { checkInt, checkName, checkObject } from '../core/validate';
 
 /** How a {@link Group} consumes one (stream, group). */
 export interface GroupRunOptions {
+  /** The stream to consume; must exist. */
   stream: string;
+  /** The consumer group; must exist (see `Rheo.createGroup`). */
   group: string;
   /** Most unsettled leases held at once, >= 1. Default 10. */
   maxDemand?: number;

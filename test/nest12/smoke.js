@@ -5,7 +5,7 @@
 require('reflect-metadata');
 const { readFileSync } = require('node:fs');
 const { dirname, join } = require('node:path');
-const { Body, Controller, Get, Inject, Module, Post } = require('@nestjs/common');
+const { Body, Controller, Get, Inject, Module, ParseIntPipe, Post } = require('@nestjs/common');
 const { NestFactory } = require('@nestjs/core');
 const { Ctx, Payload } = require('@nestjs/microservices');
 const { HealthCheck, HealthCheckService, TerminusModule } = require('@nestjs/terminus');
@@ -52,6 +52,17 @@ class SurveillanceController {
 method(SurveillanceController, 'onEvent', [RheoConsumer({ stream: STREAM, group: 'surveillance', pollMs: 20 })], [Payload(), Ctx()]);
 Controller()(SurveillanceController);
 
+/** Failure paths through Nest 12's pipeline: a plain throw retries, a pipe refusal dead-letters at once. */
+const attempts = [];
+class OrdersController {
+  onOrder(qty, ctx) {
+    attempts.push(`${ctx.event.id}:${ctx.attempt}`);
+    if (ctx.attempt === 1) throw new Error('transient');
+  }
+}
+method(OrdersController, 'onOrder', [RheoConsumer({ stream: 'orders', group: 'g', pollMs: 20, retry: { initialMs: 0, maxMs: 0 } })], [Payload('qty', ParseIntPipe), Ctx()]);
+Controller()(OrdersController);
+
 class EventsController {
   constructor(rheo) {
     this.rheo = rheo;
@@ -85,8 +96,8 @@ Controller()(HealthController);
 
 class AppModule {}
 Module({
-  imports: [RheoModule.forRoot({ backend: memoryBackend(), streams: [{ name: STREAM, partitions: 4 }] }), TerminusModule],
-  controllers: [EventsController, HealthController, RiskController, SurveillanceController],
+  imports: [RheoModule.forRoot({ backend: memoryBackend(), streams: [{ name: STREAM, partitions: 4 }, { name: 'orders' }] }), TerminusModule],
+  controllers: [EventsController, HealthController, RiskController, SurveillanceController, OrdersController],
 })(AppModule);
 
 function check(condition, message) {
@@ -125,11 +136,22 @@ async function main() {
   check(seen.surveillance.size === 39 && !seen.surveillance.has(ids[13]), 'surveillance handled every event but the poison one');
   const dead = await app.get(RheoClient).deadLetters(STREAM, 'surveillance');
   check(dead.length === 1 && dead[0].eventId === ids[13] && dead[0].attempt === 1, `poison event dead-lettered at once (${JSON.stringify(dead)})`);
+  const client = app.get(RheoClient);
+  const good = await client.append('orders', { payload: { qty: '3' } });
+  const bad = await client.append('orders', { payload: { qty: 'three' } });
+  while ((await client.lag('orders', 'g')).lag > 0) {
+    check(Date.now() < deadline + 30_000, 'orders caught up');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  check(attempts.join(',') === `${good.id}:1,${good.id}:2`, `a throw is retried, then acked (${attempts})`);
+  const refused = await client.deadLetters('orders', 'g');
+  check(refused.length === 1 && refused[0].eventId === bad.id && refused[0].attempt === 1, `a pipe refusal is dead-lettered at once (${JSON.stringify(refused)})`);
+
   const health = await fetch(`${base}/health`);
   const body = await health.json();
   check(health.status === 200 && body.info.rheo.status === 'up', `/health up (${health.status} ${JSON.stringify(body)})`);
   await app.close();
-  console.log(`nest12 smoke: ok (40 events, 2 groups, 1 dead letter, /health ${health.status})`);
+  console.log(`nest12 smoke: ok (40 events, 2 groups, 1 dead letter; retry and pipe refusal; /health ${health.status})`);
 }
 
 const timer = setTimeout(() => {

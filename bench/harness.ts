@@ -1,6 +1,7 @@
 // Shared pieces of the benchmarks: payloads, the three measured operations
 // (append, consume through a Group, append-to-handler latency), and output.
 // Figures are relative to this machine; each run prints what it measured.
+import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Group, type JsonValue, type Rheo } from '../lib';
 
@@ -138,4 +139,6 @@ export function printTable(figures: BenchLine[] = lines): void {
   console.log(fmt(head));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const r of rows) console.log(fmt(r));
+  // The figures are only comparable with the load they were taken under.
+  console.log(`\n${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(2)).join(' / ')} (1/5/15 min), Node ${process.version}`);
 }

@@ -122,6 +122,23 @@ describe('Group: fetch errors', () => {
     expect(g.state).toBe('running');
   });
 
+  it('while backing off, held leases are still renewed and settled', async () => {
+    const { rheo, stream, group, backend } = await setup();
+    const [e] = await rheo.appendBatch(stream, events(1));
+    const hold = gate();
+    const g = startGroup(rheo, { stream, group, maxDemand: 2, concurrency: 2, leaseMs: 60, pollMs: 5 }, () => hold.promise);
+    await until(() => g.running === 1, 'one running');
+    backend.failFetch(1_000_000, 'backend_unavailable');
+    await until(() => g.state === 'backing_off', 'backing off');
+    const rounds = backend.renewRounds.length;
+    await until(() => backend.renewRounds.length >= rounds + 2, 'renewals go on');
+    expect(backend.renewRounds.slice(rounds).every((r) => r.length === 1 && r[0].event.id === e.id)).toBe(true);
+    hold.open();
+    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'acked while backing off');
+    expect(g.state).toBe('backing_off');
+    expect(backend.settles.map((s) => `${s.kind}:${s.answered}`)).toEqual(['ack:ok']);
+  });
+
   it('a missing group is a fetch error the Group backs off on (and picks up once it exists)', async () => {
     const { rheo, stream } = await setup();
     await rheo.appendBatch(stream, events(2));

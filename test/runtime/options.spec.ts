@@ -1,4 +1,4 @@
-import { Group, isRheoError, ManualClock, MemoryBackend, Rheo, resolveGroupOptions } from '../../lib';
+import { backoffDelay, FETCH_BACKOFF, Group, isRheoError, ManualClock, MemoryBackend, Rheo, resolveGroupOptions } from '../../lib';
 
 const rheo = new Rheo(new MemoryBackend({ clock: new ManualClock() }));
 const noop = async () => undefined;
@@ -69,5 +69,11 @@ describe('Group options', () => {
     expect(g.state).toBe('idle');
     await expect(g.drain()).resolves.toBe('drained');
     expect(g.state).toBe('stopped');
+  });
+});
+
+describe('fetch backoff policy', () => {
+  it('is 100 ms doubling to 5 s through the one backoffDelay', () => {
+    expect([1, 2, 3, 4, 5, 6, 7, 8, 50].map((n) => backoffDelay(FETCH_BACKOFF, n))).toEqual([100, 200, 400, 800, 1600, 3200, 5000, 5000, 5000]);
   });
 });

@@ -313,7 +313,7 @@ export class Group extends EventEmitter<GroupEvents> {
     let hint: Promise<void>;
     try {
       // The poll timer stays authoritative: the hint's own timeout is a cap, twice as long.
-      hint = wait.call(this.rheo.backend, { stream, group, timeoutMs: pollMs * 2, signal: abort.signal });
+      hint = Promise.resolve(wait.call(this.rheo.backend, { stream, group, timeoutMs: pollMs * 2, signal: abort.signal }));
     } catch {
       return; // a hint that cannot be had costs one poll
     }

@@ -2,7 +2,7 @@
 // build the same backend as its parent from two environment variables. A new
 // backend joins the multi-process tests by adding one entry here.
 import type { Backend } from '../../lib';
-import { MemoryBackend, postgresBackend, sqliteBackend } from '../../lib';
+import { MemoryBackend, postgresBackend, redisBackend, sqliteBackend } from '../../lib';
 
 /** Builds a backend from JSON-able options. */
 export type BackendFactory = (options: Record<string, unknown>) => Backend;
@@ -11,6 +11,7 @@ export const BACKEND_FACTORIES: Record<string, BackendFactory> = {
   memory: () => new MemoryBackend(),
   postgres: (o) => postgresBackend(o as never),
   sqlite: (o) => sqliteBackend(o as never),
+  redis: (o) => redisBackend(o as never),
 };
 
 /** The environment variables a child reads. */

@@ -122,6 +122,30 @@ describe('redis backend: connections', () => {
   });
 });
 
+describe('redis backend: scripts', () => {
+  it('keeps working after the server forgets its scripts (SCRIPT FLUSH): EVALSHA falls back to EVAL', async () => {
+    const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
+    const stream = name('flush');
+    const admin = new Redis(REDIS_URL);
+    try {
+      await rheo.createStream(stream);
+      await rheo.createGroup(stream, 'g');
+      await rheo.appendBatch(stream, [{ payload: 1 }, { payload: 2 }]);
+      await admin.script('FLUSH');
+      const leases = await rheo.fetch(stream, 'g');
+      expect(leases).toHaveLength(2);
+      await admin.script('FLUSH');
+      // Bulk settle goes through a pipeline: its NOSCRIPT answers are re-sent with EVAL.
+      const results = await rheo.settleMany(leases.map((lease) => ({ kind: 'ack' as const, lease })));
+      expect(results).toEqual([{ ok: true }, { ok: true }]);
+      expect((await rheo.lag(stream, 'g')).lag).toBe(0);
+    } finally {
+      admin.disconnect();
+      await rheo.close();
+    }
+  });
+});
+
 describe('redis backend: wake-ups', () => {
   let backend: ReturnType<typeof redisBackend>;
   let rheo: Rheo;

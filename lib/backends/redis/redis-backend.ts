@@ -212,17 +212,17 @@ export class RedisBackend implements Backend {
   async createStream(stream: string, partitions: number): Promise<StreamInfo> {
     const createdAt = this.clock.now();
     const k = this.keys(stream);
-    await this.call('write', async () => {
-      const p = this.redis().pipeline();
-      const call = { name: 'createStream' as const, keys: [k.meta], args: [partitions, createdAt] };
-      this.scripts.queue(p, call.name, call.keys, call.args);
-      // The registry is an index in another slot, written next to the creation (see keys.ts).
-      p.sadd(registryKey(this.prefix), stream);
-      const [[err]] = await this.scripts.execPipeline(p, [call, { name: 'createStream', keys: [], args: [] }]);
-      if (err) throw err;
-    }).catch((err: RheoError) => {
-      throw err.code === 'already_exists' ? new RheoError('already_exists', `stream "${stream}" already exists`) : err;
-    });
+    // The registry is an index in another slot, written after the creation (see keys.ts). It is
+    // written on already_exists too, so a creation whose registry write was lost is repaired by a retry.
+    const registered = () => this.call('write', () => this.redis().sadd(registryKey(this.prefix), stream));
+    try {
+      await this.run('write', 'createStream', [k.meta], [partitions, createdAt]);
+    } catch (err) {
+      if ((err as RheoError).code !== 'already_exists') throw err;
+      await registered();
+      throw new RheoError('already_exists', `stream "${stream}" already exists`);
+    }
+    await registered();
     this.remember({ name: stream, partitions, createdAt: new Date(createdAt) });
     return { name: stream, partitions, createdAt: new Date(createdAt) };
   }
@@ -273,7 +273,7 @@ export class RedisBackend implements Backend {
       createdAt: new Date(createdAt),
     };
     this.groupConfigs.set(`${req.stream}\u0000${req.group}`, config);
-    return { ...config, retry: { ...config.retry } };
+    return copyConfig(config);
   }
 
   /** A start position as script arguments: 'end' is resolved inside the script (atomic with appends), the rest here. */
@@ -324,7 +324,7 @@ export class RedisBackend implements Backend {
       createdAt: new Date(Number(createdAt)),
     };
     this.groupConfigs.set(`${stream}\u0000${group}`, config);
-    return { ...config, retry: { ...config.retry } };
+    return copyConfig(config);
   }
 
   async listGroups(stream: string): Promise<GroupConfig[]> {
@@ -690,7 +690,7 @@ export class RedisBackend implements Backend {
       inflight,
       deadLetters: dead,
       oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
-      config: { ...config, retry: { ...config.retry } },
+      config: copyConfig(config),
     };
   }
 
@@ -751,6 +751,11 @@ export class RedisBackend implements Backend {
     }
     return this.listener;
   }
+}
+
+/** A caller's copy of a (cached) group config: nothing shared with the cache. */
+function copyConfig(c: GroupConfig): GroupConfig {
+  return { ...c, retry: { ...c.retry }, createdAt: new Date(c.createdAt.getTime()) };
 }
 
 function leaseProblem(op: string, code: string): string {

@@ -187,7 +187,7 @@ describe('RheoServer.listen', () => {
       providers: [MisplacedService],
     });
     await expect(boot).rejects.toMatchObject({ code: 'invalid_argument' });
-    const message = await boot.catch((err: Error) => err.message);
+    const message = (await boot.then(() => "", (err: Error) => err.message)) as string;
     expect(message.split('\n').sort()).toEqual([
       'MisplacedService.onTick: @RheoConsumer is on a provider; Nest runs transport handlers on controllers only (add the class to a module\'s controllers)',
       'UnknownInstanceController.onTick: @RheoConsumer names instance "audti" but no RheoModule registers it (registered: default)',

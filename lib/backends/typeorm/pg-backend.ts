@@ -24,7 +24,7 @@ import { PgListener } from './pg-listener';
 import { WakeBoard } from './wake-board';
 import { PG_INSTALL_LOCK, pgInstall, pgPlans, pgQuery } from './pg-plans';
 import { copyGroup, EventRow, lagOf, GroupRow, toEvent, toGroup, toStream } from './rows';
-import { backoffTable, leasePosition, planSettles, receiptMismatch, staleLease } from './settle-plan';
+import { backoffTable, leasePosition, planSettles, receiptMismatch, settled, staleRenewals } from './settle-plan';
 import { SqlBackendBase } from './sql-backend-base';
 import { columnFilters, filteredQuery } from './query-filter';
 import { transactionManager } from './transaction';
@@ -360,7 +360,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
 
   async renew(leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]> {
     const now = this.clock.now();
-    const results: RenewResult[] = leases.map(() => ({ ok: false, error: staleLease('renew') }));
+    const results: Array<RenewResult | undefined> = new Array(leases.length);
     const idx: number[] = [];
     const cols: unknown[][] = [[], [], [], [], [], [], []];
     leases.forEach((l, i) => {
@@ -369,21 +369,22 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       idx.push(i);
       [i, l.stream, l.group, pos.partition, pos.sequence, l.leaseId, l.receipt].forEach((v, c) => cols[c].push(v));
     });
-    if (idx.length === 0) return results;
+    if (idx.length === 0) return staleRenewals(results);
     const rows = await this.q(this.plans.renew, [now, now + leaseMs, ...cols], 'write', 'renew');
     for (const r of rows) {
       const i = Number(r.i);
       results[i] = r.receipt_ok ? { ok: true, expiresAt: new Date(now + leaseMs) } : { ok: false, error: receiptMismatch('renew') };
     }
-    return results;
+    return staleRenewals(results);
   }
 
   async settle(ops: SettleOp[]): Promise<SettleResult[]> {
     const now = this.clock.now();
     for (const op of ops) await this.group(op.lease.stream, op.lease.group);
     const { planned, answered } = planSettles(ops, (s, g) => this.cachedGroup(s, g));
-    const results: SettleResult[] = ops.map((op, i) => ({ ok: false, error: answered.get(i) ?? staleLease(op.kind) }));
-    if (planned.length === 0) return results;
+    // Errors are built only for the ops that fail (a RheoError captures a stack: not free on the hot path).
+    const results: Array<SettleResult | undefined> = new Array(ops.length);
+    if (planned.length === 0) return settled(ops, results, answered);
     const { groupIndex, rows: backoff } = backoffTable(planned);
     const rows = await this.q(
       this.plans.settle,
@@ -413,7 +414,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       const i = Number(r.i);
       results[i] = r.receipt_ok ? { ok: true } : { ok: false, error: receiptMismatch(ops[i].kind) };
     }
-    return results;
+    return settled(ops, results, answered);
   }
 
   // ---------------------------------------------------------------- replay, reset, redrive

@@ -1,7 +1,7 @@
 import { backoffDelay } from '../../core/backoff';
 import { RheoError } from '../../core/errors';
 import type { GroupConfig, Lease } from '../../core/types';
-import type { SettleOp } from '../backend';
+import type { RenewResult, SettleOp, SettleResult } from '../backend';
 
 /**
  * What a settle asks of the stored delivery. 'nack' becomes a retry or, when the
@@ -107,4 +107,14 @@ export function backoffTable(planned: PlannedSettle[]): { groupIndex: number[]; 
     return gi;
   });
   return { groupIndex, rows };
+}
+
+/** Fill in the ops no row answered: the error planSettles gave them, else stale_lease. */
+export function settled(ops: SettleOp[], results: Array<SettleResult | undefined>, answered: Map<number, RheoError>): SettleResult[] {
+  return ops.map((op, i) => results[i] ?? { ok: false, error: answered.get(i) ?? staleLease(op.kind) });
+}
+
+/** Renewals no row answered are stale. */
+export function staleRenewals(results: Array<RenewResult | undefined>): RenewResult[] {
+  return Array.from(results, (r) => r ?? { ok: false, error: staleLease('renew') });
 }

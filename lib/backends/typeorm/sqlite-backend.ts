@@ -22,7 +22,7 @@ import { createCapabilities } from '../capabilities';
 import { mapDriverError, StatementKind } from './errors';
 import { sqliteTables } from './names';
 import { copyGroup, EventRow, lagOf, GroupRow, toEvent, toGroup, toStream } from './rows';
-import { leasePosition, planSettles, receiptMismatch, staleLease } from './settle-plan';
+import { leasePosition, planSettles, receiptMismatch, settled, staleLease } from './settle-plan';
 import { SqlBackendBase } from './sql-backend-base';
 import { sqliteInstall, sqlitePlans, sqliteQuery } from './sqlite-plans';
 import { columnFilters, filteredQuery } from './query-filter';
@@ -339,29 +339,58 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       }
       // Round-robin across partitions, starting from a rotating partition so none starves.
       queues.sort((a, b) => ((a.partition - start + info.partitions) % info.partitions) - ((b.partition - start + info.partitions) % info.partitions));
-      const leases: Lease[] = [];
-      const cursors = new Map<number, number>();
-      for (let turn = 0; leases.length < req.limit; turn++) {
+      const picked = new Map<number, Array<{ sequence: number; fresh: boolean }>>();
+      let taken = 0;
+      for (let turn = 0; taken < req.limit; turn++) {
         let took = false;
         for (const q of queues) {
-          if (leases.length >= req.limit) break;
+          if (taken >= req.limit) break;
           const c = q.seqs[turn];
           if (!c) continue;
           took = true;
-          const leaseId = newId();
-          let attempt = 1;
-          if (c.fresh) {
-            this.stmt(p.claimFresh).run(stream, group, q.partition, c.sequence, leaseId, req.consumerId, now, expiresAt);
-            cursors.set(q.partition, c.sequence + 1);
-          } else {
-            attempt = (this.stmt(p.claimDue).get(leaseId, req.consumerId, now, expiresAt, stream, group, q.partition, c.sequence) as { attempt: number }).attempt;
-          }
-          const event = toEvent(stream, this.stmt(p.eventAt).get(stream, q.partition, c.sequence) as EventRow);
-          leases.push({ leaseId, receipt: leaseId, stream, group, consumerId: req.consumerId, attempt, leasedAt: new Date(now), expiresAt: new Date(expiresAt), event });
+          taken++;
+          picked.set(q.partition, [...(picked.get(q.partition) ?? []), c]);
         }
         if (!took) break;
       }
-      for (const [partition, cursor] of cursors) this.stmt(p.moveCursor).run(cursor, stream, group, partition);
+      // Claim per partition: due deliveries one by one (each has its own attempt), fresh events as one run.
+      const byPosition = new Map<string, Lease>();
+      const lease = (partition: number, sequence: number, leaseId: string, attempt: number, event: RheoEvent): Lease => ({
+        leaseId, receipt: leaseId, stream, group, consumerId: req.consumerId, attempt, leasedAt: new Date(now), expiresAt: new Date(expiresAt), event,
+      });
+      for (const [partition, cs] of picked) {
+        const fresh = cs.filter((c) => c.fresh).map((c) => c.sequence);
+        for (const c of cs) {
+          if (c.fresh) continue;
+          const leaseId = newId();
+          const { attempt } = this.stmt(p.claimDue).get(leaseId, req.consumerId, now, expiresAt, stream, group, partition, c.sequence) as { attempt: number };
+          const event = toEvent(stream, this.stmt(p.eventAt).get(stream, partition, c.sequence) as EventRow);
+          byPosition.set(`${partition}:${c.sequence}`, lease(partition, c.sequence, leaseId, attempt, event));
+        }
+        if (fresh.length) {
+          const first = fresh[0];
+          const last = fresh[fresh.length - 1];
+          const ids = fresh.map(() => newId());
+          this.stmt(p.claimFresh).run(stream, group, partition, first, req.consumerId, now, expiresAt, JSON.stringify(ids));
+          for (const row of this.stmt(p.eventRange).all(stream, partition, first, last) as EventRow[]) {
+            const seq = Number(row.sequence);
+            byPosition.set(`${partition}:${seq}`, lease(partition, seq, ids[seq - first], 1, toEvent(stream, row)));
+          }
+          this.stmt(p.moveCursor).run(last + 1, stream, group, partition);
+        }
+      }
+      // In round-robin order.
+      const leases: Lease[] = [];
+      for (let turn = 0; ; turn++) {
+        let any = false;
+        for (const q of queues) {
+          const cs = picked.get(q.partition);
+          if (!cs || turn >= cs.length) continue;
+          any = true;
+          leases.push(byPosition.get(`${q.partition}:${cs[turn].sequence}`)!);
+        }
+        if (!any) break;
+      }
       return leases;
     });
   }
@@ -386,11 +415,18 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     for (const op of ops) await this.group(op.lease.stream, op.lease.group);
     const now = this.clock.now();
     const { planned, answered } = planSettles(ops, (s, g) => this.cachedGroup(s, g));
-    const results: SettleResult[] = ops.map((op, i) => ({ ok: false, error: answered.get(i) ?? staleLease(op.kind) }));
+    // Errors are built only for the ops that fail (a RheoError captures a stack: not free on the hot path).
+    const results: Array<SettleResult | undefined> = new Array(ops.length);
     const woken = new Set<string>();
     this.write('settle', () => {
       const p = this.plans;
       for (const s of planned) {
+        if (s.action === 'ack' && s.receipt === s.leaseId) {
+          // The common case in one statement: only a live lease with this id is deleted.
+          const { changes } = this.stmt(p.ackHeld).run(s.stream, s.group, s.partition, s.sequence, s.leaseId, now);
+          if (changes === 1) results[s.i] = { ok: true };
+          continue;
+        }
         const held = this.stmt(p.held).get(s.stream, s.group, s.partition, s.sequence, s.leaseId, now) as { lease_id: string; attempt: number } | undefined;
         if (!held) continue;
         if (s.receipt !== held.lease_id) {
@@ -409,7 +445,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       }
     });
     for (const stream of woken) this.wake(stream);
-    return results;
+    return settled(ops, results, answered);
   }
 
   // ---------------------------------------------------------------- replay, reset, redrive

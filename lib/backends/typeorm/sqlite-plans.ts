@@ -6,20 +6,25 @@
 // synchronous: the whole transaction runs without yielding the event loop).
 import type { TableNames } from './names';
 
-/** DDL, idempotent. Times are integer milliseconds from the backend's clock. */
+/**
+ * DDL, idempotent. Times are integer milliseconds from the backend's clock. The
+ * small-row tables are WITHOUT ROWID, so a primary-key lookup is one b-tree
+ * search instead of an index search plus a table search; events keep a rowid
+ * (their payloads make rows large).
+ */
 export function sqliteInstall(t: TableNames): string[] {
   return [
     `CREATE TABLE IF NOT EXISTS ${t.streams} (
       name        TEXT    NOT NULL PRIMARY KEY,
       partitions  INTEGER NOT NULL,
       created_at  INTEGER NOT NULL
-    )`,
+    ) WITHOUT ROWID`,
     `CREATE TABLE IF NOT EXISTS ${t.partitions} (
       stream      TEXT    NOT NULL,
       partition   INTEGER NOT NULL,
       hwm         INTEGER NOT NULL DEFAULT 0,
       PRIMARY KEY (stream, partition)
-    )`,
+    ) WITHOUT ROWID`,
     `CREATE TABLE IF NOT EXISTS ${t.events} (
       stream      TEXT    NOT NULL,
       partition   INTEGER NOT NULL,
@@ -43,14 +48,14 @@ export function sqliteInstall(t: TableNames): string[] {
       ordering          TEXT    NOT NULL,
       created_at        INTEGER NOT NULL,
       PRIMARY KEY (stream, name)
-    )`,
+    ) WITHOUT ROWID`,
     `CREATE TABLE IF NOT EXISTS ${t.groupPartitions} (
       stream      TEXT    NOT NULL,
       group_name  TEXT    NOT NULL,
       partition   INTEGER NOT NULL,
       cursor      INTEGER NOT NULL,
       PRIMARY KEY (stream, group_name, partition)
-    )`,
+    ) WITHOUT ROWID`,
     `CREATE TABLE IF NOT EXISTS ${t.deliveries} (
       stream      TEXT    NOT NULL,
       group_name  TEXT    NOT NULL,
@@ -65,7 +70,7 @@ export function sqliteInstall(t: TableNames): string[] {
       reason      TEXT,
       dead_at     INTEGER,
       PRIMARY KEY (stream, group_name, partition, sequence)
-    )`,
+    ) WITHOUT ROWID`,
   ];
 }
 
@@ -131,9 +136,13 @@ export function sqlitePlans(t: TableNames) {
       UPDATE ${t.deliveries} SET state = 'leased', attempt = attempt + 1, lease_id = ?, consumer_id = ?, leased_at = ?, due_at = ?
       WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ?
       RETURNING attempt`,
+    /** Lease a run of fresh events from the cursor: one row per lease id of the JSON array, sequence = first + index. */
     claimFresh: `
       INSERT INTO ${t.deliveries} (stream, group_name, partition, sequence, state, attempt, lease_id, consumer_id, leased_at, due_at)
-      VALUES (?, ?, ?, ?, 'leased', 1, ?, ?, ?, ?)`,
+      SELECT ?, ?, ?, ? + j.key, 'leased', 1, j.value, ?, ?, ? FROM json_each(?) j`,
+    eventRange: `
+      SELECT ${EVENT_COLUMNS} FROM ${t.events} e
+      WHERE e.stream = ? AND e.partition = ? AND e.sequence BETWEEN ? AND ? ORDER BY e.sequence`,
     moveCursor: `UPDATE ${t.groupPartitions} SET cursor = ? WHERE stream = ? AND group_name = ? AND partition = ?`,
 
     /** The delivery a lease names, when that lease is still live. */
@@ -143,6 +152,10 @@ export function sqlitePlans(t: TableNames) {
         AND lease_id = ? AND state = 'leased' AND due_at > ?`,
     renew: `UPDATE ${t.deliveries} SET due_at = ? WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ?`,
     ack: `DELETE FROM ${t.deliveries} WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ?`,
+    /** Ack in one step when the receipt is the lease id (it always is here): deletes only a live lease. */
+    ackHeld: `
+      DELETE FROM ${t.deliveries}
+      WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ? AND lease_id = ? AND state = 'leased' AND due_at > ?`,
     retry: `
       UPDATE ${t.deliveries} SET state = 'available', lease_id = NULL, due_at = ?, reason = ?
       WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ?`,

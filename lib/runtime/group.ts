@@ -6,83 +6,12 @@ import type { Rheo } from '../core/rheo';
 import { classifySettleError } from '../core/settle';
 import type { Lease } from '../core/types';
 import { MAX_BATCH } from '../core/validate';
+import type { DrainResult, GroupEvents, GroupHandler, GroupState, GroupStats } from './group-types';
 import { Inflight, type InflightEntry } from './inflight';
 import { checkDrainTimeout, FETCH_BACKOFF, type GroupRunOptions, type ResolvedGroupOptions, resolveGroupOptions } from './options';
 import { bounded, nackAfterFailedAck, outcomeOfValue, settleRequest } from './outcome';
+import { Renewals } from './renewals';
 import { SettleBatcher, type SettleResult } from './settle-batcher';
-
-/**
- * A handler: resolve with nothing to ack; resolve with an {@link Outcome} to settle
- * that way; throw to settle by `outcomeOfError` (`RheoReject` dead-letters now,
- * `RheoRetry` nacks with its delay, anything else nacks with the group's backoff).
- * The lease is shared with the Group: treat it as read-only.
- */
-export type GroupHandler = (lease: Lease) => Promise<Outcome | void>;
-
-/**
- * `idle`: built, not started. `running`: fetching. `backing_off`: the last fetch
- * failed, the next waits (handlers, settles and renewals go on). `draining`: no
- * more fetches, waiting for running handlers. `stopped`: terminal.
- */
-export type GroupState = 'idle' | 'running' | 'backing_off' | 'draining' | 'stopped';
-
-/** How {@link Group.drain} ended: everything settled, or the timeout came first. */
-export type DrainResult = 'drained' | 'timeout';
-
-/** Counters of one Group, for tests, health and telemetry. */
-export interface GroupStats {
-  /** Fetch calls made. */
-  fetches: number;
-  /** Leases those fetches returned. */
-  leases: number;
-  /** Idle waits ended by the poll timer. */
-  pollTimeouts: number;
-  /** Idle waits ended by the backend's wake-up hint. */
-  wakeUps: number;
-  /** Renewal calls made (one per round). */
-  renewRounds: number;
-  /** Settle calls made (each carries a batch). */
-  settleBatches: number;
-  /** Leases settled successfully. */
-  settled: number;
-}
-
-/** Payload of the `settled` event. */
-export interface SettledEvent {
-  lease: Lease;
-  outcome: Outcome;
-}
-
-/** Payload of the `settle_error` event. */
-export interface SettleErrorEvent {
-  lease: Lease;
-  outcome: Outcome;
-  error: RheoError;
-}
-
-/** Payload of the `handler_error` event. */
-export interface HandlerErrorEvent {
-  lease: Lease;
-  error: unknown;
-}
-
-/** Payload of the `renew_error` event: a whole renewal round failed; the leases are kept for the next. */
-export interface RenewErrorEvent {
-  error: RheoError;
-  leases: number;
-}
-
-/** The events a {@link Group} emits, with their arguments. */
-export interface GroupEvents {
-  state: [GroupState];
-  fetch_error: [RheoError];
-  recovered: [];
-  settled: [SettledEvent];
-  settle_error: [SettleErrorEvent];
-  lease_lost: [Lease];
-  handler_error: [HandlerErrorEvent];
-  renew_error: [RenewErrorEvent];
-}
 
 /** The facade refuses fetches above this limit. */
 const MAX_FETCH_LIMIT = 1000;
@@ -109,7 +38,7 @@ export class Group extends EventEmitter<GroupEvents> {
   private readonly options: ResolvedGroupOptions;
   private readonly held = new Inflight();
   private readonly settler: SettleBatcher;
-  private readonly renewEveryMs: number;
+  private readonly renewals: Renewals;
   private readonly counters: GroupStats = { fetches: 0, leases: 0, pollTimeouts: 0, wakeUps: 0, renewRounds: 0, settleBatches: 0, settled: 0 };
 
   private current: GroupState = 'idle';
@@ -124,7 +53,6 @@ export class Group extends EventEmitter<GroupEvents> {
   private emptyWakeUps = 0;
   private fetchFailures = 0;
 
-  private renewTimer: NodeJS.Timeout | null = null;
   private drainTimer: NodeJS.Timeout | null = null;
   private drainPromise: Promise<DrainResult> | null = null;
   private drainDone: ((result: DrainResult) => void) | null = null;
@@ -139,7 +67,14 @@ export class Group extends EventEmitter<GroupEvents> {
     if (!rheo || !rheo.backend || typeof rheo.fetch !== 'function' || typeof rheo.settleMany !== 'function') throw RheoError.invalid('rheo', 'must be a Rheo instance');
     if (typeof handler !== 'function') throw RheoError.invalid('handler', 'must be a function');
     this.options = resolveGroupOptions(options);
-    this.renewEveryMs = Math.max(1, Math.floor(this.options.leaseMs / 2));
+    this.renewals = new Renewals(rheo, this.held, this.options.leaseMs, {
+      lost: (entry) => {
+        this.notify('lease_lost', entry.lease);
+        this.roomFreed();
+        this.checkDrained();
+      },
+      roundFailed: (error, leases) => this.notify('renew_error', { error, leases }),
+    });
     this.settler = new SettleBatcher((requests) => this.rheo.settleMany(requests), MAX_BATCH, () => this.checkDrained());
   }
 
@@ -167,7 +102,7 @@ export class Group extends EventEmitter<GroupEvents> {
 
   /** A snapshot of the Group's counters. */
   get stats(): GroupStats {
-    return { ...this.counters, settleBatches: this.settler.batches };
+    return { ...this.counters, renewRounds: this.renewals.rounds, settleBatches: this.settler.batches };
   }
 
   /** The options in force, defaults applied. */
@@ -183,7 +118,7 @@ export class Group extends EventEmitter<GroupEvents> {
   start(): void {
     if (this.current !== 'idle') return;
     this.setState('running');
-    this.scheduleRenew(this.renewEveryMs);
+    this.renewals.start();
     this.fetchNow();
   }
 
@@ -428,57 +363,6 @@ export class Group extends EventEmitter<GroupEvents> {
     this.checkDrained();
   }
 
-  // ------------------------------------------------------------------ renewals
-
-  private scheduleRenew(delayMs: number): void {
-    if (this.current === 'stopped') return;
-    this.renewTimer = setTimeout(() => this.renewRound(), delayMs);
-  }
-
-  /** One `renewMany` call for every held lease; the next round is scheduled when it answers. */
-  private renewRound(): void {
-    this.renewTimer = null;
-    if (this.current === 'stopped') return;
-    const leases = this.held.leases();
-    if (leases.length === 0) {
-      this.scheduleRenew(this.renewEveryMs);
-      return;
-    }
-    this.counters.renewRounds++;
-    let call: ReturnType<Rheo['renewMany']>;
-    try {
-      call = this.rheo.renewMany(leases, { leaseMs: this.options.leaseMs });
-    } catch (err) {
-      call = Promise.reject(err);
-    }
-    call.then(
-      (results) => {
-        if (this.current === 'stopped') return;
-        for (let i = 0; i < leases.length; i++) {
-          const result = results[i];
-          const entry = this.held.get(leases[i].leaseId);
-          if (!entry || !result) continue;
-          if (result.ok) entry.expiresAt = result.expiresAt.getTime();
-          // A lost lease is dropped without a nack (the newer holder owns the event);
-          // a settle on its way decides for itself. Other errors: try next round.
-          else if (classifySettleError(result.error) === 'lost' && !entry.settling) {
-            this.held.delete(entry.lease.leaseId);
-            this.notify('lease_lost', entry.lease);
-            this.roomFreed();
-            this.checkDrained();
-          }
-        }
-        this.scheduleRenew(this.renewEveryMs);
-      },
-      (err: unknown) => {
-        if (this.current === 'stopped') return;
-        this.notify('renew_error', { error: toRheoError(err), leases: leases.length });
-        // Retry sooner than a full interval: the leases are at risk of expiring.
-        this.scheduleRenew(Math.max(1, Math.floor(this.renewEveryMs / 4)));
-      },
-    );
-  }
-
   // ------------------------------------------------------------------ drain and state
 
   private checkDrained(): void {
@@ -490,8 +374,7 @@ export class Group extends EventEmitter<GroupEvents> {
     if (this.current === 'stopped') return;
     if (this.drainTimer) clearTimeout(this.drainTimer);
     this.drainTimer = null;
-    if (this.renewTimer) clearTimeout(this.renewTimer);
-    this.renewTimer = null;
+    this.renewals.stop();
     this.stopFetching();
     // What is still held stays counted in `inflight` (the leases given up), but is
     // no longer renewed or settled: it expires and is redelivered.

@@ -10,6 +10,6 @@ export type {
   SettleErrorEvent,
   HandlerErrorEvent,
   RenewErrorEvent,
-} from './group';
+} from './group-types';
 export { GROUP_DEFAULTS, FETCH_BACKOFF, resolveGroupOptions } from './options';
 export type { GroupRunOptions, ResolvedGroupOptions } from './options';

@@ -35,6 +35,8 @@ async function main(): Promise<number> {
 
   // A surveillance worker on another node takes the first event and dies holding its lease.
   await rheo.createGroup(MARKET_EVENTS, 'surveillance', { ifNotExists: true });
+  // The log is durable: a second run finds the first run's dead letters, so look at this run's only.
+  const runStart = new Date();
   const first = await post('/events', marketEvent(0));
   const [crashed] = await rheo.fetch(MARKET_EVENTS, 'surveillance', { limit: 1, leaseMs: CRASHED_LEASE_MS, consumerId: 'node-b (crashed)' });
   console.log(`node-b leased event ${crashed.event.id} (attempt ${crashed.attempt}) for ${CRASHED_LEASE_MS} ms, then crashed without settling it`);
@@ -60,7 +62,7 @@ async function main(): Promise<number> {
       ? `redelivery: event ${first.id} went back to group surveillance after node-b's lease expired (attempt ${redelivered.split(':')[2]})`
       : `redelivery: NOT observed for ${first.id}`,
   );
-  const dead = await rheo.deadLetters(MARKET_EVENTS, 'surveillance');
+  const dead = (await rheo.deadLetters(MARKET_EVENTS, 'surveillance', { limit: 1000 })).filter((d) => d.deadLetteredAt >= runStart);
   for (const d of dead) console.log(`dead letter: surveillance ${d.eventId} after ${d.attempt} attempt(s): ${d.reason}`);
   console.log(`surveillance alerts: ${stats.alerts.length}; risk exposure: ${[...stats.exposure].map(([k, v]) => `${k}=${Math.round(v)}`).join(' ')}`);
   const health = await fetch(`${base}/health`);

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { RheoClient } from '../../lib';
@@ -9,16 +12,22 @@ import { waitFor } from './support';
 describe('the sample app', () => {
   let app: INestApplication;
 
+  const dir = mkdtempSync(join(tmpdir(), 'rheo-sample-'));
+
   beforeAll(async () => {
+    // The sample runs on SQLite; this run gets its own file.
+    process.env.RHEO_SAMPLE_DB = join(dir, 'rheo.db');
     app = await createApp(false);
     await app.startAllMicroservices();
   });
 
   afterAll(async () => {
     await app.close();
+    delete process.env.RHEO_SAMPLE_DB;
+    rmSync(dir, { recursive: true, force: true });
   });
 
-  it('appends over HTTP, both groups consume every event, the poison one is dead-lettered, /health is up', async () => {
+  it('runs on SQLite: appends over HTTP, both groups consume every event, the poison one is dead-lettered, /health is up', async () => {
     const http = request(app.getHttpServer());
     const one = await http.post('/events').send({ type: 'trade', payload: { instrument: 'EURUSD', price: 1.1, qty: 1000 } }).expect(201);
     expect(one.body).toEqual({ id: expect.any(String), partition: expect.any(Number), sequence: 1 });
@@ -28,6 +37,7 @@ describe('the sample app', () => {
       const lag = (await http.get('/events/lag').expect(200)).body;
       return lag.risk === 0 && lag.surveillance === 0;
     });
+    expect(app.get(RheoClient).rheo.backend.name).toBe('sqlite');
     const stats = app.get(StatsService);
     expect(stats.handled).toEqual({ risk: 50, surveillance: 49 });
     const dead = await app.get(RheoClient).deadLetters(MARKET_EVENTS, 'surveillance');

@@ -91,10 +91,12 @@ export class WakeListener {
   private async loop(): Promise<void> {
     try {
       while (!this.closed && this.waiters.size > 0) {
-        const keys = [...this.waiters.keys()];
-        const ids = keys.map((k) => [...this.waiters.get(k)!].map((w) => w.lastId).reduce((a, b) => (compareEntryIds(a, b) <= 0 ? a : b)));
         try {
           if (this.blockerId === null) this.blockerId = Number(await this.blocker.client('ID'));
+          if (this.closed || this.waiters.size === 0) break;
+          // Read the waiters only now, right before the read is sent, so none registered meanwhile is left out.
+          const keys = [...this.waiters.keys()];
+          const ids = keys.map((k) => [...this.waiters.get(k)!].map((w) => w.lastId).reduce((a, b) => (compareEntryIds(a, b) <= 0 ? a : b)));
           this.blocking = new Map(keys.map((k, i) => [k, ids[i]]));
           const res = (await this.blocker.xread('BLOCK', BLOCK_MS, 'STREAMS', ...keys, ...ids)) as Array<[string, Array<[string, string[]]>]> | null;
           this.blocking = null;

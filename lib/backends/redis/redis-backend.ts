@@ -65,6 +65,7 @@ export class RedisBackend implements Backend {
     mechanisms: { notifications: false, blockingReads: true, batchWrites: true, secondaryIndexes: false, transactionalAppend: false },
   });
   readonly clock: Clock;
+  /** The key prefix every key of this backend starts with. */
   readonly prefix: string;
 
   private readonly options: RedisBackendOptions;

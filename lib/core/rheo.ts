@@ -95,7 +95,21 @@ function checkPartitions(field: string, value: unknown, count: number): number[]
   return [...new Set(value.map((p, i) => checkInt(`${field}[${i}]`, p, 0, count - 1)))].sort((a, b) => a - b);
 }
 
+/**
+ * Leases this process fetched through a facade. They are frozen when issued, so
+ * their shape is known good and settling them skips re-validation: the settle
+ * path is the hottest in the library. Anything else is checked field by field.
+ */
+const issued = new WeakSet<object>();
+
+function issue<L extends Lease<unknown>>(lease: L): L {
+  Object.freeze(lease.event);
+  issued.add(Object.freeze(lease));
+  return lease;
+}
+
 function checkLease(field: string, lease: unknown): Lease<unknown> {
+  if (typeof lease === 'object' && lease !== null && issued.has(lease)) return lease as Lease<unknown>;
   const l = checkObject(field, lease) as unknown as Lease<unknown>;
   checkName(`${field}.leaseId`, l.leaseId);
   checkName(`${field}.stream`, l.stream);
@@ -355,14 +369,17 @@ export class Rheo {
     await this.init();
     const info = await this.stream(stream);
     const partitions = checkPartitions('partitions', options.partitions, info.partitions);
-    return this.backend.fetch({ stream, group, limit, leaseMs, consumerId, partitions });
+    const leases = await this.backend.fetch({ stream, group, limit, leaseMs, consumerId, partitions });
+    for (const lease of leases) issue(lease);
+    return leases;
   }
 
   /** Extend `lease` to `leaseMs` from now. Returns the lease with its new expiry. */
   async renew<P>(lease: Lease<P>, options: { leaseMs?: number } = {}): Promise<Lease<P>> {
     const [result] = await this.renewMany([lease], options);
     if (!result.ok) throw result.error;
-    return { ...lease, expiresAt: result.expiresAt };
+    const renewed = { ...lease, expiresAt: result.expiresAt };
+    return issued.has(lease) ? issue(renewed) : renewed;
   }
 
   /** Renew many leases in one backend call; per-lease results. */

@@ -428,6 +428,8 @@ export class MemoryBackend implements Backend {
         }
         part.open.delete(seq);
         advance(part);
+        // In a partition-ordered group, settling the head makes the next event claimable.
+        if (g.config.ordering === 'partition') woken.add(this.streams.get(op.lease.stream)!);
         return { ok: true };
       } catch (err) {
         return { ok: false, error: err as RheoError };

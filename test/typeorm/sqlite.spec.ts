@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import { ManualClock, Rheo, RheoError, rheoMigrations, sqliteBackend, SqliteBackend, typeormBackend } from '../../lib';
+import { ManualClock, Rheo, RheoError, rheoEntities, rheoMigrations, sqliteBackend, SqliteBackend, typeormBackend } from '../../lib';
 
 const dir = mkdtempSync(join(tmpdir(), 'rheo-sqlite-'));
 
@@ -108,6 +108,24 @@ describe('sqlite backend', () => {
       await d.undoLastMigration();
       const left = await d.query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rheo_%'`);
       expect(left).toEqual([]);
+    } finally {
+      await d.destroy();
+    }
+  });
+
+  it('rheoEntities read the tables through TypeORM, and synchronize never rebuilds them', async () => {
+    const d = new DataSource({ type: 'better-sqlite3', database: join(dir, 'entities.db'), entities: rheoEntities(), synchronize: true });
+    await d.initialize();
+    try {
+      const r = new Rheo(typeormBackend({ dataSource: d }));
+      await r.createStream('e', { partitions: 2 });
+      await r.append('e', { id: 'x', payload: 1 });
+      expect(await d.getRepository('rheo_streams').find()).toEqual([expect.objectContaining({ name: 'e', partitions: 2 })]);
+      expect(await d.driver.createSchemaBuilder().log()).toMatchObject({ upQueries: [] });
+      // The unique (stream, id) key is still there: the same id is not stored twice.
+      await r.append('e', { id: 'x', payload: 2 });
+      expect(await d.getRepository('rheo_events').count()).toBe(1);
+      await r.close();
     } finally {
       await d.destroy();
     }

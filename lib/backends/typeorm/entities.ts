@@ -16,16 +16,18 @@ const big = (primary = false, nullable = false): EntitySchemaColumnOptions => ({
 
 /**
  * The library's tables as TypeORM entities (EntitySchema, so no decorators), for
- * hosts that want them in their DataSource, e.g. to let `migration:generate` see
- * them or to read them in reports. They mirror the DDL of {@link rheoMigrations};
- * the backend itself never goes through them. Do not point `synchronize` at them
- * in production (TypeORM's own advice for every entity).
+ * hosts that want to read them through TypeORM (reports, admin screens). They are
+ * marked `synchronize: false`: the tables are created by {@link rheoMigrations} or
+ * `install: 'auto'`, and neither `synchronize` nor `migration:generate` will ever
+ * alter them. The backend itself never goes through them.
  */
 export function rheoEntities(options: RheoEntitiesOptions = {}): EntitySchema[] {
   const schema = options.schema === undefined ? undefined : checkSchemaName('schema', options.schema);
   const { EntitySchema } = loadDriver<typeof import('typeorm')>('typeorm', 'rheoEntities');
   const entity = (key: keyof typeof TABLES, columns: Columns, uniques: Array<{ name: string; columns: string[] }> = []) =>
-    new EntitySchema({ name: TABLES[key], tableName: TABLES[key], schema, columns, uniques });
+    // synchronize: false: the DDL belongs to rheoMigrations / install 'auto' (dialect types, WITHOUT ROWID,
+    // keys); TypeORM's synchronize and migration:generate must never rebuild these tables.
+    new EntitySchema({ name: TABLES[key], tableName: TABLES[key], schema, columns, uniques, synchronize: false });
   return [
     entity('streams', { name: text(true), partitions: int(), created_at: big() }),
     entity('partitions', { stream: text(true), partition: int(true), hwm: big() }),

@@ -91,13 +91,15 @@ export function pgUninstall(t: TableNames): string[] {
 export const PG_INSTALL_LOCK = `SELECT pg_advisory_xact_lock(hashtext($1))`;
 
 /**
- * Claims, settles and renewals commit without waiting for the WAL flush
- * (`synchronous_commit = off` for that transaction only). What a server crash can
- * lose is the last few hundred milliseconds of them, and losing one only means a
- * redelivery: a lost claim leaves the event claimable, a lost ack or nack leaves
- * the lease to expire. That is at-least-once, which is all a claim promises; the
- * log itself (append) always commits synchronously, and commits stay ordered.
- * Set inside the statement, so it costs no extra round trip.
+ * Settles, and claims of groups without partition ordering, commit without waiting
+ * for the WAL flush (`synchronous_commit = off` for that transaction only). What a
+ * server crash can lose is the last few hundred milliseconds of them, and losing
+ * one only means a redelivery: a lost ack, nack or reject leaves the lease to
+ * expire; a lost claim leaves the event claimable (its first holder's settle is
+ * then stale_lease). That is at-least-once, which is all a claim promises. Appends,
+ * renewals and claims of `ordering: 'partition'` groups (whose promise is one
+ * holder per partition at a time) always commit synchronously. Set inside the
+ * statement, so it costs no extra round trip.
  */
 const ASYNC_COMMIT = `set_config('synchronous_commit', 'off', true) IS NOT NULL`;
 
@@ -269,7 +271,6 @@ export function pgPlans(t: TableNames) {
       WITH op AS (
         SELECT * FROM unnest($3::int[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::text[], $9::text[])
           AS op(i, stream, group_name, partition, sequence, lease_id, receipt)
-        WHERE ${ASYNC_COMMIT}
       ), live AS (
         SELECT op.*, op.receipt = d.lease_id AS receipt_ok
         FROM op JOIN ${t.deliveries} d
@@ -385,7 +386,7 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered'): string {
         SELECT g.partition, g.cursor, p.hwm
         FROM ${t.groupPartitions} g
         JOIN ${t.partitions} p ON p.stream = g.stream AND p.partition = g.partition
-        WHERE g.stream = $1 AND g.group_name = $2 AND g.partition = ANY($3::int[]) AND ${ASYNC_COMMIT}
+        WHERE g.stream = $1 AND g.group_name = $2 AND g.partition = ANY($3::int[]) ${mode === 'any' ? `AND ${ASYNC_COMMIT}` : ''}
         ORDER BY g.partition
         ${mode === 'any' ? 'FOR UPDATE OF g' : ''}
       )`;

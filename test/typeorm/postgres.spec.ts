@@ -267,6 +267,24 @@ describe('postgres backend', () => {
       }
     });
 
+    it("install: 'auto' works for a role that owns its schema but may not create schemas", async () => {
+      const s = freshSchema('role');
+      const role = `${s}_owner`;
+      await ds.query(`CREATE ROLE "${role}" LOGIN`);
+      await ds.query(`CREATE SCHEMA "${s}" AUTHORIZATION "${role}"`);
+      const url = PG_URL.replace('postgres://postgres@', `postgres://${role}@`);
+      expect(url).not.toBe(PG_URL);
+      const r = new Rheo(postgresBackend({ url, schema: s, poolSize: 1 }));
+      try {
+        await r.createStream('mine');
+        expect((await r.append('mine', { payload: 1 })).sequence).toBe(1);
+      } finally {
+        await r.close();
+        await dropSchema(s);
+        await ds.query(`DROP ROLE "${role}"`);
+      }
+    });
+
     it("install: 'none' on a database without the tables fails clearly instead of creating them", async () => {
       const s = freshSchema('none');
       const d = await pgDataSource(1);

@@ -19,8 +19,15 @@ import type { TableNames } from './names';
 /** DDL, idempotent: safe to run at every start, under the install lock. */
 export function pgInstall(schema: string, t: TableNames): string[] {
   const s = `"${schema.replace(/"/g, '""')}"`;
+  const literal = `'${schema.replace(/'/g, "''")}'`;
   return [
-    `CREATE SCHEMA IF NOT EXISTS ${s}`,
+    // Not CREATE SCHEMA IF NOT EXISTS: that checks the CREATE privilege on the database even when
+    // the schema exists, and a role that was given an existing schema must still be able to install.
+    `DO $$ BEGIN
+       IF NOT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = ${literal}) THEN
+         EXECUTE 'CREATE SCHEMA ${s.replace(/'/g, "''")}';
+       END IF;
+     END $$`,
     `CREATE TABLE IF NOT EXISTS ${t.streams} (
       name        text    PRIMARY KEY,
       partitions  integer NOT NULL,

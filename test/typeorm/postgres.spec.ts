@@ -140,6 +140,35 @@ describe('postgres backend', () => {
       for (const seqs of byBatch.values()) expect(seqs[seqs.length - 1] - seqs[0]).toBe(4);
     });
 
+    it('commits in sequence order: a reader tailing concurrent appends never sees a gap that fills later', async () => {
+      await rheo.createStream('tail');
+      const nodes = Array.from({ length: 4 }, () => new Rheo(postgresBackend({ url: PG_URL, schema, poolSize: 2 })));
+      let writing = true;
+      let seen = 0;
+      let reads = 0;
+      const reader = (async () => {
+        while (writing || seen < 400) {
+          const got = await rheo.read('tail', { afterSequence: seen, limit: 1000 });
+          reads++;
+          // Whatever is visible is contiguous from where we were: 1..n, never 1..n plus n+2.
+          got.forEach((e, i) => expect(e.sequence).toBe(seen + i + 1));
+          seen += got.length;
+          if (!writing && got.length === 0) break;
+        }
+      })();
+      try {
+        await Promise.all(nodes.map((n, i) => (async () => {
+          for (let j = 0; j < 20; j++) await n.appendBatch('tail', Array.from({ length: 5 }, (_, k) => ({ payload: { i, j, k } })));
+        })()));
+      } finally {
+        writing = false;
+        await reader;
+        await Promise.all(nodes.map((n) => n.close()));
+      }
+      expect(seen).toBe(400);
+      expect(reads).toBeGreaterThan(1);
+    });
+
     it('never hands one event to two live leases when nodes race their fetches', async () => {
       await rheo.createStream('race', { partitions: 3 });
       await rheo.appendBatch('race', Array.from({ length: 300 }, (_, i) => ({ partition: i % 3, payload: i })));

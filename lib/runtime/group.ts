@@ -44,6 +44,8 @@ export class Group extends EventEmitter<GroupEvents> {
   private current: GroupState = 'idle';
   private error: RheoError | null = null;
   private handlersRunning = 0;
+  /** Leases held but not yet handed to a handler: the prefetch buffer, in fetch order. */
+  private readonly ready: InflightEntry[] = [];
 
   private phase: LoopPhase = 'off';
   private kickScheduled = false;
@@ -154,8 +156,15 @@ export class Group extends EventEmitter<GroupEvents> {
     return this.current === 'running' || this.current === 'backing_off';
   }
 
+  /**
+   * How many leases to fetch now. The Group prefetches: it holds up to `maxDemand`
+   * leases (renewed while they wait) and runs `concurrency` of them, so one round
+   * trip claims a large batch instead of one per free handler. It fetches again
+   * once fewer than `concurrency` leases are waiting, before handlers run dry.
+   */
   private room(): number {
-    return Math.min(this.options.maxDemand - this.held.size, this.options.concurrency - this.handlersRunning);
+    if (this.ready.length >= this.options.concurrency) return 0;
+    return this.options.maxDemand - this.held.size;
   }
 
   /** `byWake`: this fetch answers a wake-up hint (an empty answer makes the hint spurious). */
@@ -290,8 +299,23 @@ export class Group extends EventEmitter<GroupEvents> {
 
   // ------------------------------------------------------------------ handlers and settles
 
+  /** Take a fetched lease: run it now if a handler is free, else queue it. */
   private run(lease: Lease): void {
     const entry = this.held.add(lease);
+    if (this.handlersRunning < this.options.concurrency) this.handle(entry);
+    else this.ready.push(entry);
+  }
+
+  /** A handler finished: hand queued leases to free handlers, skipping any lost while waiting. */
+  private startReady(): void {
+    while (this.handlersRunning < this.options.concurrency && this.ready.length > 0) {
+      const entry = this.ready.shift()!;
+      if (this.held.get(entry.lease.leaseId) === entry && this.current !== 'stopped') this.handle(entry);
+    }
+  }
+
+  private handle(entry: InflightEntry): void {
+    const lease = entry.lease;
     this.handlersRunning++;
     let result: Promise<Outcome | void>;
     try {
@@ -307,6 +331,7 @@ export class Group extends EventEmitter<GroupEvents> {
 
   private onHandled(entry: InflightEntry, value: unknown): void {
     this.handlersRunning--;
+    this.startReady();
     const outcome = outcomeOfValue(value);
     if (outcome instanceof RheoError) {
       this.notify('handler_error', { lease: entry.lease, error: outcome });
@@ -320,6 +345,7 @@ export class Group extends EventEmitter<GroupEvents> {
 
   private onHandlerThrew(entry: InflightEntry, err: unknown): void {
     this.handlersRunning--;
+    this.startReady();
     // RheoReject and RheoRetry are the handler's decisions, not failures.
     if (!(err instanceof RheoReject) && !(err instanceof RheoRetry)) this.notify('handler_error', { lease: entry.lease, error: err });
     this.settle(entry, bounded(outcomeOfError(err)));
@@ -376,6 +402,7 @@ export class Group extends EventEmitter<GroupEvents> {
     this.drainTimer = null;
     this.renewals.stop();
     this.stopFetching();
+    this.ready.length = 0; // never started: they expire and are redelivered
     // What is still held stays counted in `inflight` (the leases given up), but is
     // no longer renewed or settled: it expires and is redelivered.
     this.setState('stopped');

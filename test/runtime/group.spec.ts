@@ -1,5 +1,5 @@
 import { type Lease, type Outcome, RheoReject, RheoRetry } from '../../lib';
-import { drainAll, events, setup, startGroup, until } from './helpers';
+import { drainAll, events, gate, setup, startGroup, until } from './helpers';
 
 afterEach(drainAll);
 
@@ -44,6 +44,37 @@ describe('Group: bounds and completeness', () => {
     expect(g.inflight).toBe(0);
     expect(g.running).toBe(0);
     expect(g.state).toBe('running');
+  });
+
+  it('prefetches up to maxDemand while running only concurrency handlers; queued leases are renewed, then handled', async () => {
+    const { rheo, stream, group, backend, clock } = await setup();
+    await rheo.appendBatch(stream, events(30));
+    const held = gate();
+    let running = 0;
+    let maxRunning = 0;
+    const handled: string[] = [];
+    const g = startGroup(rheo, { stream, group, maxDemand: 10, concurrency: 2, leaseMs: 1000, pollMs: 20 }, async (lease) => {
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      await held.promise;
+      handled.push(lease.event.id);
+      running--;
+    });
+    // One fetch claims the whole demand: 2 handlers run, 8 leases wait in the buffer.
+    await until(() => g.inflight === 10 && g.running === 2, 'buffer filled');
+    expect(backend.calls.fetch).toBe(1);
+    expect((await rheo.groupInfo(stream, group)).inflight).toBe(10);
+    // While they wait, renewals keep every buffered lease alive past its first TTL (t0 + 1000).
+    const rounds = g.stats.renewRounds;
+    clock.advance(600);
+    await until(() => g.stats.renewRounds >= rounds + 2, 'a renewal round after the clock moved');
+    clock.advance(600);
+    expect((await rheo.groupInfo(stream, group)).inflight).toBe(10);
+    held.open();
+    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'all consumed');
+    expect(handled).toHaveLength(30);
+    expect(new Set(handled).size).toBe(30);
+    expect(maxRunning).toBe(2);
   });
 
   it('coalesces settles into batches (fewer settle calls than events)', async () => {

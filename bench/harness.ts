@@ -8,6 +8,8 @@ import { Group, type JsonValue, type Rheo } from '../lib';
 /** One output line: a throughput figure or a latency figure. */
 export type BenchLine =
   | { backend: string; op: string; events: number; eventsPerSec: number; ratio?: number; raw?: true }
+  /** A peer library doing the same work in the same run; `oursPerPeer` = our figure / theirs. */
+  | { backend: string; op: string; peer: true; events: number; eventsPerSec: number; oursPerPeer: number }
   | { backend: string; op: 'latency'; events: number; p50Ms: number; p99Ms: number };
 
 const lines: BenchLine[] = [];
@@ -130,9 +132,11 @@ export function printTable(figures: BenchLine[] = lines): void {
   const rows = figures.map((l) =>
     'p50Ms' in l
       ? [l.backend, l.op, String(l.events), `p50 ${l.p50Ms} ms / p99 ${l.p99Ms} ms`, '']
-      : [l.backend, l.raw ? `${l.op} (raw driver)` : l.op, String(l.events), `${l.eventsPerSec.toLocaleString('en-US')} events/s`, l.ratio === undefined ? '' : `${l.ratio.toFixed(2)} of raw`],
+      : 'peer' in l
+        ? [l.backend, `${l.op} (peer)`, String(l.events), `${l.eventsPerSec.toLocaleString('en-US')} events/s`, `ours = ${l.oursPerPeer.toFixed(2)}x this peer`]
+        : [l.backend, l.raw ? `${l.op} (raw driver)` : l.op, String(l.events), `${l.eventsPerSec.toLocaleString('en-US')} events/s`, l.ratio === undefined ? '' : `${l.ratio.toFixed(2)} of raw`],
   );
-  const head = ['backend', 'op', 'events', 'result', 'vs raw'];
+  const head = ['backend', 'op', 'events', 'result', 'vs raw / peer'];
   const widths = head.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c].length)));
   const fmt = (r: string[]) => r.map((cell, c) => cell.padEnd(widths[c])).join('  ').trimEnd();
   console.log('');

@@ -2,6 +2,7 @@
 // RHEO_PG_URL overrides the machine's database. Runs in a throwaway schema.
 import { Pool } from 'pg';
 import { postgresBackend, Rheo } from '../lib';
+import { benchPgBoss } from './peers/pg-boss';
 import { benchAppend, benchConsume, benchLatency, emit, payload, printTable, rate, timeIt } from './harness';
 
 const URL = process.env.RHEO_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -69,6 +70,11 @@ export async function main(): Promise<void> {
     const consume = await benchConsume(rheo, 'bench', 'consumers', N, { maxDemand: 100, concurrency: 16 });
     emit({ backend: 'postgres', op: 'consume', raw: true, events: N, eventsPerSec: rawC });
     emit({ backend: 'postgres', op: 'consume', events: N, eventsPerSec: consume.eventsPerSec, ratio: round(consume.eventsPerSec / rawC) });
+
+    // The peer on the same database, same N, same payloads.
+    const boss = await benchPgBoss(URL, N);
+    emit({ backend: 'pg-boss', op: 'append', peer: true, events: N, eventsPerSec: boss.append, oursPerPeer: round(append.eventsPerSec / boss.append) });
+    emit({ backend: 'pg-boss', op: 'consume', peer: true, events: N, eventsPerSec: boss.consume, oursPerPeer: round(consume.eventsPerSec / boss.consume) });
 
     await rheo.createStream('latency');
     await rheo.createGroup('latency', 'consumers');

@@ -36,7 +36,7 @@ describe('Nest app on the redis backend', () => {
   });
 
   it('delivers appended events to the handler, acks them and dead-letters a rejected one', async () => {
-    await client.appendBatch('quotes', [
+    await client.appendBatch<JsonValue>('quotes', [
       ...Array.from({ length: 20 }, (_, i) => ({ key: `k${i % 5}`, payload: { i } })),
       { key: 'k0', payload: { bad: true } },
     ]);

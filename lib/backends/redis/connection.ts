@@ -107,3 +107,30 @@ export class ScriptRunner {
     return results;
   }
 }
+
+/** Drop a connection we own and resolve once ioredis reports it ended. */
+export function disconnect(client: Redis): Promise<void> {
+  if (client.status === 'end') return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, 1000); // never hang close() on a socket that will not report
+    client.once('end', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    client.disconnect();
+  });
+}
+
+/** Wait `ms`, or less if `signal` aborts. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

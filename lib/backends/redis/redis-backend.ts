@@ -20,10 +20,10 @@ import type {
 } from '../backend';
 import { createCapabilities } from '../capabilities';
 import { appendArgs, eventFromEntry, parseDeadRecord } from './codec';
-import { BLOCKER_OVERRIDES, CREATED_CLIENT_DEFAULTS, loadIoredis, ScriptRunner } from './connection';
+import { BLOCKER_OVERRIDES, CREATED_CLIENT_DEFAULTS, disconnect, loadIoredis, ScriptRunner, sleep } from './connection';
 import { CallKind, mapRedisError } from './errors';
 import { checkPrefix, GroupKeys, registryKey, StreamKeys } from './keys';
-import { queryFilter } from './query-filter';
+import { type Entry, entryId, firstAtOrAfter, scanQuery, seqOf } from './log-scan';
 import type { ScriptName } from './scripts';
 import { WakeListener } from './wake-listener';
 
@@ -44,11 +44,6 @@ export interface RedisBackendOptions {
   clock?: Clock;
 }
 
-type Entry = [string, string[]];
-
-const seqOf = (entryId: string) => Number(entryId.slice(entryId.indexOf('-') + 1));
-const entryId = (seq: number) => `0-${seq}`;
-const SCAN_CHUNK = 500;
 
 /**
  * The Redis Streams backend (ioredis 6). Each partition is a stream whose entry
@@ -77,7 +72,6 @@ export class RedisBackend implements Backend {
   private ready?: Promise<void>;
   private closed = false;
   /** Partition counts and group configs never change once created, so they are cached. */
-  private readonly partitionCounts = new Map<string, number>();
   private readonly streamInfos = new Map<string, StreamInfo>();
   private readonly groupConfigs = new Map<string, GroupConfig>();
   private readonly streamKeys = new Map<string, StreamKeys>();
@@ -189,12 +183,11 @@ export class RedisBackend implements Backend {
 
   private remember(info: StreamInfo): void {
     this.streamInfos.set(info.name, info);
-    this.partitionCounts.set(info.name, info.partitions);
   }
 
   private async partitions(stream: string): Promise<number> {
-    const cached = this.partitionCounts.get(stream);
-    if (cached !== undefined) return cached;
+    const cached = this.streamInfos.get(stream);
+    if (cached) return cached.partitions;
     const info = await this.getStream(stream);
     if (!info) throw new RheoError('stream_not_found', `stream "${stream}" does not exist`);
     return info.partitions;
@@ -284,30 +277,9 @@ export class RedisBackend implements Backend {
     for (let p = 0; p < P; p++) {
       if (start.kind === 'beginning') after.push(0);
       else if (start.kind === 'after') after.push(typeof start.sequences === 'number' ? start.sequences : start.sequences[p] ?? 0);
-      else after.push((await this.firstAtOrAfter(stream, p, start.time.getTime())) - 1);
+      else after.push((await this.call('read', () => firstAtOrAfter(this.redis(), this.keys(stream).log(p), start.time.getTime()))) - 1);
     }
     return { mode: 'after', after };
-  }
-
-  /**
-   * First sequence of partition p whose timestamp is at or after `t` (high
-   * watermark + 1 when none). Caller-supplied timestamps need not be monotonic, so
-   * this scans the partition in chunks, as the memory backend does.
-   */
-  private async firstAtOrAfter(stream: string, p: number, t: number): Promise<number> {
-    const log = this.keys(stream).log(p);
-    let from = '-';
-    let last = 0;
-    for (;;) {
-      const entries = (await this.call('read', () => this.redis().xrange(log, from, '+', 'COUNT', SCAN_CHUNK))) as Entry[];
-      for (const [id, fields] of entries) {
-        last = seqOf(id);
-        const i = fields.indexOf('t');
-        if (i >= 0 && Number(fields[i + 1]) >= t) return last;
-      }
-      if (entries.length < SCAN_CHUNK) return last + 1;
-      from = `(${entries[entries.length - 1][0]}`;
-    }
   }
 
   async getGroup(stream: string, group: string): Promise<GroupConfig | null> {
@@ -396,44 +368,7 @@ export class RedisBackend implements Backend {
 
   async query(req: QueryRequest): Promise<RheoEvent[]> {
     const P = await this.partitions(req.stream);
-    const k = this.keys(req.stream);
-    const asc = req.order === 'asc';
-    const matches = queryFilter(req);
-    const parts = req.where.partition === undefined ? Array.from({ length: P }, (_, p) => p) : [req.where.partition];
-    const hws = await this.call('read', () => this.redis().hmget(k.meta, ...parts.map((p) => `hw:${p}`)));
-    const found: RheoEvent[] = [];
-    for (const [i, p] of parts.entries()) {
-      const hw = Number(hws[i] ?? 0);
-      let lo = (req.afterSequence ?? 0) + 1;
-      let hi = Math.min(hw, req.untilSequence ?? hw);
-      if (req.after) {
-        const { sequence: S, partition: AP } = req.after;
-        if (asc) lo = Math.max(lo, p > AP ? S : S + 1);
-        else hi = Math.min(hi, p < AP ? S : S - 1);
-      }
-      let taken = 0;
-      while (lo <= hi && taken < req.limit) {
-        const entries = (await this.call('read', () =>
-          asc
-            ? this.redis().xrange(k.log(p), entryId(lo), entryId(hi), 'COUNT', SCAN_CHUNK)
-            : this.redis().xrevrange(k.log(p), entryId(hi), entryId(lo), 'COUNT', SCAN_CHUNK),
-        )) as Entry[];
-        if (entries.length === 0) break;
-        for (const [id, fields] of entries) {
-          const e = eventFromEntry(req.stream, p, seqOf(id), fields);
-          if (matches(e)) {
-            found.push(e);
-            if (++taken >= req.limit) break;
-          }
-        }
-        const edge = seqOf(entries[entries.length - 1][0]);
-        if (asc) lo = edge + 1;
-        else hi = edge - 1;
-      }
-    }
-    const dir = asc ? 1 : -1;
-    found.sort((a, b) => dir * (a.sequence - b.sequence || a.partition - b.partition));
-    return found.slice(0, req.limit);
+    return this.call('read', () => scanQuery(this.redis(), this.keys(req.stream), req, P));
   }
 
   // ------------------------------------------------------------ leases
@@ -602,7 +537,7 @@ export class RedisBackend implements Backend {
     const parts = req.partitions ?? Array.from({ length: P }, (_, p) => p);
     const args: Array<string | number> = [req.kind === 'sequence' ? 'sequence' : 'after'];
     for (const p of parts) {
-      args.push(p, req.kind === 'sequence' ? req.fromSequence : (await this.firstAtOrAfter(req.stream, p, req.from.getTime())) - 1);
+      args.push(p, req.kind === 'sequence' ? req.fromSequence : (await this.call('read', () => firstAtOrAfter(this.redis(), k.log(p), req.from.getTime()))) - 1);
     }
     const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, ...this.slotKeys(g, parts)];
     return Number(await this.run('write', 'replay', keys, args));
@@ -770,32 +705,6 @@ function leaseProblem(op: string, code: string): string {
     default:
       return `${op}: ${code}`;
   }
-}
-
-/** Drop a connection we own and resolve once ioredis reports it ended. */
-function disconnect(client: Redis): Promise<void> {
-  if (client.status === 'end') return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, 1000); // never hang close() on a socket that will not report
-    client.once('end', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    client.disconnect();
-  });
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
 
 /**

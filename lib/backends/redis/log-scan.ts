@@ -1,0 +1,82 @@
+import type { Redis } from 'ioredis';
+import type { RheoEvent } from '../../core/types';
+import type { QueryRequest } from '../backend';
+import { eventFromEntry } from './codec';
+import type { StreamKeys } from './keys';
+import { queryFilter } from './query-filter';
+
+/** A stream entry as ioredis returns it: id and flat field list. */
+export type Entry = [string, string[]];
+
+/** The sequence of a log entry id `0-<sequence>`. */
+export const seqOf = (entryId: string): number => Number(entryId.slice(entryId.indexOf('-') + 1));
+/** The log entry id of a sequence. */
+export const entryId = (seq: number): string => `0-${seq}`;
+
+/** Entries read per round trip when scanning a partition. */
+const SCAN_CHUNK = 500;
+
+/**
+ * First sequence of a partition whose timestamp is at or after `t` (high
+ * watermark + 1 when none). Caller-supplied timestamps need not be monotonic, so
+ * this scans the partition in chunks, as the memory backend does.
+ */
+export async function firstAtOrAfter(redis: Redis, log: string, t: number): Promise<number> {
+  let from = '-';
+  let last = 0;
+  for (;;) {
+    const entries = (await redis.xrange(log, from, '+', 'COUNT', SCAN_CHUNK)) as Entry[];
+    for (const [id, fields] of entries) {
+      last = seqOf(id);
+      const i = fields.indexOf('t');
+      if (i >= 0 && Number(fields[i + 1]) >= t) return last;
+    }
+    if (entries.length < SCAN_CHUNK) return last + 1;
+    from = `(${entries[entries.length - 1][0]}`;
+  }
+}
+
+/**
+ * A query without secondary indexes: per partition, scan the sequence range
+ * (bounded by the request and the keyset cursor) in chunks, keep the first
+ * `limit` matches, then merge by (sequence, partition).
+ */
+export async function scanQuery(redis: Redis, keys: StreamKeys, req: QueryRequest, partitions: number): Promise<RheoEvent[]> {
+  const asc = req.order === 'asc';
+  const matches = queryFilter(req);
+  const parts = req.where.partition === undefined ? Array.from({ length: partitions }, (_, p) => p) : [req.where.partition];
+  const hws = await redis.hmget(keys.meta, ...parts.map((p) => `hw:${p}`));
+  const found: RheoEvent[] = [];
+  for (const [i, p] of parts.entries()) {
+    const hw = Number(hws[i] ?? 0);
+    let lo = (req.afterSequence ?? 0) + 1;
+    let hi = Math.min(hw, req.untilSequence ?? hw);
+    if (req.after) {
+      const { sequence: S, partition: AP } = req.after;
+      if (asc) lo = Math.max(lo, p > AP ? S : S + 1);
+      else hi = Math.min(hi, p < AP ? S : S - 1);
+    }
+    let taken = 0;
+    while (lo <= hi && taken < req.limit) {
+      const entries = (
+        asc
+          ? await redis.xrange(keys.log(p), entryId(lo), entryId(hi), 'COUNT', SCAN_CHUNK)
+          : await redis.xrevrange(keys.log(p), entryId(hi), entryId(lo), 'COUNT', SCAN_CHUNK)
+      ) as Entry[];
+      if (entries.length === 0) break;
+      for (const [id, fields] of entries) {
+        const e = eventFromEntry(req.stream, p, seqOf(id), fields);
+        if (matches(e)) {
+          found.push(e);
+          if (++taken >= req.limit) break;
+        }
+      }
+      const edge = seqOf(entries[entries.length - 1][0]);
+      if (asc) lo = edge + 1;
+      else hi = edge - 1;
+    }
+  }
+  const dir = asc ? 1 : -1;
+  found.sort((a, b) => dir * (a.sequence - b.sequence || a.partition - b.partition));
+  return found.slice(0, req.limit);
+}

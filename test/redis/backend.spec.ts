@@ -68,19 +68,24 @@ describe('redis backend: connections', () => {
   });
 
   it('maps a command timeout: ambiguous for a write, backend_unavailable for a read', async () => {
-    const backend = redisBackend({ url: REDIS_URL, prefix, options: { commandTimeout: 100 } });
-    const rheo = new Rheo(backend);
+    // Setup and checks go through a backend with the default 5 s timeout; only the probes use 100 ms.
+    const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
+    const impatient = redisBackend({ url: REDIS_URL, prefix, options: { commandTimeout: 100 } });
     const stream = name('timeout');
     await rheo.createStream(stream);
     await rheo.createGroup(stream, 'g');
+    const [stored] = await rheo.read(stream);
+    expect(stored).toBeUndefined();
+    await impatient.init();
+    const event = { id: 'maybe-1', partition: 0, timestamp: new Date(), key: null, type: null, metadata: {}, payload: 'maybe' };
     const admin = new Redis(REDIS_URL);
     try {
-      // Pause writes (scripts included) on the server: our append gets no answer in time.
-      await admin.client('PAUSE', 400, 'WRITE');
-      expect(await code(rheo.append(stream, { payload: 'maybe' }))).toBe('ambiguous');
+      // Pause writes (scripts included) on the server: the append gets no answer in time.
+      await admin.client('PAUSE', 2000, 'WRITE');
+      expect(await code(impatient.append(stream, [event]))).toBe('ambiguous');
       await admin.client('UNPAUSE');
-      await admin.client('PAUSE', 400, 'ALL');
-      expect(await code(backend.read({ stream, partition: 0, afterSequence: 0, limit: 10 }))).toBe('backend_unavailable');
+      await admin.client('PAUSE', 2000, 'ALL');
+      expect(await code(impatient.read({ stream, partition: 0, afterSequence: 0, limit: 10 }))).toBe('backend_unavailable');
       await admin.client('UNPAUSE');
       // The ambiguous append really did happen once the pause ended.
       let events = await rheo.read(stream);
@@ -93,6 +98,7 @@ describe('redis backend: connections', () => {
       await admin.client('UNPAUSE');
       admin.disconnect();
       await rheo.close();
+      await impatient.close();
     }
   });
 

@@ -84,7 +84,8 @@ describe('redis backend: connections', () => {
       await admin.client('PAUSE', 2000, 'WRITE');
       expect(await code(impatient.append(stream, [event]))).toBe('ambiguous');
       await admin.client('UNPAUSE');
-      await admin.client('PAUSE', 2000, 'ALL');
+      // A full pause cannot be lifted early (UNPAUSE itself waits), so it is kept short: 300 ms against the 100 ms timeout.
+      await admin.client('PAUSE', 300, 'ALL');
       expect(await code(impatient.read({ stream, partition: 0, afterSequence: 0, limit: 10 }))).toBe('backend_unavailable');
       await admin.client('UNPAUSE');
       // The ambiguous append really did happen once the pause ended.
@@ -125,6 +126,47 @@ describe('redis backend: connections', () => {
     expect(mapRedisError(new Error("Stream isn't writeable and enableOfflineQueue options is false"), 'write').code).toBe('backend_unavailable');
     expect(mapRedisError(new Error('LOADING Redis is loading the dataset in memory'), 'read').code).toBe('backend_unavailable');
     expect(mapRedisError(new Error('OOM command not allowed'), 'write').code).toBe('failed');
+  });
+});
+
+describe('redis backend: races across connections', () => {
+  it('concurrent fetchers on separate connections never claim one event twice; a stale ack races the new holder and loses', async () => {
+    const clock = new ManualClock();
+    const backends = Array.from({ length: 4 }, () => redisBackend({ url: REDIS_URL, prefix, clock }));
+    const rheos = backends.map((b) => new Rheo(b));
+    const stream = name('race');
+    try {
+      await rheos[0].createStream(stream, { partitions: 3 });
+      await rheos[0].createGroup(stream, 'g');
+      await rheos[0].appendBatch(stream, Array.from({ length: 600 }, (_, i) => ({ key: `k${i}`, payload: i })));
+      // Four connections fetch at once, round after round, until nothing is left.
+      const claimed: string[] = [];
+      for (;;) {
+        const rounds = await Promise.all(rheos.map((r, i) => r.fetch(stream, 'g', { limit: 7, leaseMs: 10_000, consumerId: `c${i}` })));
+        const got = rounds.flat();
+        if (got.length === 0) break;
+        claimed.push(...got.map((l) => l.event.id));
+      }
+      expect(claimed).toHaveLength(600);
+      expect(new Set(claimed).size).toBe(600);
+
+      // Expire one lease, let another connection take it, then both ack at once.
+      const stream2 = name('race-ack');
+      await rheos[0].createStream(stream2);
+      await rheos[0].createGroup(stream2, 'g');
+      await rheos[0].append(stream2, { payload: 'x' });
+      const [old] = await rheos[1].fetch(stream2, 'g', { leaseMs: 1000 });
+      clock.advance(1001);
+      const [fresh] = await rheos[2].fetch(stream2, 'g', { leaseMs: 1000 });
+      expect(fresh.attempt).toBe(2);
+      const [a, b] = await Promise.all([rheos[1].settleMany([{ kind: 'ack', lease: old }]), rheos[2].settleMany([{ kind: 'ack', lease: fresh }])]);
+      expect(a[0].ok).toBe(false);
+      expect(a[0].ok === false && a[0].error.code).toBe('stale_lease');
+      expect(b[0]).toEqual({ ok: true });
+      expect(await rheos[3].lag(stream2, 'g')).toMatchObject({ lag: 0, partitions: [{ frontier: 1, highWatermark: 1 }] });
+    } finally {
+      await Promise.all(rheos.map((r) => r.close()));
+    }
   });
 });
 

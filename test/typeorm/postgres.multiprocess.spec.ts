@@ -27,9 +27,12 @@ describe('postgres: several consumer processes in one group', () => {
     await dropSchema(schema);
   });
 
-  async function load(stream: string, n: number): Promise<string[]> {
+  async function create(stream: string): Promise<void> {
     await rheo.createStream(stream, { partitions: 4 });
     await rheo.createGroup(stream, 'g');
+  }
+
+  async function load(stream: string, n: number): Promise<string[]> {
     const ids: string[] = [];
     for (let i = 0; i < n; i += 1000) {
       const batch = await rheo.appendBatch(stream, Array.from({ length: Math.min(1000, n - i) }, (_, j) => ({ key: `k${(i + j) % 97}`, payload: { n: i + j } })));
@@ -39,9 +42,13 @@ describe('postgres: several consumer processes in one group', () => {
   }
 
   it('3 processes consume 10,000 events: all acked, no event under two live leases, lag 0', async () => {
-    const ids = await load('mp', 10_000);
+    // Every child is up and waiting (LISTEN) before the first event exists, so the
+    // work is shared whatever the children's start-up times.
+    await create('mp');
     const consumers = await startConsumers(3, backend, { stream: 'mp', group: 'g', maxDemand: 50, concurrency: 8, leaseMs: 30_000, pollMs: 200, workMs: 0 });
+    let ids: string[] = [];
     try {
+      ids = await load('mp', 10_000);
       await untilLagZero(rheo, 'mp', 'g');
     } finally {
       await consumers.stop();
@@ -55,9 +62,11 @@ describe('postgres: several consumer processes in one group', () => {
   }, 240_000);
 
   it('a process SIGKILLed mid-stream loses nothing: its leases expire and the others finish the work', async () => {
-    const ids = await load('mp-kill', 3000);
+    await create('mp-kill');
     const consumers = await startConsumers(3, backend, { stream: 'mp-kill', group: 'g', maxDemand: 20, concurrency: 4, leaseMs: 3000, pollMs: 100, workMs: 2 });
+    let ids: string[] = [];
     try {
+      ids = await load('mp-kill', 3000);
       for (let i = 0; i < 600 && consumers.children[0].handled < 200; i++) await sleep(50);
       expect(consumers.children[0].handled).toBeGreaterThanOrEqual(200);
       await consumers.kill(0);

@@ -91,7 +91,7 @@ export interface QueryRequest {
 }
 
 export type ReplayRequest =
-  | { stream: string; group: string; kind: 'sequence'; fromSequence: number; partitions?: number[] }
+  | { stream: string; group: string; kind: 'sequence'; afterSequence: number; partitions?: number[] }
   | { stream: string; group: string; kind: 'time'; from: Date; partitions?: number[] }
   | { stream: string; group: string; kind: 'events'; events: Array<{ id: string; partition: number; sequence: number }> };
 

@@ -448,8 +448,8 @@ export class Rheo {
     checkName('stream', stream);
     checkName('group', group);
     const o = checkObject('options', options);
-    const given = ['fromSequence', 'from', 'query'].filter((k) => o[k] !== undefined);
-    if (given.length !== 1) throw RheoError.invalid('options', 'must give exactly one of fromSequence, from, query');
+    const given = ['afterSequence', 'from', 'query'].filter((k) => o[k] !== undefined);
+    if (given.length !== 1) throw RheoError.invalid('options', 'must give exactly one of afterSequence, from, query');
     await this.init();
     const info = await this.stream(stream);
     await this.groupConfig(stream, group);
@@ -462,8 +462,8 @@ export class Rheo {
       request = { stream, group, kind: 'events', events };
     } else {
       const partitions = checkPartitions('partitions', (o as { partitions?: unknown }).partitions, info.partitions);
-      if ('fromSequence' in options) {
-        request = { stream, group, kind: 'sequence', fromSequence: checkInt('fromSequence', options.fromSequence, 0), partitions };
+      if ('afterSequence' in options) {
+        request = { stream, group, kind: 'sequence', afterSequence: checkInt('afterSequence', options.afterSequence, 0), partitions };
       } else {
         request = { stream, group, kind: 'time', from: checkDate('from', (options as { from: Date }).from), partitions };
       }

@@ -203,9 +203,14 @@ export interface Query {
   cursor?: string;
 }
 
-/** What replay re-opens: exactly one of these. */
+/**
+ * What replay re-opens: exactly one of these. `afterSequence` is exclusive (as in
+ * start positions and queries): `{ afterSequence: 0 }` re-opens every event,
+ * `{ afterSequence: 41 }` re-opens 42 onwards. `from` re-opens events at or after
+ * a time; `query` re-opens exactly the matching events.
+ */
 export type ReplayOptions =
-  | { fromSequence: number; partitions?: number[] }
+  | { afterSequence: number; partitions?: number[] }
   | { from: Date; partitions?: number[] }
   | { query: Omit<Query, 'stream' | 'cursor' | 'limit' | 'order'> };
 

@@ -48,8 +48,8 @@ describe('RheoClient admin surface against running consumers', () => {
     await waitFor('caught up', caughtUp);
     const before = handled.length;
     const partition = events[0].partition;
-    // fromSequence is exclusive (Rheo's semantics): re-open what follows events[0].
-    const reopened = await client.replay('ledger', 'posting', { fromSequence: events[0].sequence, partitions: [partition] });
+    // afterSequence is exclusive: re-open what follows events[0].
+    const reopened = await client.replay('ledger', 'posting', { afterSequence: events[0].sequence, partitions: [partition] });
     expect(reopened).toBe(2);
     await waitFor('replayed events handled', () => {
       const again = handled.slice(before).map((h) => h.id);

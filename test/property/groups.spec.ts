@@ -6,7 +6,7 @@ type Op =
   | { kind: 'fetch'; limit: number }
   | { kind: 'ack' | 'reject'; pick: number }
   | { kind: 'nack'; pick: number; delayMs: number }
-  | { kind: 'replay'; fromSequence: number }
+  | { kind: 'replay'; afterSequence: number }
   | { kind: 'redrive' }
   | { kind: 'reset' };
 
@@ -14,7 +14,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ kind: fc.constant('fetch' as const), limit: fc.integer({ min: 1, max: 5 }) }), weight: 4 },
   { arbitrary: fc.record({ kind: fc.constantFrom('ack' as const, 'reject' as const), pick: fc.nat() }), weight: 5 },
   { arbitrary: fc.record({ kind: fc.constant('nack' as const), pick: fc.nat(), delayMs: fc.nat({ max: 10 }) }), weight: 2 },
-  { arbitrary: fc.record({ kind: fc.constant('replay' as const), fromSequence: fc.nat({ max: 4 }) }), weight: 1 },
+  { arbitrary: fc.record({ kind: fc.constant('replay' as const), afterSequence: fc.nat({ max: 4 }) }), weight: 1 },
   { arbitrary: fc.constant({ kind: 'redrive' as const }), weight: 1 },
   { arbitrary: fc.constant({ kind: 'reset' as const }), weight: 1 },
 );
@@ -37,7 +37,7 @@ describe('property: groups are independent', () => {
         const leases: Lease[] = [];
         for (const o of ops) {
           if (o.kind === 'fetch') leases.push(...(await rheo.fetch('s', 'a', { limit: o.limit })));
-          else if (o.kind === 'replay') await rheo.replay('s', 'a', { fromSequence: o.fromSequence });
+          else if (o.kind === 'replay') await rheo.replay('s', 'a', { afterSequence: o.afterSequence });
           else if (o.kind === 'redrive') await rheo.redrive('s', 'a', { all: true });
           else if (o.kind === 'reset') await rheo.reset('s', 'a', { confirm: true });
           else if (leases.length > 0) {

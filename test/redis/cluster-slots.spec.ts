@@ -83,7 +83,7 @@ describe('redis key layout and cluster slots', () => {
       await rheo.append(STREAM, { payload: 'late' });
       await rheo.fetch(STREAM, 'end-group');
       await rheo.redrive(STREAM, GROUP, { all: true });
-      await rheo.replay(STREAM, GROUP, { fromSequence: 1 });
+      await rheo.replay(STREAM, GROUP, { afterSequence: 1 });
       await rheo.replay(STREAM, GROUP, { from: new Date(clock.now()) });
       await rheo.replay(STREAM, GROUP, { query: { where: { key: 'k1' } } });
       await rheo.lag(STREAM, GROUP);
@@ -94,6 +94,8 @@ describe('redis key layout and cluster slots', () => {
       await new Redis(REDIS_URL).quit();
       await new Promise((r) => setTimeout(r, 200));
     } finally {
+      // monitor() opened a connection of its own: close both, or the process never exits.
+      monitor.disconnect();
       monitorClient.disconnect();
       await rheo.close();
     }

@@ -74,10 +74,12 @@ async function main(): Promise<void> {
   });
   process.on('message', (m: { type?: string }) => {
     if (m?.type !== 'stop') return;
+    // Say goodbye last and disconnect only once it is written: a disconnect with
+    // reports still queued would drop them (an ack the parent never hears of).
     void group
       .drain(10_000)
       .then(() => rheo.close())
-      .then(() => process.disconnect?.());
+      .then(() => process.send?.({ k: 'bye', child: config.index }, () => process.disconnect?.()));
   });
   await rheo.init();
   group.start();

@@ -16,6 +16,8 @@ export interface Child {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Handler ends reported so far. */
   handled: number;
+  /** Resolves on the child's last message after a stop: every report it sent before has arrived. */
+  goodbye: Promise<void>;
 }
 
 /** A set of consumer children sharing one record log. */
@@ -50,16 +52,20 @@ export async function startConsumers(
       },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
+    let said!: () => void;
     const child: Child = {
       index,
       process: proc,
       handled: 0,
-      exited: new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal }))),
+      // 'close', not 'exit': 'exit' can come before the last IPC messages were read.
+      exited: new Promise((resolve) => proc.on('close', (code, signal) => resolve({ code, signal }))),
+      goodbye: new Promise<void>((resolve) => (said = resolve)),
     };
     ready.push(
       new Promise((resolve, reject) => {
-        proc.on('message', (m: ChildRecord | { k: 'ready' }) => {
+        proc.on('message', (m: ChildRecord | { k: 'ready' } | { k: 'bye' }) => {
           if (m.k === 'ready') return resolve();
+          if (m.k === 'bye') return said();
           if (m.k === 'end') child.handled++;
           records.push(m);
         });
@@ -74,7 +80,10 @@ export async function startConsumers(
     children,
     records,
     async stop() {
-      for (const c of children) if (alive(c) && c.process.connected) c.process.send({ type: 'stop' });
+      const stopping = children.filter((c) => alive(c) && c.process.connected);
+      for (const c of stopping) c.process.send({ type: 'stop' });
+      // IPC is ordered: once a child's goodbye arrived, so did every report before it.
+      await Promise.all(stopping.map((c) => Promise.race([c.goodbye, c.exited])));
       await Promise.all(children.map((c) => c.exited));
     },
     async kill(index: number) {

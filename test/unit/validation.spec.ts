@@ -99,7 +99,7 @@ describe('names', () => {
       ['listGroups stream', () => rheo.listGroups(n(bad)), 'stream'],
       ['deadLetters after', () => rheo.deadLetters('s', 'g', { after: n(bad) }), 'after'],
       ['redrive eventIds', () => rheo.redrive('s', 'g', { eventIds: ['ok', n(bad)] }), 'eventIds[1]'],
-      ['replay group', () => rheo.replay('s', n(bad), { fromSequence: 0 }), 'group'],
+      ['replay group', () => rheo.replay('s', n(bad), { afterSequence: 0 }), 'group'],
       ['reset stream', () => rheo.reset(n(bad), 'g', { confirm: true }), 'stream'],
     ]);
   });
@@ -293,11 +293,11 @@ describe('renew and settle', () => {
 describe('replay, reset, dead letters and redrive', () => {
   invalid([
     ['replay with no options', () => rheo.replay('s', 'g', null as never), 'options'],
-    ['replay with none of fromSequence, from, query', () => rheo.replay('s', 'g', {} as never), 'options'],
-    ['replay with two of them', () => rheo.replay('s', 'g', { fromSequence: 0, from: new Date() } as never), 'options'],
-    ['replay from a negative sequence', () => rheo.replay('s', 'g', { fromSequence: -1 }), 'fromSequence'],
+    ['replay with none of afterSequence, from, query', () => rheo.replay('s', 'g', {} as never), 'options'],
+    ['replay with two of them', () => rheo.replay('s', 'g', { afterSequence: 0, from: new Date() } as never), 'options'],
+    ['replay from a negative sequence', () => rheo.replay('s', 'g', { afterSequence: -1 }), 'afterSequence'],
     ['replay from an invalid time', () => rheo.replay('s', 'g', { from: new Date('x') }), 'from'],
-    ['replay of a partition out of range', () => rheo.replay('s', 'g', { fromSequence: 0, partitions: [9] }), 'partitions[0]'],
+    ['replay of a partition out of range', () => rheo.replay('s', 'g', { afterSequence: 0, partitions: [9] }), 'partitions[0]'],
     ['replay with a query that is not an object', () => rheo.replay('s', 'g', { query: 'x' as never }), 'query'],
     ['replay with an unknown query filter', () => rheo.replay('s', 'g', { query: { where: { bogus: 1 } as never } }), 'query.where.bogus'],
     ['reset to an unknown start', () => rheo.reset('s', 'g', { confirm: true, start: 'middle' as never }), 'start'],
@@ -325,7 +325,7 @@ describe('missing streams and groups are not bad input', () => {
   it.each([
     ['append', () => rheo.append('none', { payload: 1 }), 'stream_not_found'],
     ['fetch', () => rheo.fetch('s', 'none'), 'group_not_found'],
-    ['replay', () => rheo.replay('s', 'none', { fromSequence: 0 }), 'group_not_found'],
+    ['replay', () => rheo.replay('s', 'none', { afterSequence: 0 }), 'group_not_found'],
     ['reset', () => rheo.reset('s', 'none', { confirm: true }), 'group_not_found'],
     ['redrive', () => rheo.redrive('s', 'none', { all: true }), 'group_not_found'],
     ['ack on a missing group', () => rheo.ack({ ...lease, group: 'none' }), 'group_not_found'],

@@ -449,7 +449,7 @@ export class MemoryBackend implements Backend {
     } else {
       for (const p of req.partitions ?? s.log.map((_, i) => i)) {
         const log = s.log[p];
-        const after = req.kind === 'sequence' ? Math.min(req.fromSequence, log.length) : firstAtOrAfter(log, req.from.getTime()) - 1;
+        const after = req.kind === 'sequence' ? Math.min(req.afterSequence, log.length) : firstAtOrAfter(log, req.from.getTime()) - 1;
         const part = g.parts[p];
         for (const seq of [...part.deliveries.keys()]) {
           if (seq > after) {

@@ -537,7 +537,7 @@ export class RedisBackend implements Backend {
     const parts = req.partitions ?? Array.from({ length: P }, (_, p) => p);
     const args: Array<string | number> = [req.kind === 'sequence' ? 'sequence' : 'after'];
     for (const p of parts) {
-      args.push(p, req.kind === 'sequence' ? req.fromSequence : (await this.call('read', () => firstAtOrAfter(this.redis(), k.log(p), req.from.getTime()))) - 1);
+      args.push(p, req.kind === 'sequence' ? req.afterSequence : (await this.call('read', () => firstAtOrAfter(this.redis(), k.log(p), req.from.getTime()))) - 1);
     }
     const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, ...this.slotKeys(g, parts)];
     return Number(await this.run('write', 'replay', keys, args));

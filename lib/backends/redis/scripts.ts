@@ -412,7 +412,7 @@ end
  * Rewind partitions: every delivery above `after` is forgotten (fresh again), the
  * cursor moves to after + 1 and the frontier back to at most `after`.
  * KEYS: meta, cfg, dl, dead, deadz, wake, then per slot j: leased (7+2j), avail (8+2j).
- * ARGV: mode ('sequence': value is fromSequence, capped at the high watermark | 'after': value is used as is),
+ * ARGV: mode ('sequence': value is afterSequence, capped at the high watermark | 'after': value is used as is),
  * then per slot: partition, value. Returns how many events were rewound over.
  */
 export const REPLAY =

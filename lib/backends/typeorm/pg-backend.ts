@@ -435,7 +435,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       const hwms = (await qr.query(this.plans.highWatermarks, [req.stream])) as Row[];
       const hwm = new Map(hwms.map((r) => [Number(r.partition), Number(r.hwm)]));
       let afters: number[];
-      if (req.kind === 'sequence') afters = parts.map((p) => Math.min(req.fromSequence, hwm.get(p) ?? 0));
+      if (req.kind === 'sequence') afters = parts.map((p) => Math.min(req.afterSequence, hwm.get(p) ?? 0));
       else {
         const before = await this.startAfters(req.stream, info.partitions, { kind: 'at', time: req.from }, qr);
         afters = parts.map((p) => before[p]);

@@ -466,7 +466,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       const before = req.kind === 'time' ? this.startAfters(stream, info.partitions, { kind: 'at', time: req.from }) : null;
       let reopened = 0;
       for (const partition of parts) {
-        const after = before ? before[partition] : Math.min(req.kind === 'sequence' ? req.fromSequence : 0, hwm.get(partition) ?? 0);
+        const after = before ? before[partition] : Math.min(req.kind === 'sequence' ? req.afterSequence : 0, hwm.get(partition) ?? 0);
         this.stmt(p.rewindDeliveries).run(stream, group, partition, after);
         this.stmt(p.setCursor).run(after + 1, stream, group, partition);
         reopened += (hwm.get(partition) ?? 0) - after;

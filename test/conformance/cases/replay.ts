@@ -23,21 +23,21 @@ export function replayCases(ctx: ConformanceContext): void {
     it('replays after a sequence: the later events are delivered again, the group only', async () => {
       const { stream } = await consumed(4);
       const other = await ctx.rheo.groupInfo(stream, 'other');
-      expect(await ctx.rheo.replay(stream, 'g', { fromSequence: 1 })).toBe(3);
+      expect(await ctx.rheo.replay(stream, 'g', { afterSequence: 1 })).toBe(3);
       if (exact) expect((await ctx.rheo.lag(stream, 'g')).partitions[0]).toMatchObject({ frontier: 1, lag: 3 });
       const again = await drain(ctx, stream, 'g');
       expect(positions(again)).toEqual(['0:2', '0:3', '0:4']);
       for (const l of again) await ctx.rheo.ack(l);
       expect((await ctx.rheo.lag(stream, 'g')).lag).toBe(0);
       expect(await ctx.rheo.groupInfo(stream, 'other')).toEqual(other);
-      expect(await ctx.rheo.replay(stream, 'g', { fromSequence: 0 })).toBe(4);
+      expect(await ctx.rheo.replay(stream, 'g', { afterSequence: 0 })).toBe(4);
       expect(positions(await drain(ctx, stream, 'g'))).toEqual(['0:1', '0:2', '0:3', '0:4']);
     });
 
     if (ctx.caps.guarantees.partitions) {
       it('replays only the chosen partitions', async () => {
         const { stream } = await consumed(6, 2);
-        expect(await ctx.rheo.replay(stream, 'g', { fromSequence: 0, partitions: [1] })).toBe(3);
+        expect(await ctx.rheo.replay(stream, 'g', { afterSequence: 0, partitions: [1] })).toBe(3);
         expect(positions(await drain(ctx, stream, 'g'))).toEqual(['1:1', '1:2', '1:3']);
       });
     }
@@ -63,7 +63,7 @@ export function replayCases(ctx: ConformanceContext): void {
       await ctx.rheo.appendBatch(stream, events(2));
       await ctx.rheo.createGroup(stream, 'g');
       for (const l of await drain(ctx, stream, 'g')) await ctx.rheo.reject(l, 'x');
-      expect(await ctx.rheo.replay(stream, 'g', { fromSequence: 0 })).toBe(2);
+      expect(await ctx.rheo.replay(stream, 'g', { afterSequence: 0 })).toBe(2);
       expect(await ctx.rheo.deadLetters(stream, 'g')).toEqual([]);
       expect(positions(await drain(ctx, stream, 'g'))).toEqual(['0:1', '0:2']);
     });

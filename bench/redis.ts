@@ -2,6 +2,7 @@
 // append = pipelined XADD in batches; consume = XREADGROUP COUNT 100 + XACK.
 import Redis from 'ioredis';
 import { Rheo, redisBackend } from '../lib';
+import { benchBullmq } from './peers/bullmq';
 import { benchAppend, benchConsume, benchLatency, emit, payload, printTable, rate, timeIt } from './harness';
 
 const URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -65,6 +66,11 @@ export async function main(): Promise<void> {
     const consume = await benchConsume(rheo, 'bench', 'consumers', N, { maxDemand: 100, concurrency: 16 });
     emit({ backend: 'redis', op: 'consume', events: N, eventsPerSec: consume.eventsPerSec, ratio: round(consume.eventsPerSec / rawConsumeRate) });
     emit({ backend: 'redis', op: 'consume', raw: true, events: N, eventsPerSec: rawConsumeRate });
+
+    // The peer on the same Redis, same N, same payloads.
+    const bull = await benchBullmq(URL, N);
+    emit({ backend: 'bullmq', op: 'append', peer: true, events: N, eventsPerSec: bull.append, oursPerPeer: round(append.eventsPerSec / bull.append) });
+    emit({ backend: 'bullmq', op: 'consume', peer: true, events: N, eventsPerSec: bull.consume, oursPerPeer: round(consume.eventsPerSec / bull.consume) });
 
     await rheo.createStream('latency');
     await rheo.createGroup('latency', 'consumers');

@@ -62,8 +62,10 @@ describe('postgres: several consumer processes in one group', () => {
   }, 240_000);
 
   it('a process SIGKILLed mid-stream loses nothing: its leases expire and the others finish the work', async () => {
+    // Handlers take 20 ms, so the child killed after 200 events is certainly holding
+    // leases (running and prefetched) when it dies.
     await create('mp-kill');
-    const consumers = await startConsumers(3, backend, { stream: 'mp-kill', group: 'g', maxDemand: 20, concurrency: 4, leaseMs: 3000, pollMs: 100, workMs: 2 });
+    const consumers = await startConsumers(3, backend, { stream: 'mp-kill', group: 'g', maxDemand: 20, concurrency: 4, leaseMs: 3000, pollMs: 100, workMs: 20 });
     let ids: string[] = [];
     try {
       ids = await load('mp-kill', 3000);

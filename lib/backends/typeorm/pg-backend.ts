@@ -69,8 +69,6 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
   private listener: PgListener | null = null;
   private readonly board = new WakeBoard();
   private readonly prepared = new Map<string, string>();
-  private ready: Promise<void> | null = null;
-  private closed = false;
 
   constructor(private readonly settings: PostgresBackendSettings) {
     super();
@@ -83,23 +81,8 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
 
   // ---------------------------------------------------------------- lifecycle
 
-  init(): Promise<void> {
-    if (this.closed) return Promise.reject(new RheoError('backend_unavailable', 'the postgres backend is closed'));
-    if (!this.ready) {
-      this.ready = this.start().catch((err) => {
-        this.ready = null;
-        // Whatever stops the store from opening (refused, no such file, bad credentials) means it is not available.
-        throw err instanceof RheoError ? err : new RheoError('backend_unavailable', `postgres init: ${(err as Error)?.message ?? String(err)}`, { cause: err });
-      });
-    }
-    return this.ready;
-  }
-
-  private async start(): Promise<void> {
-    if (!this.ds.isInitialized) {
-      if (!this.settings.owned) throw new RheoError('backend_unavailable', 'the DataSource is not initialized: initialize it before using the rheo backend');
-      await this.ds.initialize();
-    }
+  protected async open(): Promise<void> {
+    await this.initializeDataSource(this.ds, this.settings.owned);
     if (this.settings.install === 'auto') await this.install();
     const driver = this.ds.driver as unknown as { postgres: ConstructorParameters<typeof PgListener>[0] };
     this.listener = new PgListener(driver.postgres, this.listenerConfig(), this.channel, this.board);

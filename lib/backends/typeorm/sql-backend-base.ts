@@ -1,17 +1,45 @@
+import type { DataSource } from 'typeorm';
 import { RheoError } from '../../core/errors';
 import type { GroupConfig, RheoEvent, StreamInfo } from '../../core/types';
 import type { NewEvent } from '../backend';
 import { copyGroup, copyStream } from './rows';
 
 /**
- * What both SQL dialects share: caches of stream and group registrations (both
- * are immutable once created and never deleted, so a cached entry can never be
- * wrong; misses are not cached), the round-robin rotation, and batch dedupe.
+ * What both SQL dialects share: opening once, caches of stream and group
+ * registrations (both are immutable once created and never deleted, so a cached
+ * entry can never be wrong; misses are not cached), the round-robin rotation,
+ * and batch dedupe.
  */
 export abstract class SqlBackendBase {
+  abstract readonly name: string;
+  protected ready: Promise<void> | null = null;
+  protected closed = false;
   private readonly streams = new Map<string, StreamInfo>();
   private readonly groups = new Map<string, GroupConfig>();
   private readonly rotation = new Map<string, number>();
+
+  /** The dialect's start-up, run once by {@link init}: DataSource, install, listeners. */
+  protected abstract open(): Promise<void>;
+
+  /** Open once (idempotent); a failed attempt is forgotten, so the next call tries again. */
+  init(): Promise<void> {
+    if (this.closed) return Promise.reject(new RheoError('backend_unavailable', `the ${this.name} backend is closed`));
+    if (!this.ready) {
+      this.ready = this.open().catch((err) => {
+        this.ready = null;
+        // Whatever stops the store from opening (refused, no such file, bad credentials) means it is not available.
+        throw err instanceof RheoError ? err : new RheoError('backend_unavailable', `${this.name} init: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+      });
+    }
+    return this.ready;
+  }
+
+  /** Initialise a DataSource we own; a borrowed one is the host's to initialise. */
+  protected async initializeDataSource(ds: DataSource, owned: boolean): Promise<void> {
+    if (ds.isInitialized) return;
+    if (!owned) throw new RheoError('backend_unavailable', 'the DataSource is not initialized: initialize it before using the rheo backend');
+    await ds.initialize();
+  }
 
   protected abstract loadStream(stream: string): Promise<StreamInfo | null>;
   protected abstract loadGroup(stream: string, group: string): Promise<GroupConfig | null>;

@@ -74,8 +74,6 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   private db: Database | null = null;
   private readonly statements = new Map<string, Statement>();
   private readonly board = new WakeBoard();
-  private ready: Promise<void> | null = null;
-  private closed = false;
 
   constructor(private readonly settings: SqliteBackendSettings) {
     super();
@@ -86,23 +84,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
 
   // ---------------------------------------------------------------- lifecycle
 
-  init(): Promise<void> {
-    if (this.closed) return Promise.reject(new RheoError('backend_unavailable', 'the sqlite backend is closed'));
-    if (!this.ready) {
-      this.ready = this.start().catch((err) => {
-        this.ready = null;
-        // Whatever stops the store from opening (refused, no such file, bad credentials) means it is not available.
-        throw err instanceof RheoError ? err : new RheoError('backend_unavailable', `sqlite init: ${(err as Error)?.message ?? String(err)}`, { cause: err });
-      });
-    }
-    return this.ready;
-  }
-
-  private async start(): Promise<void> {
-    if (!this.ds.isInitialized) {
-      if (!this.settings.owned) throw new RheoError('backend_unavailable', 'the DataSource is not initialized: initialize it before using the rheo backend');
-      await this.ds.initialize();
-    }
+  protected async open(): Promise<void> {
+    await this.initializeDataSource(this.ds, this.settings.owned);
     const db = (this.ds.driver as unknown as { databaseConnection: Database }).databaseConnection;
     // WAL lets readers run beside the writer; NORMAL sync is durable in WAL mode except for the last
     // transactions on power loss (never corruption). A host DataSource keeps whatever journal it chose.

@@ -23,7 +23,7 @@ import { notifyChannel, pgTables } from './names';
 import { PgListener } from './pg-listener';
 import { WakeBoard } from './wake-board';
 import { PG_INSTALL_LOCK, pgInstall, pgPlans, pgQuery } from './pg-plans';
-import { copyGroup, EventRow, lagOf, GroupRow, toEvent, toGroup, toStream } from './rows';
+import { copyGroup, EventRow, lagOf, GroupRow, toDeadLetter, toEvent, toGroup, toStream } from './rows';
 import { backoffTable, leasePosition, planSettles, receiptMismatch, settled, staleRenewals } from './settle-plan';
 import { SqlBackendBase } from './sql-backend-base';
 import { columnFilters, filteredQuery } from './query-filter';
@@ -497,17 +497,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       from = { partition: Number(pos.partition), sequence: Number(pos.sequence) };
     }
     const rows = await this.q(this.plans.deadLetters, [stream, group, from.partition, from.sequence, limit], 'read', 'deadLetters');
-    return rows.map((r) => ({
-      stream,
-      group,
-      eventId: r.id as string,
-      partition: Number(r.d_partition),
-      sequence: Number(r.d_sequence),
-      reason: (r.reason as string | null) ?? '',
-      attempt: Number(r.attempt),
-      deadLetteredAt: new Date(Number(r.dead_at)),
-      event: r.id === null ? null : toEvent(stream, r as unknown as EventRow),
-    }));
+    return rows.map((r) => toDeadLetter(stream, group, r));
   }
 
   // ---------------------------------------------------------------- wake-ups

@@ -1,4 +1,4 @@
-import type { EventMetadata, GroupConfig, JsonValue, Lag, Ordering, RheoEvent, StreamInfo } from '../../core/types';
+import type { DeadLetter, EventMetadata, GroupConfig, JsonValue, Lag, Ordering, RheoEvent, StreamInfo } from '../../core/types';
 
 /** An event row as both dialects return it (bigints may arrive as strings, JSON as text or parsed). */
 export interface EventRow {
@@ -74,4 +74,19 @@ export function lagOf(stream: string, group: string, rows: Array<Record<string, 
     return { partition: Number(r.partition), frontier, highWatermark, lag: Math.max(0, highWatermark - frontier) };
   });
   return { stream, group, lag: partitions.reduce((n, p) => n + p.lag, 0), partitions };
+}
+
+/** A dead-letter row (delivery columns plus the event's, null when the event row is gone) as a DeadLetter. */
+export function toDeadLetter(stream: string, group: string, r: Record<string, unknown>): DeadLetter {
+  return {
+    stream,
+    group,
+    eventId: r.id as string,
+    partition: Number(r.d_partition),
+    sequence: Number(r.d_sequence),
+    reason: (r.reason as string | null) ?? '',
+    attempt: Number(r.attempt),
+    deadLetteredAt: new Date(Number(r.dead_at)),
+    event: r.id === null ? null : toEvent(stream, r as unknown as EventRow),
+  };
 }

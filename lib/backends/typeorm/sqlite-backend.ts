@@ -21,7 +21,7 @@ import type {
 import { createCapabilities } from '../capabilities';
 import { mapDriverError, StatementKind } from './errors';
 import { sqliteTables } from './names';
-import { copyGroup, EventRow, lagOf, GroupRow, toEvent, toGroup, toStream } from './rows';
+import { copyGroup, EventRow, lagOf, GroupRow, toDeadLetter, toEvent, toGroup, toStream } from './rows';
 import { leasePosition, planSettles, receiptMismatch, settled, staleLease } from './settle-plan';
 import { SqlBackendBase } from './sql-backend-base';
 import { sqliteInstall, sqlitePlans, sqliteQuery } from './sqlite-plans';
@@ -532,17 +532,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     const rows = this.run('read', 'deadLetters', () =>
       this.stmt(this.plans.deadLetters).all(stream, group, from.partition, from.partition, from.sequence, limit),
     ) as Row[];
-    return rows.map((r) => ({
-      stream,
-      group,
-      eventId: r.id as string,
-      partition: Number(r.d_partition),
-      sequence: Number(r.d_sequence),
-      reason: (r.reason as string | null) ?? '',
-      attempt: Number(r.attempt),
-      deadLetteredAt: new Date(Number(r.dead_at)),
-      event: r.id === null ? null : toEvent(stream, r as unknown as EventRow),
-    }));
+    return rows.map((r) => toDeadLetter(stream, group, r));
   }
 
   // ---------------------------------------------------------------- wake-ups (in-process)

@@ -15,6 +15,7 @@
 //   non-dead delivery, or cursor - 1 when there is none. No settle ever has to walk
 //   it, and concurrent settles from many processes cannot leave it behind.
 import type { TableNames } from './names';
+import type { ColumnQuery } from './query-filter';
 
 /** DDL, idempotent: safe to run at every start, under the install lock. */
 export function pgInstall(schema: string, t: TableNames): string[] {
@@ -473,19 +474,7 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered'): string {
  */
 export function pgQuery(
   t: TableNames,
-  q: {
-    stream: string;
-    type?: string;
-    key?: string;
-    partition?: number;
-    from?: number;
-    to?: number;
-    afterSequence?: number;
-    untilSequence?: number;
-    after?: { sequence: number; partition: number };
-    order: 'asc' | 'desc';
-    limit: number;
-  },
+  q: ColumnQuery,
 ): { sql: string; params: unknown[] } {
   const params: unknown[] = [q.stream];
   const bind = (v: unknown) => {

@@ -38,6 +38,21 @@ export async function filteredQuery(req: QueryRequest, readPage: PageReader): Pr
   }
 }
 
+/** A query as each dialect's SQL compiler takes it: column filters, keyset position, page size. */
+export interface ColumnQuery {
+  stream: string;
+  type?: string;
+  key?: string;
+  partition?: number;
+  from?: number;
+  to?: number;
+  afterSequence?: number;
+  untilSequence?: number;
+  after?: { sequence: number; partition: number };
+  order: 'asc' | 'desc';
+  limit: number;
+}
+
 /** The filters SQL applies (everything but payload and metadata), with times as epoch milliseconds. */
 export function columnFilters(req: QueryRequest) {
   return {

@@ -5,6 +5,7 @@
 // small statements inside one `BEGIN IMMEDIATE` transaction (better-sqlite3 is
 // synchronous: the whole transaction runs without yielding the event loop).
 import type { TableNames } from './names';
+import type { ColumnQuery } from './query-filter';
 
 /**
  * DDL, idempotent. Times are integer milliseconds from the backend's clock. The
@@ -217,19 +218,7 @@ export function sqlitePlans(t: TableNames) {
 /** A query's column filters compiled to SQL (payload and metadata equality: see query-filter.ts). */
 export function sqliteQuery(
   t: TableNames,
-  q: {
-    stream: string;
-    type?: string;
-    key?: string;
-    partition?: number;
-    from?: number;
-    to?: number;
-    afterSequence?: number;
-    untilSequence?: number;
-    after?: { sequence: number; partition: number };
-    order: 'asc' | 'desc';
-    limit: number;
-  },
+  q: ColumnQuery,
 ): { sql: string; params: unknown[] } {
   const params: unknown[] = [q.stream];
   const where = [`e.stream = ?`];

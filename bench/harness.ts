@@ -116,6 +116,31 @@ export function percentile(values: number[], p: number): number {
   return Math.round(sorted[rank] * 100) / 100;
 }
 
+/** A ratio rounded to 0.01. */
+export function round(x: number): number {
+  return Math.round(x * 100) / 100;
+}
+
+/** Emit the raw driver's figure for `op`, then ours with its ratio to it. */
+export function emitVsRaw(backend: string, op: string, events: number, ours: number, raw: number): void {
+  emit({ backend, op, raw: true, events, eventsPerSec: raw });
+  emit({ backend, op, events, eventsPerSec: ours, ratio: round(ours / raw) });
+}
+
+/** Emit a peer's figure for `op`, with ours / theirs. */
+export function emitPeer(peer: string, op: string, events: number, theirs: number, ours: number): void {
+  emit({ backend: peer, op, peer: true, events, eventsPerSec: theirs, oursPerPeer: round(ours / theirs) });
+}
+
+/** The latency figure every bench ends with: 200 samples on a fresh stream, pollMs 1000 (wake-ups carry it). */
+export async function emitLatency(rheo: Rheo, backend: string): Promise<void> {
+  await rheo.createStream('latency');
+  await rheo.createGroup('latency', 'consumers');
+  const samples = 200;
+  const latency = await benchLatency(rheo, 'latency', 'consumers', samples, { pollMs: 1000 });
+  emit({ backend, op: 'latency', events: samples, p50Ms: latency.p50Ms, p99Ms: latency.p99Ms });
+}
+
 /** Print one figure as a JSON line and keep it for the table. */
 export function emit(line: BenchLine): void {
   lines.push(line);

@@ -3,7 +3,7 @@
 import { Pool } from 'pg';
 import { postgresBackend, Rheo } from '../lib';
 import { benchPgBoss } from './peers/pg-boss';
-import { benchAppend, benchConsume, benchLatency, emit, payload, printTable, rate, timeIt } from './harness';
+import { benchAppend, benchConsume, emitLatency, emitPeer, emitVsRaw, payload, printTable, rate, timeIt } from './harness';
 
 const URL = process.env.RHEO_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const N = 20_000;
@@ -63,32 +63,22 @@ export async function main(): Promise<void> {
 
     const rawA = await rawAppend(pool, schema);
     const append = await benchAppend(rheo, 'bench', N, BATCH);
-    emit({ backend: 'postgres', op: 'append', raw: true, events: N, eventsPerSec: rawA });
-    emit({ backend: 'postgres', op: 'append', events: N, eventsPerSec: append.eventsPerSec, ratio: round(append.eventsPerSec / rawA) });
+    emitVsRaw('postgres', 'append', N, append.eventsPerSec, rawA);
 
     const rawC = await rawConsume(pool, schema);
     const consume = await benchConsume(rheo, 'bench', 'consumers', N, { maxDemand: 100, concurrency: 16 });
-    emit({ backend: 'postgres', op: 'consume', raw: true, events: N, eventsPerSec: rawC });
-    emit({ backend: 'postgres', op: 'consume', events: N, eventsPerSec: consume.eventsPerSec, ratio: round(consume.eventsPerSec / rawC) });
+    emitVsRaw('postgres', 'consume', N, consume.eventsPerSec, rawC);
 
     // The peer on the same database, same N, same payloads.
     const boss = await benchPgBoss(URL, N);
-    emit({ backend: 'pg-boss', op: 'append', peer: true, events: N, eventsPerSec: boss.append, oursPerPeer: round(append.eventsPerSec / boss.append) });
-    emit({ backend: 'pg-boss', op: 'consume', peer: true, events: N, eventsPerSec: boss.consume, oursPerPeer: round(consume.eventsPerSec / boss.consume) });
+    emitPeer('pg-boss', 'append', N, boss.append, append.eventsPerSec);
+    emitPeer('pg-boss', 'consume', N, boss.consume, consume.eventsPerSec);
 
-    await rheo.createStream('latency');
-    await rheo.createGroup('latency', 'consumers');
-    const samples = 200;
-    const latency = await benchLatency(rheo, 'latency', 'consumers', samples, { pollMs: 1000 });
-    emit({ backend: 'postgres', op: 'latency', events: samples, p50Ms: latency.p50Ms, p99Ms: latency.p99Ms });
+    await emitLatency(rheo, 'postgres');
     printTable();
   } finally {
     await rheo.close();
     await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
     await pool.end();
   }
-}
-
-function round(x: number): number {
-  return Math.round(x * 100) / 100;
 }

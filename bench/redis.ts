@@ -3,7 +3,7 @@
 import Redis from 'ioredis';
 import { Rheo, redisBackend } from '../lib';
 import { benchBullmq } from './peers/bullmq';
-import { benchAppend, benchConsume, benchLatency, emit, payload, printTable, rate, timeIt } from './harness';
+import { benchAppend, benchConsume, emitLatency, emitPeer, emitVsRaw, payload, printTable, rate, timeIt } from './harness';
 
 const URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const N = 20_000;
@@ -59,24 +59,18 @@ export async function main(): Promise<void> {
 
     const rawAppendRate = await rawAppend(redis, rawKey);
     const append = await benchAppend(rheo, 'bench', N, BATCH);
-    emit({ backend: 'redis', op: 'append', events: N, eventsPerSec: append.eventsPerSec, ratio: round(append.eventsPerSec / rawAppendRate) });
-    emit({ backend: 'redis', op: 'append', raw: true, events: N, eventsPerSec: rawAppendRate });
+    emitVsRaw('redis', 'append', N, append.eventsPerSec, rawAppendRate);
 
     const rawConsumeRate = await rawConsume(redis, rawKey);
     const consume = await benchConsume(rheo, 'bench', 'consumers', N, { maxDemand: 100, concurrency: 16 });
-    emit({ backend: 'redis', op: 'consume', events: N, eventsPerSec: consume.eventsPerSec, ratio: round(consume.eventsPerSec / rawConsumeRate) });
-    emit({ backend: 'redis', op: 'consume', raw: true, events: N, eventsPerSec: rawConsumeRate });
+    emitVsRaw('redis', 'consume', N, consume.eventsPerSec, rawConsumeRate);
 
     // The peer on the same Redis, same N, same payloads.
     const bull = await benchBullmq(URL, N);
-    emit({ backend: 'bullmq', op: 'append', peer: true, events: N, eventsPerSec: bull.append, oursPerPeer: round(append.eventsPerSec / bull.append) });
-    emit({ backend: 'bullmq', op: 'consume', peer: true, events: N, eventsPerSec: bull.consume, oursPerPeer: round(consume.eventsPerSec / bull.consume) });
+    emitPeer('bullmq', 'append', N, bull.append, append.eventsPerSec);
+    emitPeer('bullmq', 'consume', N, bull.consume, consume.eventsPerSec);
 
-    await rheo.createStream('latency');
-    await rheo.createGroup('latency', 'consumers');
-    const samples = 200;
-    const latency = await benchLatency(rheo, 'latency', 'consumers', samples, { pollMs: 1000 });
-    emit({ backend: 'redis', op: 'latency', events: samples, p50Ms: latency.p50Ms, p99Ms: latency.p99Ms });
+    await emitLatency(rheo, 'redis');
 
     printTable();
   } finally {
@@ -84,8 +78,4 @@ export async function main(): Promise<void> {
     await cleanup(redis, prefix);
     redis.disconnect();
   }
-}
-
-function round(x: number): number {
-  return Math.round(x * 100) / 100;
 }

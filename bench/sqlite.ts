@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Rheo, sqliteBackend } from '../lib';
-import { benchAppend, benchConsume, benchLatency, emit, payload, printTable, rate } from './harness';
+import { benchAppend, benchConsume, emitLatency, emitVsRaw, payload, printTable, rate } from './harness';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const Database = require('better-sqlite3') as new (file: string) => {
@@ -83,27 +83,17 @@ export async function main(): Promise<void> {
 
     const rawA = rawAppend(join(dir, 'raw-append.db'));
     const append = await benchAppend(rheo, 'bench', N, BATCH);
-    emit({ backend: 'sqlite', op: 'append', raw: true, events: N, eventsPerSec: rawA });
-    emit({ backend: 'sqlite', op: 'append', events: N, eventsPerSec: append.eventsPerSec, ratio: round(append.eventsPerSec / rawA) });
+    emitVsRaw('sqlite', 'append', N, append.eventsPerSec, rawA);
 
     const rawC = rawConsume(join(dir, 'raw-consume.db'));
     const consume = await benchConsume(rheo, 'bench', 'consumers', N, { maxDemand: 100, concurrency: 16 });
-    emit({ backend: 'sqlite', op: 'consume', raw: true, events: N, eventsPerSec: rawC });
-    emit({ backend: 'sqlite', op: 'consume', events: N, eventsPerSec: consume.eventsPerSec, ratio: round(consume.eventsPerSec / rawC) });
+    emitVsRaw('sqlite', 'consume', N, consume.eventsPerSec, rawC);
 
-    await rheo.createStream('latency');
-    await rheo.createGroup('latency', 'consumers');
-    const samples = 200;
-    const latency = await benchLatency(rheo, 'latency', 'consumers', samples, { pollMs: 1000 });
-    emit({ backend: 'sqlite', op: 'latency', events: samples, p50Ms: latency.p50Ms, p99Ms: latency.p99Ms });
+    await emitLatency(rheo, 'sqlite');
     printTable();
   } finally {
     await rheo.close();
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-function round(x: number): number {
-  return Math.round(x * 100) / 100;
 }
 

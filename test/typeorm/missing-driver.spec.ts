@@ -1,17 +1,8 @@
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
+import { evalWithoutDrivers as run } from '../support/without-drivers';
 
 // Without the optional drivers installed, building a SQL backend fails with a
 // RheoError that names the package to install; importing the package does not.
 describe('SQL backends without their drivers', () => {
-  const root = join(__dirname, '..', '..');
-  const run = (code: string) =>
-    execFileSync(process.execPath, ['-r', 'ts-node/register/transpile-only', '-r', './test/support/block-drivers.js', '-e', code], {
-      cwd: root,
-      encoding: 'utf8',
-      env: { ...process.env, TS_NODE_PROJECT: join(root, 'tsconfig.json') },
-    });
-
   it.each([
     ['postgresBackend', "postgresBackend({ url: 'postgres://x@127.0.0.1/db' })", 'typeorm'],
     ['sqliteBackend', "sqliteBackend({ database: ':memory:' })", 'typeorm'],

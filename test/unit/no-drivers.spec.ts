@@ -1,17 +1,8 @@
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
+import { evalWithoutDrivers as run } from '../support/without-drivers';
 
 // Drivers and Terminus are optional peers: a user who picks one backend installs
 // no other driver, and importing the package must still work.
 describe('importing the package with no driver installed', () => {
-  const root = join(__dirname, '..', '..');
-  const run = (code: string) =>
-    execFileSync(process.execPath, ['-r', 'ts-node/register/transpile-only', '-r', './test/support/block-drivers.js', '-e', code], {
-      cwd: root,
-      encoding: 'utf8',
-      env: { ...process.env, TS_NODE_PROJECT: join(root, 'tsconfig.json') },
-    });
-
   it('proves the blocker works: a driver cannot be required', () => {
     expect(() => run("require('ioredis')")).toThrow(/blocked by test/);
   });

@@ -30,6 +30,8 @@ export interface NewEvent {
   type: string | null;
   metadata: EventMetadata;
   payload: JsonValue;
+  /** `payload` as JSON text, serialised once by the facade's size check: store this. */
+  payloadJson: string;
 }
 
 /** A start position resolved by the facade: per partition, the last sequence to skip, or a time. */

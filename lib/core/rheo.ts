@@ -254,12 +254,12 @@ export class Rheo {
     const key = input.key === undefined || input.key === null ? null : checkName(`${field}.key`, input.key);
     const type = input.type === undefined || input.type === null ? null : checkName(`${field}.type`, input.type);
     const metadata = input.metadata === undefined ? {} : checkMetadata(`${field}.metadata`, input.metadata);
-    checkPayload(`${field}.payload`, input.payload, this.maxPayloadBytes);
+    const payloadJson = checkPayload(`${field}.payload`, input.payload, this.maxPayloadBytes);
     let partition: number;
     if (input.partition !== undefined) partition = checkInt(`${field}.partition`, input.partition, 0, partitions - 1);
     else partition = key === null ? 0 : partitionForKey(key, partitions);
     const timestamp = input.timestamp === undefined ? new Date(now) : checkDate(`${field}.timestamp`, input.timestamp);
-    return { id, partition, timestamp, key, type, metadata, payload: input.payload as JsonValue };
+    return { id, partition, timestamp, key, type, metadata, payload: input.payload as JsonValue, payloadJson };
   }
 
   private checkAppendOptions(options: AppendOptions): AppendOptions {

@@ -80,17 +80,18 @@ function checkJsonValue(field: string, value: unknown, depth: number, seen: Set<
 }
 
 /**
- * A JSON value whose serialised size is at most `maxBytes`. Returns the size so
- * backends that store text need not serialise twice.
+ * A JSON value whose serialised size is at most `maxBytes`. Returns the JSON text,
+ * which backends store as is: the append path serialises each payload once.
  */
-export function checkPayload(field: string, value: unknown, maxBytes: number): number {
+export function checkPayload(field: string, value: unknown, maxBytes: number): string {
   if (value === undefined) throw RheoError.invalid(field, 'is required');
   checkJsonValue(field, value, 0, new Set());
-  const size = Buffer.byteLength(JSON.stringify(value as JsonValue));
+  const json = JSON.stringify(value as JsonValue);
+  const size = Buffer.byteLength(json);
   if (size > maxBytes) {
     throw new RheoError('payload_too_large', `${field} is ${size} bytes, over the limit of ${maxBytes}`, { field });
   }
-  return size;
+  return json;
 }
 
 /** Metadata: a plain object of JSON values; undefined values are dropped. */

@@ -77,7 +77,7 @@ describe('redis backend: connections', () => {
     const [stored] = await rheo.read(stream);
     expect(stored).toBeUndefined();
     await impatient.init();
-    const event = { id: 'maybe-1', partition: 0, timestamp: new Date(), key: null, type: null, metadata: {}, payload: 'maybe' };
+    const event = { id: 'maybe-1', partition: 0, timestamp: new Date(), key: null, type: null, metadata: {}, payload: 'maybe', payloadJson: '"maybe"' };
     const admin = new Redis(REDIS_URL);
     try {
       // Pause writes (scripts included) on the server: the append gets no answer in time.

@@ -237,7 +237,7 @@ export class MemoryBackend implements Backend {
         key: e.key,
         type: e.type,
         metadata: JSON.stringify(e.metadata),
-        payload: JSON.stringify(e.payload),
+        payload: e.payloadJson,
       };
       log.push(stored);
       batchIds.set(e.id, stored);

@@ -60,7 +60,7 @@ export function appendArgs(e: NewEvent, slot: number): string[] {
     e.key ?? '',
     e.type ?? '',
     JSON.stringify(e.metadata),
-    JSON.stringify(e.payload),
+    e.payloadJson,
   ];
 }
 

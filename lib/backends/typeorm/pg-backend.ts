@@ -260,7 +260,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       unique.map((e) => e.key),
       unique.map((e) => e.type),
       unique.map((e) => JSON.stringify(e.metadata)),
-      unique.map((e) => JSON.stringify(e.payload)),
+      unique.map((e) => e.payloadJson),
       this.channel,
     ];
     let rows: Row[];

@@ -263,7 +263,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         const sequence = next.get(e.partition)!;
         next.set(e.partition, sequence + 1);
         const metadata = JSON.stringify(e.metadata);
-        const payload = JSON.stringify(e.payload);
+        const payload = e.payloadJson;
         insert.run(stream, e.partition, sequence, e.id, e.timestamp.getTime(), e.key, e.type, metadata, payload);
         out[i] = toEvent(stream, { id: e.id, partition: e.partition, sequence, ts: e.timestamp.getTime(), key: e.key, type: e.type, metadata, payload });
       }

@@ -148,6 +148,15 @@ export interface Backend {
   fetch(request: FetchRequest): Promise<Lease[]>;
   renew(leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]>;
   settle(ops: SettleOp[]): Promise<SettleResult[]>;
+  /**
+   * Give leases back unhandled (a drain, or a lease the runtime dropped before any
+   * handler started on it): each event is claimable again at once, and the attempt
+   * its fetch counted is taken back, so the next delivery carries the same attempt.
+   * Fenced by lease id alone, not by expiry: a lease that expired but that nobody
+   * claimed since is still ours to give back; one claimed by another consumer since
+   * (or settled) answers `stale_lease` and changes nothing. Per-lease results.
+   */
+  release(leases: Lease<unknown>[]): Promise<SettleResult[]>;
 
   /** Re-open deliveries; returns how many events were re-opened (or rewound over). */
   replay(request: ReplayRequest): Promise<number>;

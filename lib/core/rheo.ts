@@ -385,6 +385,7 @@ export class Rheo {
   /** Renew many leases in one backend call; per-lease results. */
   async renewMany(leases: Lease<unknown>[], options: { leaseMs?: number } = {}): Promise<RenewResult[]> {
     if (!Array.isArray(leases)) throw RheoError.invalid('leases', 'must be an array');
+    if (leases.length > MAX_BATCH) throw RheoError.invalid('leases', `must hold at most ${MAX_BATCH} leases`);
     checkObject('options', options);
     leases.forEach((l, i) => checkLease(leases.length === 1 ? 'lease' : `leases[${i}]`, l));
     const leaseMs = options.leaseMs === undefined ? DEFAULT_LEASE_MS : checkInt('leaseMs', options.leaseMs, 1, 24 * 3600 * 1000);
@@ -439,6 +440,22 @@ export class Rheo {
     if (ops.length === 0) return [];
     await this.init();
     return this.backend.settle(ops);
+  }
+
+  /**
+   * Give leases back unhandled: each event is claimable again at once and keeps
+   * the attempt it had (this delivery is not counted). For leases no handler
+   * started on: a consumer shutting down with prefetched leases, or one that
+   * found a buffered lease too close to expiry. Per-lease results, in order; a
+   * lease claimed by someone else since answers `stale_lease`.
+   */
+  async releaseMany(leases: Lease<unknown>[]): Promise<SettleResult[]> {
+    if (!Array.isArray(leases)) throw RheoError.invalid('leases', 'must be an array');
+    if (leases.length > MAX_BATCH) throw RheoError.invalid('leases', `must hold at most ${MAX_BATCH} leases`);
+    leases.forEach((l, i) => checkLease(leases.length === 1 ? 'lease' : `leases[${i}]`, l));
+    if (leases.length === 0) return [];
+    await this.init();
+    return this.backend.release(leases);
   }
 
   // ---------------------------------------------------------------- replay, reset

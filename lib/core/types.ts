@@ -151,6 +151,12 @@ export interface GroupInfo {
   /** Age of the oldest event that is not yet terminal for the group, or null when none. */
   oldestUnsettledAgeMs: number | null;
   config: GroupConfig;
+  /**
+   * Conditions of the store that put the group's data at risk, in words an
+   * operator can act on (a Redis server that can lose acknowledged writes or
+   * evict keys, say). Absent or empty when there are none.
+   */
+  warnings?: string[];
 }
 
 /** A dead-lettered event of a group. */

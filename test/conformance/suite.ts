@@ -11,6 +11,7 @@ import { logCases } from './cases/log';
 import { orderingCases } from './cases/ordering';
 import { queryCases } from './cases/query';
 import { raceCases } from './cases/races';
+import { releaseCases } from './cases/release';
 import { replayCases } from './cases/replay';
 import { retryCases } from './cases/retry';
 import { wakeUpCases } from './cases/wake-ups';
@@ -70,6 +71,7 @@ export function runConformance(target: ConformanceTarget): void {
     if (ctx.caps.guarantees.replay) replayCases(ctx);
     if (ctx.caps.guarantees.orderedPartitions) orderingCases(ctx);
     bulkCases(ctx);
+    releaseCases(ctx);
     raceCases(ctx);
     if (ctx.waits) wakeUpCases(ctx);
   });

@@ -1,6 +1,6 @@
 import { backoffDelay } from '../../core/backoff';
 import { Clock, systemClock } from '../../core/clock';
-import { RheoError } from '../../core/errors';
+import { RheoError, toRheoError } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { jsonEqual } from '../../core/json-equal';
 import type { DeadLetter, EventMetadata, GroupConfig, GroupInfo, JsonValue, Lag, Lease, RheoEvent, StreamInfo } from '../../core/types';
@@ -433,6 +433,31 @@ export class MemoryBackend implements Backend {
         return { ok: true };
       } catch (err) {
         return { ok: false, error: err as RheoError };
+      }
+    });
+    for (const s of woken) this.wake(s);
+    return results;
+  }
+
+  async release(leases: Lease<unknown>[]): Promise<SettleResult[]> {
+    this.open();
+    const now = this.clock.now();
+    const woken = new Set<MemStream>();
+    const results = leases.map((lease): SettleResult => {
+      try {
+        const { s, g } = this.group(lease.stream, lease.group);
+        const d = g.parts[lease.event.partition]?.deliveries.get(lease.event.sequence);
+        // Expiry does not matter: while nobody claimed it since, the lease id is still ours.
+        if (!d || d.leaseId !== lease.leaseId || d.state !== 'leased') throw STALE('release');
+        if (lease.receipt !== d.leaseId) throw new RheoError('receipt_mismatch', 'release: the receipt does not match the delivery');
+        d.state = 'available';
+        d.leaseId = null;
+        d.attempt = Math.max(0, d.attempt - 1);
+        d.availableAt = now;
+        woken.add(s);
+        return { ok: true };
+      } catch (err) {
+        return { ok: false, error: toRheoError(err) };
       }
     });
     for (const s of woken) this.wake(s);

@@ -12,5 +12,5 @@ export function jsonEqual(a: JsonValue | undefined, b: JsonValue | undefined): b
   const ao = a as Record<string, JsonValue>;
   const bo = b as Record<string, JsonValue>;
   const keys = Object.keys(ao);
-  return keys.length === Object.keys(bo).length && keys.every((k) => k in bo && jsonEqual(ao[k], bo[k]));
+  return keys.length === Object.keys(bo).length && keys.every((k) => Object.hasOwn(bo, k) && jsonEqual(ao[k], bo[k]));
 }

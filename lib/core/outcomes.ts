@@ -49,7 +49,17 @@ export function reasonOf(err: unknown): string {
       text = String(err);
     }
   }
-  return text.length > MAX_REASON_LENGTH ? text.slice(0, MAX_REASON_LENGTH) : text;
+  return boundReason(text);
+}
+
+/**
+ * `text` cut to {@link MAX_REASON_LENGTH} and made well-formed: a cut through a
+ * surrogate pair (or a lone surrogate in a thrown message) would otherwise be
+ * stored differently by each backend's UTF-8 encoder.
+ */
+export function boundReason(text: string): string {
+  const cut = text.length > MAX_REASON_LENGTH ? text.slice(0, MAX_REASON_LENGTH) : text;
+  return cut.isWellFormed() ? cut : cut.toWellFormed();
 }
 
 /**

@@ -14,7 +14,7 @@ import { DEFAULT_RETRY } from './backoff';
 import { decodeCursor, encodeCursor } from './cursor';
 import { RheoError, toRheoError } from './errors';
 import { newId } from './ids';
-import { MAX_REASON_LENGTH } from './outcomes';
+import { boundReason } from './outcomes';
 import { partitionForKey } from './partitioner';
 import type {
   AppendInput,
@@ -38,6 +38,7 @@ import type {
 import {
   checkDate,
   checkInt,
+  checkJsonObject,
   checkMetadata,
   checkName,
   checkObject,
@@ -86,7 +87,7 @@ const MAX_DELAY_MS = 365 * 24 * 3600 * 1000;
 function reason(field: string, value: unknown, fallback: string): string {
   if (value === undefined) return fallback;
   if (typeof value !== 'string') throw RheoError.invalid(field, 'must be a string');
-  return value.length > MAX_REASON_LENGTH ? value.slice(0, MAX_REASON_LENGTH) : value;
+  return boundReason(value);
 }
 
 function checkPartitions(field: string, value: unknown, count: number): number[] | undefined {
@@ -103,6 +104,9 @@ function checkPartitions(field: string, value: unknown, count: number): number[]
 const issued = new WeakSet<object>();
 
 function issue<L extends Lease<unknown>>(lease: L): L {
+  // Its own Date: the runtime moves a held lease's expiry in place as renewals
+  // succeed, and a backend may have built one Date for a whole batch.
+  lease.expiresAt = new Date(lease.expiresAt.getTime());
   Object.freeze(lease.event);
   issued.add(Object.freeze(lease));
   return lease;
@@ -316,7 +320,7 @@ export class Rheo {
     if (where.type !== undefined) checkName('query.where.type', where.type);
     if (where.key !== undefined) checkName('query.where.key', where.key);
     if (where.metadata !== undefined) checkMetadata('query.where.metadata', where.metadata);
-    if (where.payload !== undefined) checkMetadata('query.where.payload', where.payload);
+    if (where.payload !== undefined) checkJsonObject('query.where.payload', where.payload);
     const order = query.order ?? 'asc';
     if (order !== 'asc' && order !== 'desc') throw RheoError.invalid('query.order', "must be 'asc' or 'desc'");
     const limit = query.limit === undefined ? 100 : checkInt('query.limit', query.limit, 1, MAX_QUERY_LIMIT);

@@ -19,8 +19,22 @@ export function checkName(field: string, value: unknown): string {
   if (value.length === 0) throw RheoError.invalid(field, 'must not be empty');
   if (value.length > MAX_NAME_LENGTH) throw RheoError.invalid(field, `must be at most ${MAX_NAME_LENGTH} characters`);
   if (CONTROL.test(value)) throw RheoError.invalid(field, 'must not contain control characters');
+  checkWellFormed(field, value);
   return value;
 }
+
+/**
+ * Strings must be well-formed Unicode: a lone surrogate (what `.slice()` through
+ * an emoji leaves) has no UTF-8 encoding, so stores replace it and two different
+ * strings would become one (two ids colliding, one event lost).
+ */
+export function checkWellFormed(field: string, value: string): string {
+  if (!value.isWellFormed()) throw RheoError.invalid(field, 'must be well-formed Unicode (it contains a lone surrogate)');
+  return value;
+}
+
+/** Keys no user object may carry: assigning them changes a prototype instead of storing a value. */
+const FORBIDDEN_KEYS = new Set(['__proto__']);
 
 /** An integer in [min, max]. */
 export function checkInt(field: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -49,6 +63,8 @@ function checkJsonValue(field: string, value: unknown, depth: number, seen: Set<
   if (value === null) return;
   switch (typeof value) {
     case 'string':
+      checkWellFormed(field, value as string);
+      return;
     case 'boolean':
       return;
     case 'number':
@@ -71,6 +87,7 @@ function checkJsonValue(field: string, value: unknown, depth: number, seen: Set<
       throw RheoError.invalid(field, `must be JSON: ${obj.constructor?.name ?? 'object'} is not a plain object`);
     }
     for (const k of Object.keys(obj)) {
+      checkWellFormed(`${field} key ${JSON.stringify(k)}`, k);
       const v = (obj as Record<string, unknown>)[k];
       if (v === undefined) throw RheoError.invalid(`${field}.${k}`, 'must be JSON: undefined is not a JSON value');
       checkJsonValue(`${field}.${k}`, v, depth + 1, seen);
@@ -94,14 +111,31 @@ export function checkPayload(field: string, value: unknown, maxBytes: number): s
   return json;
 }
 
-/** Metadata: a plain object of JSON values; undefined values are dropped. */
-export function checkMetadata(field: string, value: unknown): Record<string, JsonValue> {
+/**
+ * A plain object of JSON values, walked by own keys only; undefined values are
+ * dropped. Returns a copy without a prototype, so no key can reach one.
+ */
+export function checkJsonObject(field: string, value: unknown): Record<string, JsonValue> {
   const obj = checkObject(field, value);
-  const out: Record<string, JsonValue> = {};
+  const out: Record<string, JsonValue> = Object.create(null);
   for (const [k, v] of Object.entries(obj)) {
+    checkWellFormed(`${field} key ${JSON.stringify(k)}`, k);
     if (v === undefined) continue;
     checkJsonValue(`${field}.${k}`, v, 1, new Set());
     out[k] = v as JsonValue;
   }
   return out;
+}
+
+/**
+ * Metadata: a plain object of JSON values; undefined values are dropped. The key
+ * `__proto__` is refused: stored, read back and assigned, it would replace an
+ * object's prototype instead of holding a value, so it cannot round-trip.
+ */
+export function checkMetadata(field: string, value: unknown): Record<string, JsonValue> {
+  const obj = checkJsonObject(field, value);
+  for (const k of Object.keys(obj)) {
+    if (FORBIDDEN_KEYS.has(k)) throw RheoError.invalid(`${field}.${k}`, 'is not an allowed metadata key (it names the object prototype)');
+  }
+  return Object.assign({}, obj);
 }

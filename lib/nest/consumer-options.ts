@@ -43,7 +43,12 @@ export interface ResolvedConsumer {
   key: string;
   run: GroupRunOptions;
   group: GroupOptions;
+  /** Where each setting not taken from the decorator came from (`'defaults'`, `'consumers["stream/group"]'`), for errors. */
+  sources: SettingSources;
 }
+
+/** Per setting, the module option it was taken from; absent when it came from the decorator (or the built-in default). */
+export type SettingSources = Partial<Record<keyof RheoConsumerSettings, string>>;
 
 const SETTINGS: ReadonlyArray<keyof RheoConsumerSettings> = [
   'maxDemand',
@@ -94,10 +99,39 @@ function checkGroupSettings(s: RheoConsumerSettings): GroupOptions {
   return group;
 }
 
+/** Settings whose names cannot be mistaken for ordinary words in a message. */
+const CAMEL_CASE_SETTINGS = SETTINGS.filter((k) => /[A-Z]/.test(k));
+
+/**
+ * The same error, blaming the module option a value came from: a bad
+ * `consumers["orders/billing"].maxDemand` must not read as if the decorator said
+ * it. The field becomes `consumers["orders/billing"].maxDemand` (or
+ * `defaults.maxDemand`); a configured setting the problem names (`pollMs must be
+ * less than leaseMs`) is qualified too. Errors about a decorator value are
+ * returned unchanged.
+ */
+export function blameSource(sources: SettingSources, err: unknown): unknown {
+  if (!(err instanceof RheoError) || err.field === undefined) return err;
+  const root = /^[A-Za-z]+/.exec(err.field)?.[0] as keyof RheoConsumerSettings | undefined;
+  const source = root === undefined ? undefined : sources[root];
+  const field = source === undefined ? err.field : `${source}.${err.field}`;
+  const head = err.message.startsWith(err.field) ? err.field : '';
+  let rest = err.message.slice(head.length);
+  for (const k of CAMEL_CASE_SETTINGS) {
+    const other = sources[k];
+    if (k !== root && other !== undefined) rest = rest.replace(new RegExp(`(?<![\\w.\\]"])${k}(?!\\w)`, 'g'), `${other}.${k}`);
+  }
+  const message = (head === '' ? '' : field) + rest;
+  if (message === err.message && field === err.field) return err;
+  return new RheoError(err.code, message, { field, cause: err });
+}
+
 /**
  * Resolve one consumer: built-in defaults < module `defaults` < decorator options <
  * module `consumers['stream/group']`. Every error names the handler
- * (`RiskController.onCurve: maxDemand must be >= 1`) and nothing has been touched yet.
+ * (`RiskController.onCurve: maxDemand must be >= 1`) and, for a value from the
+ * module options, where it came from (`consumers["market-events/risk"].maxDemand`,
+ * `defaults.maxDemand`); nothing has been touched yet.
  */
 export function resolveConsumer(
   handlerName: string,
@@ -105,28 +139,38 @@ export function resolveConsumer(
   moduleOptions: { defaults?: RheoConsumerSettings; consumers?: Record<string, RheoConsumerSettings>; drainTimeoutMs?: number },
 ): ResolvedConsumer {
   try {
-    const own = checkSettings('options', decorated, true);
+    const own = pick(checkSettings('options', decorated, true));
     const stream = checkName('stream', decorated.stream);
     const group = checkName('group', decorated.group);
     const key = consumerKey(stream, group);
     const defaults = moduleOptions.defaults === undefined ? {} : pick(checkSettings('defaults', moduleOptions.defaults));
     const configured = moduleOptions.consumers?.[key];
-    const override = configured === undefined ? {} : pick(checkSettings(`consumers["${key}"]`, configured));
-    const merged: RheoConsumerSettings = { ...defaults, ...pick(own), ...override };
-    const runInput: GroupRunOptions = {
-      stream,
-      group,
-      maxDemand: merged.maxDemand,
-      concurrency: merged.concurrency,
-      leaseMs: merged.leaseMs,
-      pollMs: merged.pollMs,
-      consumerId: merged.consumerId,
-      partitions: merged.partitions,
-      drainTimeoutMs: moduleOptions.drainTimeoutMs,
-    };
-    for (const k of Object.keys(runInput) as Array<keyof GroupRunOptions>) if (runInput[k] === undefined) delete runInput[k];
-    resolveGroupOptions(runInput);
-    return { handlerName, key, run: runInput, group: checkGroupSettings(merged) };
+    const overrideSource = `consumers["${key}"]`;
+    const override = configured === undefined ? {} : pick(checkSettings(overrideSource, configured));
+    const merged: RheoConsumerSettings = { ...defaults, ...own, ...override };
+    const sources: SettingSources = {};
+    for (const k of SETTINGS) {
+      if (override[k] !== undefined) sources[k] = overrideSource;
+      else if (own[k] === undefined && defaults[k] !== undefined) sources[k] = 'defaults';
+    }
+    try {
+      const runInput: GroupRunOptions = {
+        stream,
+        group,
+        maxDemand: merged.maxDemand,
+        concurrency: merged.concurrency,
+        leaseMs: merged.leaseMs,
+        pollMs: merged.pollMs,
+        consumerId: merged.consumerId,
+        partitions: merged.partitions,
+        drainTimeoutMs: moduleOptions.drainTimeoutMs,
+      };
+      for (const k of Object.keys(runInput) as Array<keyof GroupRunOptions>) if (runInput[k] === undefined) delete runInput[k];
+      resolveGroupOptions(runInput);
+      return { handlerName, key, run: runInput, group: checkGroupSettings(merged), sources };
+    } catch (err) {
+      throw blameSource(sources, err);
+    }
   } catch (err) {
     throw prefixed(handlerName, err);
   }

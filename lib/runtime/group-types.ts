@@ -8,7 +8,17 @@ import type { Lease } from '../core/types';
  * `RheoRetry` nacks with its delay, anything else nacks with the group's backoff).
  * The lease is shared with the Group: treat it as read-only.
  */
-export type GroupHandler = (lease: Lease) => Promise<Outcome | void>;
+export type GroupHandler = (lease: Lease, delivery: DeliveryControl) => Promise<Outcome | void>;
+
+/**
+ * What a handler gets beside its lease. `signal` aborts when the lease is lost
+ * (a renewal found it taken over, or it expired while renewals failed) and when
+ * a drain times out: a long handler can stop early, since its result would be
+ * discarded anyway. Its `reason` is a RheoError saying which.
+ */
+export interface DeliveryControl {
+  readonly signal: AbortSignal;
+}
 
 /**
  * `idle`: built, not started. `running`: fetching. `backing_off`: the last fetch
@@ -36,6 +46,16 @@ export interface GroupStats {
   settleBatches: number;
   /** Leases settled successfully. */
   settled: number;
+  /**
+   * Leases dropped before any handler started on them, because their lease had
+   * expired or had less than the start margin left (`max(10% of leaseMs, 100 ms)`,
+   * at most half the lease) while they waited in the prefetch buffer.
+   */
+  dropped: number;
+  /** Leases given back unhandled (dropped ones, and the buffer at drain), accepted by the store. */
+  released: number;
+  /** Settles dropped because they arrived after the Group stopped (a handler that outlived the drain timeout). */
+  lateSettles: number;
 }
 
 /** Payload of the `settled` event. */
@@ -57,10 +77,22 @@ export interface HandlerErrorEvent {
   error: unknown;
 }
 
-/** Payload of the `renew_error` event: a whole renewal round failed; the leases are kept for the next. */
+/**
+ * Payload of the `renew_error` event: a renewal round failed, as a whole or for
+ * some leases, for a reason other than losing them. The leases are kept and the
+ * next round comes on the fetch backoff. `consecutive` counts failed rounds in a
+ * row (1 starts a burst).
+ */
 export interface RenewErrorEvent {
   error: RheoError;
   leases: number;
+  consecutive: number;
+}
+
+/** Payload of the `late_settle` event: a handler finished after the Group stopped; its outcome was not written. */
+export interface LateSettleEvent {
+  lease: Lease;
+  outcome: Outcome;
 }
 
 /** The events a {@link Group} emits, with their arguments. */
@@ -73,4 +105,7 @@ export interface GroupEvents {
   lease_lost: [Lease];
   handler_error: [HandlerErrorEvent];
   renew_error: [RenewErrorEvent];
+  /** Renewals succeed again after `renew_error`s. */
+  renew_recovered: [];
+  late_settle: [LateSettleEvent];
 }

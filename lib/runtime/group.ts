@@ -6,7 +6,7 @@ import type { Rheo } from '../core/rheo';
 import { classifySettleError } from '../core/settle';
 import type { Lease } from '../core/types';
 import { MAX_BATCH } from '../core/validate';
-import type { DrainResult, GroupEvents, GroupHandler, GroupState, GroupStats } from './group-types';
+import type { DeliveryControl, DrainResult, GroupEvents, GroupHandler, GroupState, GroupStats } from './group-types';
 import { Inflight, type InflightEntry } from './inflight';
 import { checkDrainTimeout, FETCH_BACKOFF, type GroupRunOptions, type ResolvedGroupOptions, resolveGroupOptions } from './options';
 import { bounded, nackAfterFailedAck, outcomeOfValue, settleRequest } from './outcome';
@@ -39,7 +39,23 @@ export class Group extends EventEmitter<GroupEvents> {
   private readonly held = new Inflight();
   private readonly settler: SettleBatcher;
   private readonly renewals: Renewals;
-  private readonly counters: GroupStats = { fetches: 0, leases: 0, pollTimeouts: 0, wakeUps: 0, renewRounds: 0, settleBatches: 0, settled: 0 };
+  private readonly counters: GroupStats = {
+    fetches: 0,
+    leases: 0,
+    pollTimeouts: 0,
+    wakeUps: 0,
+    renewRounds: 0,
+    settleBatches: 0,
+    settled: 0,
+    dropped: 0,
+    released: 0,
+    lateSettles: 0,
+  };
+  /** No handler starts on a lease with less than this left: it would likely expire under the handler. */
+  private readonly startMarginMs: number;
+  /** Release calls on their way (a drain waits for them). */
+  private releasing = 0;
+  private renewError: RheoError | null = null;
 
   private current: GroupState = 'idle';
   private error: RheoError | null = null;
@@ -69,13 +85,24 @@ export class Group extends EventEmitter<GroupEvents> {
     if (!rheo || !rheo.backend || typeof rheo.fetch !== 'function' || typeof rheo.settleMany !== 'function') throw RheoError.invalid('rheo', 'must be a Rheo instance');
     if (typeof handler !== 'function') throw RheoError.invalid('handler', 'must be a function');
     this.options = resolveGroupOptions(options);
-    this.renewals = new Renewals(rheo, this.held, this.options.leaseMs, {
+    const leaseMs = this.options.leaseMs;
+    this.startMarginMs = Math.min(Math.max(Math.ceil(leaseMs / 10), 100), Math.floor(leaseMs / 2));
+    this.renewals = new Renewals(rheo, this.held, leaseMs, {
       lost: (entry) => {
+        entry.abort?.abort(new RheoError('stale_lease', `lease on event ${entry.lease.event.id} lost: another consumer holds it now`));
         this.notify('lease_lost', entry.lease);
         this.roomFreed();
         this.checkDrained();
       },
-      roundFailed: (error, leases) => this.notify('renew_error', { error, leases }),
+      failed: (error, leases, consecutive) => {
+        this.renewError = error;
+        this.notify('renew_error', { error, leases, consecutive });
+      },
+      recovered: () => {
+        this.renewError = null;
+        this.notify('renew_recovered');
+      },
+      afterRound: () => this.sweep(),
     });
     this.settler = new SettleBatcher((requests) => this.rheo.settleMany(requests), MAX_BATCH, () => this.checkDrained());
   }
@@ -102,6 +129,11 @@ export class Group extends EventEmitter<GroupEvents> {
     return this.current === 'backing_off' ? this.error : null;
   }
 
+  /** The renewal error while renewals are failing (leases at risk of expiring under their handlers), else null. */
+  get renewalError(): RheoError | null {
+    return this.current === 'stopped' || !this.renewals.failing ? null : this.renewError;
+  }
+
   /** A snapshot of the Group's counters. */
   get stats(): GroupStats {
     return { ...this.counters, renewRounds: this.renewals.rounds, settleBatches: this.settler.batches };
@@ -125,10 +157,12 @@ export class Group extends EventEmitter<GroupEvents> {
   }
 
   /**
-   * Stop fetching, keep renewing, and wait for running handlers and their settles,
-   * up to `timeoutMs` (default `drainTimeoutMs`). Then stop renewing: leases still
-   * unsettled are left to expire and be redelivered. Idempotent: a second call
-   * returns the same promise.
+   * Stop fetching, give back at once every prefetched lease no handler started
+   * on (another consumer can take it now, with the attempt it had), keep
+   * renewing, and wait for running handlers and their settles, up to `timeoutMs`
+   * (default `drainTimeoutMs`). Then abort the running handlers' signals and stop
+   * renewing: leases still unsettled are left to expire and be redelivered.
+   * Idempotent: a second call returns the same promise.
    */
   drain(timeoutMs?: number): Promise<DrainResult> {
     if (this.drainPromise) return this.drainPromise;
@@ -145,6 +179,7 @@ export class Group extends EventEmitter<GroupEvents> {
     }
     this.stopFetching();
     this.setState('draining');
+    this.releaseUnstarted(this.ready.splice(0));
     this.drainTimer = setTimeout(() => this.finish('timeout'), timeout);
     this.checkDrained();
     return this.drainPromise;
@@ -210,12 +245,14 @@ export class Group extends EventEmitter<GroupEvents> {
       if (this.current === 'backing_off') this.setState('running');
       this.notify('recovered');
     }
-    // Leases fetched while a drain began are ours: run them, the drain waits for them.
-    for (const lease of leases) this.run(lease);
     if (!this.fetching) {
+      // Fetched while a drain began: nobody will handle them here, so give them back now.
+      this.releaseUnstarted(leases.map((lease) => this.held.add(lease)));
       this.checkDrained();
       return;
     }
+    for (const lease of leases) this.ready.push(this.held.add(lease));
+    this.startReady();
     if (leases.length === 0) {
       if (byWake) this.emptyWakeUps++;
       this.idle();
@@ -299,27 +336,98 @@ export class Group extends EventEmitter<GroupEvents> {
 
   // ------------------------------------------------------------------ handlers and settles
 
-  /** Take a fetched lease: run it now if a handler is free, else queue it. */
-  private run(lease: Lease): void {
-    const entry = this.held.add(lease);
-    if (this.handlersRunning < this.options.concurrency) this.handle(entry);
-    else this.ready.push(entry);
-  }
-
-  /** A handler finished: hand queued leases to free handlers, skipping any lost while waiting. */
+  /**
+   * Hand buffered leases to free handlers, in fetch order. A lease lost while it
+   * waited is skipped; one that expired, or has less than the start margin left,
+   * is dropped and given back: starting it would handle an event that is (or is
+   * about to be) somebody else's.
+   */
   private startReady(): void {
+    if (!this.fetching) return;
+    const now = this.rheo.backend.clock.now();
+    let expiring: InflightEntry[] | null = null;
     while (this.handlersRunning < this.options.concurrency && this.ready.length > 0) {
       const entry = this.ready.shift()!;
-      if (this.held.get(entry.lease.leaseId) === entry && this.current !== 'stopped') this.handle(entry);
+      if (!this.held.holds(entry)) continue;
+      if (entry.expiresAt - now < this.startMarginMs) (expiring ??= []).push(entry);
+      else this.handle(entry);
+    }
+    if (expiring) this.dropExpiring(expiring);
+  }
+
+  /** After each renewal round: drop buffered leases too close to expiry; abort handlers whose lease has expired. */
+  private sweep(): void {
+    if (this.current === 'stopped') return;
+    const now = this.rheo.backend.clock.now();
+    const keep: InflightEntry[] = [];
+    const expiring: InflightEntry[] = [];
+    for (const entry of this.ready) {
+      if (!this.held.holds(entry)) continue;
+      if (entry.expiresAt - now < this.startMarginMs) expiring.push(entry);
+      else keep.push(entry);
+    }
+    if (expiring.length > 0) {
+      this.ready.splice(0, this.ready.length, ...keep);
+      this.dropExpiring(expiring);
+    }
+    for (const entry of this.held.all()) {
+      if (entry.abort && !entry.abort.signal.aborted && entry.expiresAt <= now) {
+        entry.abort.abort(new RheoError('stale_lease', `lease on event ${entry.lease.event.id} expired: renewals failed, another consumer may hold it now`));
+      }
+    }
+  }
+
+  private dropExpiring(entries: InflightEntry[]): void {
+    this.counters.dropped += entries.length;
+    this.releaseUnstarted(entries);
+  }
+
+  /**
+   * Stop holding leases no handler started on and give them back: claimable at
+   * once elsewhere, with the attempt they had. A lease someone else claimed since
+   * answers stale_lease and is simply let go.
+   */
+  private releaseUnstarted(entries: InflightEntry[]): void {
+    const leases: Lease[] = [];
+    for (const entry of entries) {
+      if (!this.held.holds(entry)) continue;
+      this.held.delete(entry.lease.leaseId);
+      leases.push(entry.lease);
+    }
+    if (leases.length === 0) return;
+    this.roomFreed();
+    for (let i = 0; i < leases.length; i += MAX_BATCH) {
+      const chunk = leases.slice(i, i + MAX_BATCH);
+      this.releasing++;
+      let call: ReturnType<Rheo['releaseMany']>;
+      try {
+        call = this.rheo.releaseMany(chunk);
+      } catch (err) {
+        call = Promise.reject(err);
+      }
+      call
+        .then(
+          (results) => {
+            for (const r of results) if (r.ok) this.counters.released++;
+          },
+          () => undefined, // not given back: they expire and come back as a later attempt
+        )
+        .finally(() => {
+          this.releasing--;
+          this.checkDrained();
+        });
     }
   }
 
   private handle(entry: InflightEntry): void {
     const lease = entry.lease;
     this.handlersRunning++;
+    const abort = new AbortController();
+    entry.abort = abort;
+    const control: DeliveryControl = { signal: abort.signal };
     let result: Promise<Outcome | void>;
     try {
-      result = Promise.resolve(this.handler(lease));
+      result = Promise.resolve(this.handler(lease, control));
     } catch (err) {
       result = Promise.reject(err);
     }
@@ -354,8 +462,14 @@ export class Group extends EventEmitter<GroupEvents> {
   }
 
   private settle(entry: InflightEntry, outcome: Outcome): void {
-    // Stopped: the backend is no longer ours to touch. Lost on renewal: not ours to settle.
-    if (this.current === 'stopped' || this.held.get(entry.lease.leaseId) !== entry) return;
+    // Stopped: the backend is no longer ours to touch (counted: the drain gave up on it).
+    if (this.current === 'stopped') {
+      this.counters.lateSettles++;
+      this.notify('late_settle', { lease: entry.lease, outcome });
+      return;
+    }
+    // Lost on renewal: not ours to settle.
+    if (!this.held.holds(entry)) return;
     entry.settling = true;
     this.settler.settle(settleRequest(entry.lease, outcome), (result) => this.onSettled(entry, outcome, result));
   }
@@ -393,7 +507,7 @@ export class Group extends EventEmitter<GroupEvents> {
 
   private checkDrained(): void {
     if (this.current !== 'draining') return;
-    if (this.handlersRunning === 0 && this.held.size === 0 && this.phase !== 'fetching' && this.settler.idle) this.finish('drained');
+    if (this.handlersRunning === 0 && this.held.size === 0 && this.phase !== 'fetching' && this.settler.idle && this.releasing === 0) this.finish('drained');
   }
 
   private finish(result: DrainResult): void {
@@ -402,7 +516,11 @@ export class Group extends EventEmitter<GroupEvents> {
     this.drainTimer = null;
     this.renewals.stop();
     this.stopFetching();
-    this.ready.length = 0; // never started: they expire and are redelivered
+    this.ready.length = 0; // given back when the drain began
+    // Handlers still running lose their leases to expiry: tell them to stop.
+    for (const entry of this.held.all()) {
+      entry.abort?.abort(new RheoError('failed', `drain timed out: the lease on event ${entry.lease.event.id} is given up and will be redelivered`));
+    }
     // What is still held stays counted in `inflight` (the leases given up), but is
     // no longer renewed or settled: it expires and is redelivered.
     this.setState('stopped');

@@ -10,6 +10,8 @@ export type {
   SettleErrorEvent,
   HandlerErrorEvent,
   RenewErrorEvent,
+  LateSettleEvent,
+  DeliveryControl,
 } from './group-types';
 export { GROUP_DEFAULTS, FETCH_BACKOFF, resolveGroupOptions } from './options';
 export type { GroupRunOptions, ResolvedGroupOptions } from './options';

@@ -7,12 +7,15 @@ export interface InflightEntry {
   settling: boolean;
   /** Latest known expiry (ms since epoch), moved by successful renewals. */
   expiresAt: number;
+  /** Set when a handler starts on it: aborted when the lease is lost or a drain times out. */
+  abort: AbortController | null;
 }
 
 /**
  * The leases a Group holds, by lease id. Holding is what `maxDemand` bounds and
  * what renewals keep alive; an entry leaves on its settle's result, on a lost
- * renewal, or when the Group stops and lets the rest expire.
+ * renewal, when it is given back unhandled, or when the Group stops and lets the
+ * rest expire.
  */
 export class Inflight {
   private readonly entries = new Map<string, InflightEntry>();
@@ -22,7 +25,7 @@ export class Inflight {
   }
 
   add(lease: Lease): InflightEntry {
-    const entry: InflightEntry = { lease, settling: false, expiresAt: lease.expiresAt.getTime() };
+    const entry: InflightEntry = { lease, settling: false, expiresAt: lease.expiresAt.getTime(), abort: null };
     this.entries.set(lease.leaseId, entry);
     return entry;
   }
@@ -32,16 +35,19 @@ export class Inflight {
     return this.entries.get(leaseId);
   }
 
+  /** True while `entry` itself (not a newer entry of the same id) is held. */
+  holds(entry: InflightEntry): boolean {
+    return this.entries.get(entry.lease.leaseId) === entry;
+  }
+
   /** Stop holding `leaseId`; true when it was held. */
   delete(leaseId: string): boolean {
     return this.entries.delete(leaseId);
   }
 
-  /** Every held lease, for one renewal round. */
-  leases(): Lease[] {
-    const out: Lease[] = [];
-    for (const e of this.entries.values()) out.push(e.lease);
-    return out;
+  /** Every held entry, for one renewal round or a sweep. */
+  all(): InflightEntry[] {
+    return [...this.entries.values()];
   }
 
   clear(): void {

@@ -1,5 +1,5 @@
 import { RheoError } from '../core/errors';
-import { MAX_REASON_LENGTH, type Outcome, reasonOf } from '../core/outcomes';
+import { boundReason, type Outcome, reasonOf } from '../core/outcomes';
 import type { SettleRequest } from '../core/rheo';
 import type { Lease } from '../core/types';
 
@@ -11,8 +11,7 @@ export const ACK: Outcome = { kind: 'ack' };
 const MAX_DELAY_MS = 365 * 24 * 3600 * 1000;
 
 function boundedReason(value: unknown): string {
-  const text = typeof value === 'string' ? value : reasonOf(value);
-  return text.length > MAX_REASON_LENGTH ? text.slice(0, MAX_REASON_LENGTH) : text;
+  return typeof value === 'string' ? boundReason(value) : reasonOf(value);
 }
 
 function boundedDelay(value: unknown): number | undefined {

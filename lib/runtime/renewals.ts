@@ -1,26 +1,39 @@
+import { backoffDelay } from '../core/backoff';
 import { type RheoError, toRheoError } from '../core/errors';
 import type { Rheo } from '../core/rheo';
 import { classifySettleError } from '../core/settle';
+import { MAX_BATCH } from '../core/validate';
 import type { Inflight, InflightEntry } from './inflight';
+import { FETCH_BACKOFF } from './options';
 
 /** What the renewal loop reports back to its Group. */
 export interface RenewalHooks {
   /** A held lease was answered lost (stale_lease, receipt_mismatch): it has been dropped. */
   lost(entry: InflightEntry): void;
-  /** A whole round failed; the leases are kept for the next one. */
-  roundFailed(error: RheoError, leases: number): void;
+  /**
+   * A round (or some of its leases) failed for another reason: the leases are
+   * kept and the next round comes after the fetch backoff. `leases` counts the
+   * leases whose renewal failed.
+   */
+  failed(error: RheoError, leases: number, consecutive: number): void;
+  /** A round renewed everything it could after failed rounds. */
+  recovered(): void;
+  /** Any round answered (or failed): the Group re-checks what it holds against the clock. */
+  afterRound(): void;
 }
 
 /**
- * Keeps a Group's leases alive: every `leaseMs / 2`, one `renewMany` call for
- * every held lease. The next round is scheduled when the previous one answers,
- * so rounds never overlap; after a failed round the next comes sooner, since the
- * leases are at risk of expiring.
+ * Keeps a Group's leases alive: every `leaseMs / 2`, `renewMany` for every held
+ * lease (in calls of at most the facade's batch limit). The next round is
+ * scheduled when the previous one answers, so rounds never overlap. A failed
+ * round is reported and retried on the fetch backoff (100 ms doubling, capped
+ * at the renewal interval), never silently.
  */
 export class Renewals {
   private readonly everyMs: number;
   private timer: NodeJS.Timeout | null = null;
   private stopped = true;
+  private failures = 0;
   /** Renewal calls made. */
   rounds = 0;
 
@@ -31,6 +44,11 @@ export class Renewals {
     private readonly hooks: RenewalHooks,
   ) {
     this.everyMs = Math.max(1, Math.floor(leaseMs / 2));
+  }
+
+  /** True while the last round failed (some lease could not be renewed for a reason other than being lost). */
+  get failing(): boolean {
+    return this.failures > 0;
   }
 
   start(): void {
@@ -47,46 +65,62 @@ export class Renewals {
   }
 
   private schedule(delayMs: number): void {
-    if (!this.stopped) this.timer = setTimeout(() => this.round(), delayMs);
+    if (!this.stopped) this.timer = setTimeout(() => void this.round(), delayMs);
   }
 
-  private round(): void {
+  private async round(): Promise<void> {
     this.timer = null;
     if (this.stopped) return;
-    const leases = this.held.leases();
-    if (leases.length === 0) {
+    const entries = this.held.all();
+    if (entries.length === 0) {
+      this.hooks.afterRound();
       this.schedule(this.everyMs);
       return;
     }
-    this.rounds++;
-    let call: ReturnType<Rheo['renewMany']>;
-    try {
-      call = this.rheo.renewMany(leases, { leaseMs: this.leaseMs });
-    } catch (err) {
-      call = Promise.reject(err);
-    }
-    call.then(
-      (results) => {
+    let failedError: RheoError | null = null;
+    let failedLeases = 0;
+    for (let i = 0; i < entries.length && !this.stopped; i += MAX_BATCH) {
+      const chunk = entries.slice(i, i + MAX_BATCH);
+      this.rounds++;
+      try {
+        const results = await this.rheo.renewMany(chunk.map((e) => e.lease), { leaseMs: this.leaseMs });
         if (this.stopped) return;
-        for (let i = 0; i < leases.length; i++) {
-          const result = results[i];
-          const entry = this.held.get(leases[i].leaseId);
-          if (!entry || !result) continue;
-          if (result.ok) entry.expiresAt = result.expiresAt.getTime();
-          // A lost lease is dropped without a nack (the newer holder owns the event);
-          // a settle on its way decides for itself. Other errors: try next round.
-          else if (classifySettleError(result.error) === 'lost' && !entry.settling) {
+        chunk.forEach((entry, k) => {
+          const result = results[k];
+          if (!result || !this.held.holds(entry)) return;
+          if (result.ok) {
+            entry.expiresAt = result.expiresAt.getTime();
+            // The handler's lease shows the renewed expiry (the facade gives each lease its own Date).
+            entry.lease.expiresAt.setTime(entry.expiresAt);
+          } else if (classifySettleError(result.error) === 'lost') {
+            // Dropped without a nack: the newer holder owns the event. A settle
+            // on its way decides for itself.
+            if (entry.settling) return;
             this.held.delete(entry.lease.leaseId);
             this.hooks.lost(entry);
+          } else {
+            failedError ??= result.error;
+            failedLeases++;
           }
-        }
-        this.schedule(this.everyMs);
-      },
-      (err: unknown) => {
+        });
+      } catch (err) {
         if (this.stopped) return;
-        this.hooks.roundFailed(toRheoError(err), leases.length);
-        this.schedule(Math.max(1, Math.floor(this.everyMs / 4)));
-      },
-    );
+        failedError ??= toRheoError(err);
+        failedLeases += chunk.length;
+      }
+    }
+    if (this.stopped) return;
+    this.hooks.afterRound();
+    if (failedError) {
+      this.failures++;
+      this.hooks.failed(failedError, failedLeases, this.failures);
+      this.schedule(Math.min(this.everyMs, backoffDelay(FETCH_BACKOFF, this.failures)));
+      return;
+    }
+    if (this.failures > 0) {
+      this.failures = 0;
+      this.hooks.recovered();
+    }
+    this.schedule(this.everyMs);
   }
 }

@@ -19,6 +19,7 @@ import type {
   WaitRequest,
 } from '../backend';
 import { createCapabilities } from '../capabilities';
+import { jsonFieldsFilter } from '../json-filter';
 
 /** Options of {@link memoryBackend}. */
 export interface MemoryBackendOptions {
@@ -259,23 +260,13 @@ export class MemoryBackend implements Backend {
     const parts = req.where.partition === undefined ? s.log.map((_, p) => p) : [req.where.partition];
     const from = req.from?.getTime();
     const to = req.to?.getTime();
-    const metadata = req.where.metadata ? Object.entries(req.where.metadata) : [];
-    const payload = req.where.payload ? Object.entries(req.where.payload) : [];
+    const fields = jsonFieldsFilter(req.where);
     const matches = (e: StoredEvent): boolean => {
       if (req.where.type !== undefined && e.type !== req.where.type) return false;
       if (req.where.key !== undefined && e.key !== req.where.key) return false;
       if (from !== undefined && e.timestamp < from) return false;
       if (to !== undefined && e.timestamp > to) return false;
-      if (metadata.length) {
-        const m = JSON.parse(e.metadata) as Record<string, JsonValue>;
-        if (!metadata.every(([k, v]) => k in m && jsonEqual(m[k], v))) return false;
-      }
-      if (payload.length) {
-        const p = JSON.parse(e.payload) as JsonValue;
-        if (typeof p !== 'object' || p === null || Array.isArray(p)) return false;
-        if (!payload.every(([k, v]) => k in p && jsonEqual((p as Record<string, JsonValue>)[k], v))) return false;
-      }
-      return true;
+      return fields === null || fields(JSON.parse(e.metadata), JSON.parse(e.payload));
     };
     // Per partition, the first `limit` matches inside the bounds and past the keyset cursor; then merge.
     const found: StoredEvent[] = [];

@@ -49,7 +49,9 @@ function fault(code: RheoErrorCode, what: string): RheoError {
 /** Wraps a real {@link Backend}; faults are armed per operation and consumed as they fire. */
 export class FaultyBackend implements Backend {
   readonly name: string;
-  readonly calls = { fetch: 0, renew: 0, settle: 0, wait: 0 };
+  readonly calls = { fetch: 0, renew: 0, settle: 0, release: 0, wait: 0 };
+  /** Every lease given back through `release`, in order. */
+  readonly released: Lease<unknown>[] = [];
   /** Every settle op, in order, with what it was answered. */
   readonly settles: SettleRecord[] = [];
   /** Every lease a renewal round carried, per round. */
@@ -57,7 +59,7 @@ export class FaultyBackend implements Backend {
 
   private fetchFaults: Array<{ code: RheoErrorCode; times: number }> = [];
   private settleFaults: Array<Required<Omit<SettleFault, 'kind' | 'eventId'>> & Pick<SettleFault, 'kind' | 'eventId'>> = [];
-  private lostOnRenew = new Map<string, number>();
+  private lostOnRenew = new Map<string, { times: number; code: RheoErrorCode }>();
   private renewCallFaults: Array<{ code: RheoErrorCode; times: number }> = [];
   private waitDisabled = false;
   private waitSpurious = false;
@@ -88,9 +90,9 @@ export class FaultyBackend implements Backend {
     return this;
   }
 
-  /** Renewals of the event `eventId` answer stale_lease (`times` rounds, default forever). The lease stays live underneath. */
-  loseOnRenew(eventId: string, times = Number.POSITIVE_INFINITY): this {
-    this.lostOnRenew.set(eventId, times);
+  /** Renewals of the event `eventId` answer `code` (default stale_lease) for `times` rounds (default forever). The lease stays live underneath. */
+  loseOnRenew(eventId: string, times = Number.POSITIVE_INFINITY, code: RheoErrorCode = 'stale_lease'): this {
+    this.lostOnRenew.set(eventId, { times, code });
     return this;
   }
 
@@ -138,10 +140,10 @@ export class FaultyBackend implements Backend {
     const results = await this.inner.renew(leases, leaseMs);
     return results.map((r, i) => {
       const id = leases[i].event.id;
-      const left = this.lostOnRenew.get(id);
-      if (left === undefined || left <= 0) return r;
-      this.lostOnRenew.set(id, left - 1);
-      return { ok: false, error: fault('stale_lease', 'renew') };
+      const f = this.lostOnRenew.get(id);
+      if (f === undefined || f.times <= 0) return r;
+      f.times--;
+      return { ok: false, error: fault(f.code, 'renew') };
     });
   }
 
@@ -170,6 +172,12 @@ export class FaultyBackend implements Backend {
       });
       return result;
     });
+  }
+
+  async release(leases: Lease<unknown>[]): Promise<SettleResult[]> {
+    this.calls.release++;
+    this.released.push(...leases);
+    return this.inner.release(leases);
   }
 
   wait(request: WaitRequest): Promise<void> {

@@ -6,8 +6,27 @@ import type { EventMetadata, JsonValue, Lease, RheoEvent } from '../core/types';
  * delivered under. `@Payload()` is `event.payload`.
  */
 export class RheoContext<P = JsonValue> extends BaseRpcContext<[Lease<P>]> {
-  constructor(lease: Lease<P>) {
+  private readonly abortSignal: AbortSignal;
+
+  constructor(lease: Lease<P>, signal?: AbortSignal) {
     super([lease]);
+    this.abortSignal = signal ?? new AbortController().signal;
+  }
+
+  /**
+   * Aborts when this delivery's lease is lost (taken over, or expired while
+   * renewals failed) or when the shutdown drain times out: the result would be
+   * discarded, so a long handler can stop early (pass it to fetch, a database
+   * query, `setTimeout` from `node:timers/promises`). `signal.reason` is a
+   * `RheoError` saying which.
+   */
+  get signal(): AbortSignal {
+    return this.abortSignal;
+  }
+
+  /** Same as {@link RheoContext.signal}. */
+  getSignal(): AbortSignal {
+    return this.abortSignal;
   }
 
   /** The lease: leaseId, receipt, attempt, expiry, consumer, event. */
@@ -40,7 +59,7 @@ export class RheoContext<P = JsonValue> extends BaseRpcContext<[Lease<P>]> {
     return this.args[0].leaseId;
   }
 
-  /** Lease expiry as delivered; the transport renews it at about half the lease time while the handler runs. */
+  /** Lease expiry, kept current: the transport renews the lease at about half the lease time while the handler runs, and this moves with it. */
   get leaseExpiresAt(): Date {
     return this.args[0].expiresAt;
   }

@@ -25,6 +25,10 @@ export interface RheoGroupHealth {
   oldestUnsettledAgeMs: number | null;
   /** The local consumer's state when this process runs one. */
   consumer?: string;
+  /** The local consumer's renewal error while its renewals are failing. */
+  renewals?: string;
+  /** Conditions of the store that put the group's data at risk (see `GroupInfo.warnings`). */
+  warnings?: string[];
 }
 
 /** Terminus's `HealthIndicatorResult` shape, declared here so typings do not need @nestjs/terminus. */
@@ -41,8 +45,8 @@ interface HealthIndicatorServiceLike {
 /**
  * A Terminus health indicator for an instance: up with per-group lag, inflight
  * and dead-letter counts; down when the backend does not answer, a local
- * consumer is backing off on errors, or a group is over a threshold (the reason
- * names the group). Built on Terminus's `HealthIndicatorService` (11.1 and 12),
+ * consumer is backing off on errors or failing to renew its leases, or a group
+ * is over a threshold (the reason names the group). Built on Terminus's `HealthIndicatorService` (11.1 and 12),
  * which is loaded when first used so `@nestjs/terminus` stays optional (docs/adr/012).
  */
 export class RheoHealthIndicator {
@@ -101,6 +105,8 @@ export class RheoHealthIndicator {
         };
         const consumer = local.get(name);
         if (consumer) figures.consumer = consumer.state;
+        if (consumer?.renewError) figures.renewals = `failing: ${consumer.renewError.message}`;
+        if (info.warnings && info.warnings.length > 0) figures.warnings = info.warnings;
         groups[name] = figures;
         if (options.maxLag !== undefined && figures.lag > options.maxLag) failing.push(`${name}: lag ${figures.lag} > ${options.maxLag}`);
         const age = figures.oldestUnsettledAgeMs;
@@ -108,6 +114,8 @@ export class RheoHealthIndicator {
           failing.push(`${name}: oldest unsettled event ${age} ms old > ${options.maxOldestUnackedMs} ms`);
         }
         if (consumer?.state === 'backing_off') failing.push(`${name}: consumer backing off: ${consumer.lastError?.message ?? 'fetch failed'}`);
+        // Leases that cannot be renewed expire under their handlers: events get handled twice.
+        if (consumer?.renewError) failing.push(`${name}: lease renewals failing: ${consumer.renewError.message}`);
       } catch (err) {
         failing.push(`${name}: ${toRheoError(err).message}`);
       }

@@ -35,6 +35,15 @@ export type RheoServerEvents = {
   settle_error: (ref: RheoConsumerRef, lease: Lease, outcome: Outcome, error: RheoError) => void;
   /** A renewal found the lease taken over: another consumer now holds the event. */
   lease_lost: (ref: RheoConsumerRef, lease: Lease) => void;
+  /**
+   * Renewing a consumer's leases failed (not "lost": the store did not answer or
+   * failed); retried on the fetch backoff. `consecutive` is 1 at the start of a burst.
+   */
+  renew_error: (ref: RheoConsumerRef, error: RheoError, leases: number, consecutive: number) => void;
+  /** Renewals succeed again after `renew_error`. */
+  renew_recovered: (ref: RheoConsumerRef) => void;
+  /** A handler finished after the drain timed out; its outcome was not written (the event will be redelivered). */
+  late_settle: (ref: RheoConsumerRef, lease: Lease, outcome: Outcome) => void;
 };
 
 /** A snapshot of one running consumer, for health and diagnostics. */
@@ -46,6 +55,8 @@ export interface RheoConsumerState extends RheoConsumerRef {
   running: number;
   /** The fetch error while backing off, else null. */
   lastError: RheoError | null;
+  /** The renewal error while renewals are failing (leases at risk of expiring under their handlers), else null. */
+  renewError: RheoError | null;
 }
 
 /** What `RheoServer.unwrap()` returns. */
@@ -208,7 +219,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
   private run(consumer: ResolvedConsumer): void {
     const handler = this.handlers.get(consumer.key)!;
     const ref: RheoConsumerRef = { stream: consumer.run.stream, group: consumer.run.group, handlerName: consumer.handlerName };
-    const group = new Group(this.instance.rheo, consumer.run, (lease) => this.deliver(ref, handler, lease));
+    const group = new Group(this.instance.rheo, consumer.run, (lease, { signal }) => this.deliver(ref, handler, lease, signal));
     group.on('fetch_error', (error) => {
       if (!this.backingOff.has(consumer.key)) this.logger.error(`${consumer.key}: fetch failed, backing off: ${error.message}`);
       this.backingOff.add(consumer.key);
@@ -230,13 +241,26 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       this.logger.warn(`${consumer.key}: lease on event ${lease.event.id} lost (expired and taken over); the result of this attempt is discarded`);
       this.emitter.emit('lease_lost', ref, lease);
     });
+    group.on('renew_error', ({ error, leases, consecutive }) => {
+      // One warning per burst, not one per lease or per round.
+      if (consecutive === 1) this.logger.warn(`${consumer.key}: renewing ${leases} lease(s) failed, retrying: ${error.message}`);
+      this.emitter.emit('renew_error', ref, error, leases, consecutive);
+    });
+    group.on('renew_recovered', () => {
+      this.logger.log(`${consumer.key}: renewals succeed again`);
+      this.emitter.emit('renew_recovered', ref);
+    });
+    group.on('late_settle', ({ lease, outcome }) => {
+      this.logger.warn(`${consumer.key}: event ${lease.event.id} finished (${outcome.kind}) after the drain timed out; not settled, it will be redelivered`);
+      this.emitter.emit('late_settle', ref, lease, outcome);
+    });
     this.running.set(consumer.key, { consumer, group });
     group.start();
   }
 
   /** One delivery through Nest's pipeline; never throws: every result is an outcome. */
-  private deliver(ref: RheoConsumerRef, handler: MessageHandler, lease: Lease): Promise<Outcome> {
-    const ctx = new RheoContext(lease);
+  private deliver(ref: RheoConsumerRef, handler: MessageHandler, lease: Lease, signal: AbortSignal): Promise<Outcome> {
+    const ctx = new RheoContext(lease, signal);
     const invoke = async (): Promise<Outcome> => {
       const outcome = await deliverThroughNest(handler, ctx);
       if (outcome.kind !== 'ack') {
@@ -263,9 +287,10 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
   }
 
   /**
-   * Stop fetching, wait up to `drainTimeoutMs` for running handlers and their
-   * settles (renewals go on meanwhile), then stop. Leases still unsettled expire
-   * and are redelivered. Idempotent.
+   * Stop fetching, give back at once every prefetched lease no handler started
+   * on, wait up to `drainTimeoutMs` for running handlers and their settles
+   * (renewals go on meanwhile), then stop: the signals of handlers still running
+   * abort, and their leases expire and are redelivered. Idempotent.
    */
   close(): Promise<void> {
     if (!this.closing) this.closing = this.shutdown();
@@ -298,10 +323,11 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       inflight: group.inflight,
       running: group.running,
       lastError: group.lastError,
+      renewError: group.renewalError,
     }));
   }
 
-  /** Subscribe to transport events (`fetch_error`, `recovered`, `settled`, `settle_error`, `lease_lost`). */
+  /** Subscribe to transport events (`fetch_error`, `recovered`, `settled`, `settle_error`, `lease_lost`, `renew_error`, `renew_recovered`, `late_settle`). */
   on<EventKey extends keyof RheoServerEvents = keyof RheoServerEvents, EventCallback extends RheoServerEvents[EventKey] = RheoServerEvents[EventKey]>(
     event: EventKey,
     callback: EventCallback,

@@ -11,3 +11,13 @@ export async function createApp(logger: LogLevel[] | false = ['error', 'warn', '
   await app.init();
   return app;
 }
+
+/**
+ * Start the app the way `main.ts` does: HTTP on `port`, then the consumers. An
+ * app that cannot bind its port (EADDRINUSE) then fails before any consumer has
+ * claimed a lease it would strand until the lease expires.
+ */
+export async function startApp(app: INestApplication, port: number): Promise<void> {
+  await app.listen(port); // first: if the port is taken, no consumer has leased anything yet
+  await app.startAllMicroservices();
+}

@@ -22,7 +22,7 @@ function marketEvent(i: number): MarketEventInput {
 
 async function main(): Promise<number> {
   const app = await createApp(['error']);
-  await app.listen(0);
+  await app.listen(0); // HTTP first, the consumers below: a taken port fails before any lease is claimed
   const base = `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
   const stats = app.get(StatsService);
   const rheo = app.get(Rheo);

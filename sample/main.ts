@@ -1,11 +1,10 @@
 // `npx ts-node --transpile-only sample/main.ts`: the sample as a service.
 import 'reflect-metadata';
-import { createApp } from './bootstrap';
+import { createApp, startApp } from './bootstrap';
 
 async function main(): Promise<void> {
   const app = await createApp();
-  await app.startAllMicroservices();
-  await app.listen(Number(process.env.PORT ?? 3000));
+  await startApp(app, Number(process.env.PORT ?? 3000));
 }
 
 void main();

@@ -14,6 +14,8 @@ export { RheoHealthIndicator } from './rheo-health.indicator';
 export type { RheoHealthOptions, RheoHealthGroup, RheoGroupHealth, RheoHealthResult } from './rheo-health.indicator';
 export { RheoOutcomeInterceptor } from './outcome-capture';
 export { outcomeOfNestError } from './nest-outcome';
+export { RheoHttpExceptionFilter, RHEO_ERROR_HTTP_STATUS } from './rheo-http-exception.filter';
+export type { RheoHttpErrorBody } from './rheo-http-exception.filter';
 export { InjectRheo, InjectRheoClient, InjectRheoServer, InjectRheoHealthIndicator } from './inject.decorators';
 export {
   DEFAULT_RHEO_INSTANCE,

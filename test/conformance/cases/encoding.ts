@@ -1,6 +1,6 @@
 import type { JsonValue } from '../../../lib';
 import { MAX_NAME_LENGTH, MAX_PARTITIONS } from '../../../lib';
-import { ConformanceContext, drain, LEASE_MS } from '../context';
+import { ConformanceContext, drain, expectCode, LEASE_MS } from '../context';
 
 /**
  * Names and values that break naive storage: key syntax, SQL wildcards and
@@ -63,6 +63,48 @@ export function encodingCases(ctx: ConformanceContext): void {
       expect(read).toEqual(stored);
       const byPayload = await ctx.rheo.query({ stream, where: { payload: { nul: 'a\u0000b' } } });
       expect(byPayload.map((e) => e.sequence)).toEqual([1]);
+    });
+
+    it('refuses strings that are not well-formed Unicode, so two of them never collide, and writes nothing', async () => {
+      // A lone surrogate has no UTF-8 encoding: a store would replace it, and
+      // "x\uD83D" and "x\uD83E" would become the same id, name or value.
+      const stream = ctx.name('s');
+      await ctx.rheo.createStream(stream);
+      await ctx.rheo.createGroup(stream, 'g');
+      const kept = await ctx.rheo.append(stream, { id: 'x', payload: 1 });
+      const bad = ['x\uD83D', 'x\uD83E', '\uDC00x', `${'🌍'.slice(0, 1)}`];
+      for (const s of bad) {
+        await expectCode(ctx.rheo.append(stream, { id: s, payload: 1 }), 'invalid_argument', 'event.id');
+        await expectCode(ctx.rheo.append(stream, { key: s, payload: 1 }), 'invalid_argument', 'event.key');
+        await expectCode(ctx.rheo.append(stream, { type: s, payload: 1 }), 'invalid_argument', 'event.type');
+        await expectCode(ctx.rheo.append(stream, { metadata: { source: s }, payload: 1 }), 'invalid_argument', 'event.metadata.source');
+        await expectCode(ctx.rheo.append(stream, { payload: { text: s } }), 'invalid_argument', 'event.payload.text');
+        await expectCode(ctx.rheo.append(stream, { payload: [s] }), 'invalid_argument', 'event.payload[0]');
+        await expectCode(ctx.rheo.createStream(s), 'invalid_argument', 'stream');
+        await expectCode(ctx.rheo.createGroup(stream, s), 'invalid_argument', 'group');
+        await expectCode(ctx.rheo.append(stream, { payload: { [s]: 1 } }), 'invalid_argument');
+      }
+      expect(await ctx.rheo.read(stream, { limit: 10 })).toEqual([kept]);
+      expect((await ctx.rheo.listGroups(stream)).map((g) => g.group)).toEqual(['g']);
+      expect((await ctx.rheo.listStreams()).filter((s) => bad.includes(s.name))).toEqual([]);
+      // A well-formed pair is fine, and distinct pairs stay distinct.
+      const [a, b] = await ctx.rheo.appendBatch(stream, [{ id: 'x\uD83D\uDE00', payload: 'a' }, { id: 'x\uD83D\uDE01', payload: 'b' }]);
+      expect([a.sequence, b.sequence]).toEqual([2, 3]);
+      expect((await ctx.rheo.append(stream, { id: 'x\uD83D\uDE01', payload: 'c' })).payload).toBe('b');
+    });
+
+    it("matches payload filters on own keys only: { __proto__: {} } is a key, not every object's prototype", async () => {
+      const stream = ctx.name('s');
+      await ctx.rheo.createStream(stream);
+      const withKey = JSON.parse('{"__proto__": {}, "n": 2}') as JsonValue;
+      await ctx.rheo.appendBatch(stream, [{ payload: { n: 1 } }, { payload: withKey }, { payload: 'scalar' }]);
+      const where = { payload: JSON.parse('{"__proto__": {}}') as Record<string, JsonValue> };
+      const found = await ctx.rheo.query({ stream, where });
+      expect(found.map((e) => e.sequence)).toEqual([2]);
+      expect(Object.hasOwn(found[0].payload as object, '__proto__')).toBe(true);
+      // Metadata cannot hold the key at all: refused with a clear error, nothing written.
+      await expectCode(ctx.rheo.append(stream, { payload: 1, metadata: JSON.parse('{"__proto__": {"x": 1}}') }), 'invalid_argument', 'event.metadata.__proto__');
+      expect(await ctx.rheo.read(stream, { limit: 10 })).toHaveLength(3);
     });
 
     if (ctx.caps.guarantees.partitions) {

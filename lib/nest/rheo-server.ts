@@ -7,7 +7,7 @@ import type { Rheo } from '../core/rheo';
 import type { GroupConfig, Lease } from '../core/types';
 import { Group, type GroupState } from '../runtime';
 import { RHEO_CONSUMER_EXTRAS, rheoTransportId } from './constants';
-import { prefixed, resolveConsumer, type ResolvedConsumer } from './consumer-options';
+import { blameSource, prefixed, resolveConsumer, type ResolvedConsumer } from './consumer-options';
 import { deliverThroughNest } from './nest-delivery';
 import type { RheoConsumerMarker } from './rheo-consumer.decorator';
 import { RheoContext } from './rheo-context';
@@ -205,7 +205,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     try {
       config = await this.instance.rheo.createGroup(c.run.stream, c.run.group, c.group);
     } catch (err) {
-      throw prefixed(c.handlerName, err);
+      throw prefixed(c.handlerName, blameSource(c.sources, err));
     }
     const differs = (['maxAttempts', 'ordering'] as const).filter((k) => c.group[k] !== undefined && c.group[k] !== config[k]);
     if (differs.length > 0) {

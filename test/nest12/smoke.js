@@ -115,8 +115,8 @@ async function main() {
   const app = await NestFactory.create(AppModule, { logger: ['error'] });
   app.connectMicroservice({ strategy: app.get(RheoServer) }, { inheritAppConfig: true });
   await app.init();
+  await app.listen(0); // bind first: a failed bind must not leave consumers holding leases
   await app.startAllMicroservices();
-  await app.listen(0);
   const base = `http://127.0.0.1:${app.getHttpServer().address().port}`;
   const post = async (body) => {
     const res = await fetch(`${base}/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

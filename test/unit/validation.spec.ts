@@ -281,7 +281,18 @@ describe('renew and settle', () => {
     ['settleMany with a good ack then a bad nack (nothing applied)', () => rheo.settleMany([{ kind: 'ack', lease }, { kind: 'nack', lease, delayMs: -5 }]), 'settles[1].delayMs'],
     ['settleMany with a bad reason', () => rheo.settleMany([{ kind: 'ack', lease }, { kind: 'reject', lease, reason: {} as never }]), 'settles[1].reason'],
     ['settleMany over MAX_BATCH', () => rheo.settleMany(Array.from({ length: MAX_BATCH + 1 }, () => ({ kind: 'ack' as const, lease }))), 'settles'],
+    ['renewMany over MAX_BATCH', () => rheo.renewMany(Array.from({ length: MAX_BATCH + 1 }, () => lease)), 'leases'],
+    ['releaseMany over MAX_BATCH', () => rheo.releaseMany(Array.from({ length: MAX_BATCH + 1 }, () => lease)), 'leases'],
+    ['releaseMany with a forged lease', () => rheo.releaseMany([{ ...lease, attempt: 0 }]), 'lease.attempt'],
   ]);
+
+  it('cuts an over-long reason on a code point, never through a surrogate pair', async () => {
+    await rheo.reject(lease, `${'r'.repeat(999)}🌍 and more`);
+    const [dead] = await rheo.deadLetters('s', 'g');
+    expect(dead.reason.isWellFormed()).toBe(true);
+    expect(dead.reason.startsWith('r'.repeat(999))).toBe(true);
+    expect(dead.reason).toHaveLength(1000);
+  });
 
   it('truncates an over-long reason instead of failing', async () => {
     await rheo.reject(lease, 'r'.repeat(5000));

@@ -138,6 +138,8 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       this._status$.next('connected');
       if (consumers.length > 0) this.logger.log(`Consuming ${consumers.map((c) => `${c.key} (${c.handlerName})`).join(', ')}`);
     } catch (err) {
+      // A consumer already started must not strand what it claimed: give it back.
+      await this.drainAll().catch(() => undefined);
       this._status$.next('disconnected');
       throw err;
     }
@@ -299,6 +301,11 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
 
   private async shutdown(): Promise<void> {
     await this.listening?.catch(() => undefined);
+    await this.drainAll();
+    this._status$.next('disconnected');
+  }
+
+  private async drainAll(): Promise<void> {
     const timeoutMs = this.instance.options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
     const results = await Promise.all(
       [...this.running.values()].map(async ({ consumer, group }) => {
@@ -310,7 +317,6 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       }),
     );
     if (results.includes('timeout')) this.logger.warn('Closed with unsettled leases (see above)');
-    this._status$.next('disconnected');
   }
 
   /** Snapshots of the running consumers. */

@@ -62,6 +62,18 @@ describe('SIGTERM with enableShutdownHooks', () => {
     expect(run.signal === 'SIGTERM' || run.code === 0).toBe(true);
   });
 
+  it('gives prefetched leases no handler started back at once, with the attempt they had', async () => {
+    const run = await runAndTerminate({ HANDLER_MS: '1500', DRAIN_TIMEOUT_MS: '20000', BUFFERED: '9' });
+    const id = run.lines.find((l) => l.startsWith('APPENDED '))!.split(' ')[1];
+    const buffered: string[] = JSON.parse(run.lines.find((l) => l.startsWith('BUFFERED '))!.slice('BUFFERED '.length));
+    expect(run.lines).toContain(`FINISHED ${id}`);
+    // Nothing held after the drain: the running one acked, the nine waiting ones given back (not left to expire).
+    expect(state(run)).toEqual({ signal: 'SIGTERM', lag: 9, inflight: 0, deadLetters: 0 });
+    const released = JSON.parse(run.lines.find((l) => l.startsWith('RELEASED '))!.slice('RELEASED '.length));
+    expect(released).toEqual(buffered.map((b) => ({ id: b, attempt: 1 })));
+    expect(run.lines.filter((l) => l.startsWith('STARTED'))).toHaveLength(1);
+  });
+
   it('when the drain times out, leaves the event unsettled so it is redelivered, never lost', async () => {
     const run = await runAndTerminate({ HANDLER_MS: '8000', DRAIN_TIMEOUT_MS: '200' });
     const id = run.lines.find((l) => l.startsWith('APPENDED '))!.split(' ')[1];

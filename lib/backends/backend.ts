@@ -119,7 +119,7 @@ export interface WaitRequest {
  * - the frontier is the highest sequence with every event up to it terminal.
  */
 export interface Backend {
-  /** Short name: memory, postgres, sqlite, redis, mongo. */
+  /** Short name: memory, postgres, sqlite, redis. */
   readonly name: string;
   readonly capabilities: Capabilities;
   /** The clock used for timestamps, lease expiry and retry delays. */

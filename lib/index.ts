@@ -10,9 +10,21 @@ export { classifySettleError } from './core/settle';
 export type { SettleFailure } from './core/settle';
 export { RheoReject, RheoRetry, outcomeOfError } from './core/outcomes';
 export type { Outcome, RheoRetryOptions } from './core/outcomes';
-export { Rheo, DEFAULT_LEASE_MS, DEFAULT_FETCH_LIMIT, DEFAULT_MAX_ATTEMPTS } from './core/rheo';
+export { Rheo } from './core/rheo';
 export type { RheoOptions, FetchOptions, NackOptions, SettleRequest } from './core/rheo';
-export { MAX_NAME_LENGTH, DEFAULT_MAX_PAYLOAD_BYTES, MAX_PARTITIONS, MAX_BATCH } from './core/validate';
+export {
+  MAX_NAME_LENGTH,
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  MAX_PARTITIONS,
+  MAX_BATCH,
+  MAX_FETCH_LIMIT,
+  MAX_PAGE_LIMIT,
+  MAX_REASON_LENGTH,
+  DEFAULT_LEASE_MS,
+  DEFAULT_FETCH_LIMIT,
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_DRAIN_TIMEOUT_MS,
+} from './core/limits';
 export type * from './core/types';
 
 export { createCapabilities } from './backends/capabilities';

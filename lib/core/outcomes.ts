@@ -1,3 +1,4 @@
+import { MAX_REASON_LENGTH } from './limits';
 /**
  * Throw from a handler to dead-letter the event now: retrying cannot help.
  * The message is stored as the dead-letter reason.
@@ -34,8 +35,6 @@ export type Outcome =
   | { kind: 'nack'; reason: string; delayMs?: number }
   | { kind: 'reject'; reason: string };
 
-/** Stored reasons are diagnostics, bounded in size. */
-export const MAX_REASON_LENGTH = 1000;
 
 /** A diagnostic string for anything thrown, bounded to {@link MAX_REASON_LENGTH}. */
 export function reasonOf(err: unknown): string {

@@ -43,10 +43,21 @@ import {
   checkName,
   checkObject,
   checkPayload,
-  DEFAULT_MAX_PAYLOAD_BYTES,
-  MAX_BATCH,
-  MAX_PARTITIONS,
 } from './validate';
+import {
+  DEFAULT_FETCH_LIMIT,
+  DEFAULT_LEASE_MS,
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  DEFAULT_PAGE_LIMIT,
+  MAX_ATTEMPTS_LIMIT,
+  MAX_BATCH,
+  MAX_DELAY_MS,
+  MAX_DURATION_MS,
+  MAX_FETCH_LIMIT,
+  MAX_PAGE_LIMIT,
+  MAX_PARTITIONS,
+} from './limits';
 
 /** Options of a {@link Rheo} instance. */
 export interface RheoOptions {
@@ -77,12 +88,6 @@ export type SettleRequest =
   | { kind: 'nack'; lease: Lease<unknown>; reason?: string; delayMs?: number }
   | { kind: 'reject'; lease: Lease<unknown>; reason?: string };
 
-export const DEFAULT_LEASE_MS = 30_000;
-export const DEFAULT_FETCH_LIMIT = 10;
-export const DEFAULT_MAX_ATTEMPTS = 5;
-const MAX_FETCH = 1000;
-const MAX_QUERY_LIMIT = 1000;
-const MAX_DELAY_MS = 365 * 24 * 3600 * 1000;
 
 function reason(field: string, value: unknown, fallback: string): string {
   if (value === undefined) return fallback;
@@ -187,7 +192,7 @@ export class Rheo {
     checkName('stream', stream);
     checkName('group', group);
     checkObject('options', options);
-    const maxAttempts = options.maxAttempts === undefined ? DEFAULT_MAX_ATTEMPTS : checkInt('maxAttempts', options.maxAttempts, 1, 1000);
+    const maxAttempts = options.maxAttempts === undefined ? DEFAULT_MAX_ATTEMPTS : checkInt('maxAttempts', options.maxAttempts, 1, MAX_ATTEMPTS_LIMIT);
     const retry = { ...DEFAULT_RETRY };
     if (options.retry !== undefined) {
       const r = checkObject('retry', options.retry);
@@ -307,7 +312,7 @@ export class Rheo {
     const info = await this.stream(stream);
     const partition = options.partition === undefined ? 0 : checkInt('partition', options.partition, 0, info.partitions - 1);
     const afterSequence = options.afterSequence === undefined ? 0 : checkInt('afterSequence', options.afterSequence, 0);
-    const limit = options.limit === undefined ? 100 : checkInt('limit', options.limit, 1, MAX_QUERY_LIMIT);
+    const limit = options.limit === undefined ? DEFAULT_PAGE_LIMIT : checkInt('limit', options.limit, 1, MAX_PAGE_LIMIT);
     return this.backend.read({ stream, partition, afterSequence, limit });
   }
 
@@ -323,7 +328,7 @@ export class Rheo {
     if (where.payload !== undefined) checkJsonObject('query.where.payload', where.payload);
     const order = query.order ?? 'asc';
     if (order !== 'asc' && order !== 'desc') throw RheoError.invalid('query.order', "must be 'asc' or 'desc'");
-    const limit = query.limit === undefined ? 100 : checkInt('query.limit', query.limit, 1, MAX_QUERY_LIMIT);
+    const limit = query.limit === undefined ? DEFAULT_PAGE_LIMIT : checkInt('query.limit', query.limit, 1, MAX_PAGE_LIMIT);
     const req: QueryRequest = { stream: query.stream, where: where as QueryRequest['where'], order, limit };
     if (query.from !== undefined) req.from = checkDate('query.from', query.from);
     if (query.to !== undefined) req.to = checkDate('query.to', query.to);
@@ -367,8 +372,8 @@ export class Rheo {
     checkName('stream', stream);
     checkName('group', group);
     checkObject('options', options);
-    const limit = options.limit === undefined ? DEFAULT_FETCH_LIMIT : checkInt('limit', options.limit, 1, MAX_FETCH);
-    const leaseMs = options.leaseMs === undefined ? DEFAULT_LEASE_MS : checkInt('leaseMs', options.leaseMs, 1, 24 * 3600 * 1000);
+    const limit = options.limit === undefined ? DEFAULT_FETCH_LIMIT : checkInt('limit', options.limit, 1, MAX_FETCH_LIMIT);
+    const leaseMs = options.leaseMs === undefined ? DEFAULT_LEASE_MS : checkInt('leaseMs', options.leaseMs, 1, MAX_DURATION_MS);
     const consumerId = options.consumerId === undefined ? newId() : checkName('consumerId', options.consumerId);
     await this.init();
     const info = await this.stream(stream);
@@ -392,7 +397,7 @@ export class Rheo {
     if (leases.length > MAX_BATCH) throw RheoError.invalid('leases', `must hold at most ${MAX_BATCH} leases`);
     checkObject('options', options);
     leases.forEach((l, i) => checkLease(leases.length === 1 ? 'lease' : `leases[${i}]`, l));
-    const leaseMs = options.leaseMs === undefined ? DEFAULT_LEASE_MS : checkInt('leaseMs', options.leaseMs, 1, 24 * 3600 * 1000);
+    const leaseMs = options.leaseMs === undefined ? DEFAULT_LEASE_MS : checkInt('leaseMs', options.leaseMs, 1, MAX_DURATION_MS);
     if (leases.length === 0) return [];
     await this.init();
     return this.backend.renew(leases, leaseMs);
@@ -477,7 +482,7 @@ export class Rheo {
     let request: ReplayRequest;
     if ('query' in options && options.query !== undefined) {
       const events: Array<{ id: string; partition: number; sequence: number }> = [];
-      for await (const e of this.queryStream({ ...checkObject('query', options.query), stream, limit: MAX_QUERY_LIMIT } as Query)) {
+      for await (const e of this.queryStream({ ...checkObject('query', options.query), stream, limit: MAX_PAGE_LIMIT } as Query)) {
         events.push({ id: e.id, partition: e.partition, sequence: e.sequence });
       }
       request = { stream, group, kind: 'events', events };
@@ -535,7 +540,7 @@ export class Rheo {
     checkName('stream', stream);
     checkName('group', group);
     checkObject('options', options);
-    const limit = options.limit === undefined ? 100 : checkInt('limit', options.limit, 1, MAX_QUERY_LIMIT);
+    const limit = options.limit === undefined ? DEFAULT_PAGE_LIMIT : checkInt('limit', options.limit, 1, MAX_PAGE_LIMIT);
     const after = options.after === undefined ? undefined : checkName('after', options.after);
     await this.init();
     await this.stream(stream);

@@ -1,14 +1,7 @@
 import { RheoError } from './errors';
 import type { JsonValue } from './types';
 
-/** Longest stream, group, consumer, key, type or event id accepted. */
-export const MAX_NAME_LENGTH = 200;
-/** Default bound on a payload's JSON size. */
-export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
-/** Most partitions a stream may have. */
-export const MAX_PARTITIONS = 1024;
-/** Most events in one appendBatch or settle call. */
-export const MAX_BATCH = 10_000;
+import { MAX_NAME_LENGTH } from './limits';
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;

@@ -1,5 +1,6 @@
 import { HttpException } from '@nestjs/common';
-import { MAX_REASON_LENGTH, outcomeOfError, reasonOf, type Outcome } from '../core/outcomes';
+import { MAX_REASON_LENGTH } from '../core/limits';
+import { outcomeOfError, reasonOf, type Outcome } from '../core/outcomes';
 
 /** HTTP statuses that say "ask again later", not "this input is wrong". */
 const RETRYABLE_CLIENT_STATUSES = new Set([408, 425, 429]);

@@ -1,5 +1,6 @@
 import { RheoError, toRheoError } from '../core/errors';
 import { Rheo } from '../core/rheo';
+import { MAX_DURATION_MS } from '../core/limits';
 import { checkInt, checkName, checkObject } from '../core/validate';
 import type { Backend } from '../backends/backend';
 import { checkSettings } from './consumer-options';
@@ -35,7 +36,7 @@ export class RheoInstance {
       if (options.consumers !== undefined) {
         for (const [key, settings] of Object.entries(checkObject('consumers', options.consumers))) checkSettings(`consumers["${key}"]`, settings);
       }
-      if (options.drainTimeoutMs !== undefined) checkInt('drainTimeoutMs', options.drainTimeoutMs, 0, 24 * 3600 * 1000);
+      if (options.drainTimeoutMs !== undefined) checkInt('drainTimeoutMs', options.drainTimeoutMs, 0, MAX_DURATION_MS);
       if (options.streams !== undefined && !Array.isArray(options.streams)) throw RheoError.invalid('streams', 'must be an array of { name, partitions }');
       this.streams = (options.streams ?? []).map((s, i) => {
         checkObject(`streams[${i}]`, s);

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { Logger } from '@nestjs/common';
 import { type CustomTransportStrategy, type MessageHandler, Server } from '@nestjs/microservices';
 import { RheoError, toRheoError } from '../core/errors';
+import { DEFAULT_DRAIN_TIMEOUT_MS } from '../core/limits';
 import type { Outcome } from '../core/outcomes';
 import type { Rheo } from '../core/rheo';
 import type { GroupConfig, Lease } from '../core/types';
@@ -71,7 +72,6 @@ interface Running {
   group: Group;
 }
 
-const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
 
 /**
  * The nestjs-rheo transport: runs one runtime `Group` per `@RheoConsumer` handler

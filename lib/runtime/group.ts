@@ -5,7 +5,7 @@ import { type Outcome, outcomeOfError, RheoReject, RheoRetry } from '../core/out
 import type { Rheo } from '../core/rheo';
 import { classifySettleError } from '../core/settle';
 import type { Lease } from '../core/types';
-import { MAX_BATCH } from '../core/validate';
+import { MAX_BATCH, MAX_FETCH_LIMIT } from '../core/limits';
 import type { DeliveryControl, DrainResult, GroupEvents, GroupHandler, GroupState, GroupStats } from './group-types';
 import { Inflight, type InflightEntry } from './inflight';
 import { checkDrainTimeout, FETCH_BACKOFF, type GroupRunOptions, type ResolvedGroupOptions, resolveGroupOptions } from './options';
@@ -13,8 +13,6 @@ import { bounded, nackAfterFailedAck, outcomeOfValue, settleRequest } from './ou
 import { Renewals } from './renewals';
 import { SettleBatcher, type SettleResult } from './settle-batcher';
 
-/** The facade refuses fetches above this limit. */
-const MAX_FETCH_LIMIT = 1000;
 /** Spurious wake-ups (a hint followed by an empty fetch) tolerated per poll interval before the hint is ignored for one round. */
 const MAX_EMPTY_WAKE_UPS = 3;
 

@@ -1,6 +1,7 @@
 import { RheoError } from '../core/errors';
 import { newId } from '../core/ids';
 import type { RetryBackoff } from '../core/types';
+import { DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_LEASE_MS, MAX_DURATION_MS } from '../core/limits';
 import { checkInt, checkName, checkObject } from '../core/validate';
 
 /** How a {@link Group} consumes one (stream, group). */
@@ -42,16 +43,14 @@ export interface ResolvedGroupOptions {
 export const GROUP_DEFAULTS = {
   maxDemand: 10,
   concurrency: 1,
-  leaseMs: 30_000,
+  leaseMs: DEFAULT_LEASE_MS,
   pollMs: 200,
-  drainTimeoutMs: 10_000,
+  drainTimeoutMs: DEFAULT_DRAIN_TIMEOUT_MS,
 } as const;
 
 /** Bounds that keep one Group's memory and timers sane. */
 const MAX_DEMAND = 100_000;
 const MAX_CONCURRENCY = 10_000;
-const MAX_LEASE_MS = 24 * 3600 * 1000;
-const MAX_DRAIN_MS = 24 * 3600 * 1000;
 
 /**
  * Fetch errors back off 100 ms, doubling to 5 s, through the one `backoffDelay`
@@ -66,7 +65,7 @@ function optionalInt(o: Record<string, unknown>, field: string, fallback: number
 
 /** Check a drain timeout: an integer number of ms, >= 0. */
 export function checkDrainTimeout(field: string, value: unknown): number {
-  return checkInt(field, value, 0, MAX_DRAIN_MS);
+  return checkInt(field, value, 0, MAX_DURATION_MS);
 }
 
 /**
@@ -80,8 +79,8 @@ export function resolveGroupOptions(options: unknown): ResolvedGroupOptions {
   const group = checkName('group', o.group);
   const maxDemand = optionalInt(o, 'maxDemand', GROUP_DEFAULTS.maxDemand, 1, MAX_DEMAND);
   const concurrency = optionalInt(o, 'concurrency', GROUP_DEFAULTS.concurrency, 1, MAX_CONCURRENCY);
-  const leaseMs = optionalInt(o, 'leaseMs', GROUP_DEFAULTS.leaseMs, 2, MAX_LEASE_MS);
-  const pollMs = optionalInt(o, 'pollMs', Math.min(GROUP_DEFAULTS.pollMs, leaseMs - 1), 1, MAX_LEASE_MS);
+  const leaseMs = optionalInt(o, 'leaseMs', GROUP_DEFAULTS.leaseMs, 2, MAX_DURATION_MS);
+  const pollMs = optionalInt(o, 'pollMs', Math.min(GROUP_DEFAULTS.pollMs, leaseMs - 1), 1, MAX_DURATION_MS);
   if (pollMs >= leaseMs) throw RheoError.invalid('pollMs', `must be less than leaseMs (${leaseMs})`);
   const consumerId = o.consumerId === undefined ? newId() : checkName('consumerId', o.consumerId);
   let partitions: number[] | undefined;

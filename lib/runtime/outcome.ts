@@ -1,4 +1,5 @@
 import { RheoError } from '../core/errors';
+import { MAX_DELAY_MS } from '../core/limits';
 import { boundReason, type Outcome, reasonOf } from '../core/outcomes';
 import type { SettleRequest } from '../core/rheo';
 import type { Lease } from '../core/types';
@@ -6,9 +7,8 @@ import type { Lease } from '../core/types';
 /** The outcome of a handler that resolved with nothing. */
 export const ACK: Outcome = { kind: 'ack' };
 
-// The facade refuses delays above a year; a handler's RheoRetry could ask for more
-// (or for NaN), and one bad delay must not fail the other settles of its batch.
-const MAX_DELAY_MS = 365 * 24 * 3600 * 1000;
+// The facade refuses delays above MAX_DELAY_MS; a handler's RheoRetry could ask
+// for more (or for NaN), and one bad delay must not fail the other settles of its batch.
 
 function boundedReason(value: unknown): string {
   return typeof value === 'string' ? boundReason(value) : reasonOf(value);

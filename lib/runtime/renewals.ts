@@ -2,7 +2,7 @@ import { backoffDelay } from '../core/backoff';
 import { type RheoError, toRheoError } from '../core/errors';
 import type { Rheo } from '../core/rheo';
 import { classifySettleError } from '../core/settle';
-import { MAX_BATCH } from '../core/validate';
+import { MAX_BATCH } from '../core/limits';
 import type { Inflight, InflightEntry } from './inflight';
 import { FETCH_BACKOFF } from './options';
 

@@ -2,7 +2,7 @@ import { BadRequestException, Controller, type INestApplication, Injectable, typ
 import { Ctx, Payload } from '@nestjs/microservices';
 import { IsPositive, IsString } from 'class-validator';
 import { memoryBackend, RheoClient, RheoConsumer, RheoContext, RheoModule, type JsonValue } from '../../lib';
-import { MAX_REASON_LENGTH } from '../../lib/core/outcomes';
+import { MAX_REASON_LENGTH } from '../../lib';
 import { startHybrid, waitFor } from './support';
 
 /** The DTO a newcomer writes: the validator's messages say which field is wrong and why. */

@@ -1,0 +1,36 @@
+/**
+ * Every limit and default of nestjs-rheo, once. Limits keep one call's work,
+ * memory and timers bounded; defaults are what an option means when omitted.
+ */
+
+/** Longest stream, group, consumer id, key, type or event id accepted. */
+export const MAX_NAME_LENGTH = 200;
+/** Default bound on a payload's JSON size (UTF-8 bytes). */
+export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
+/** Most partitions a stream may have. */
+export const MAX_PARTITIONS = 1024;
+/** Most items in one appendBatch, settleMany, renewMany or releaseMany call. */
+export const MAX_BATCH = 10_000;
+/** Most leases one fetch returns. */
+export const MAX_FETCH_LIMIT = 1000;
+/** Most items in one page of read, query or dead letters. */
+export const MAX_PAGE_LIMIT = 1000;
+/** Page size of read, query and dead letters when not given. */
+export const DEFAULT_PAGE_LIMIT = 100;
+/** Longest retry delay (a nack's delay, a group's backoff): a year. */
+export const MAX_DELAY_MS = 365 * 24 * 3600 * 1000;
+/** Longest lease, drain or other wait: a day. */
+export const MAX_DURATION_MS = 24 * 3600 * 1000;
+/** Stored reasons are diagnostics, cut to this many UTF-16 units. */
+export const MAX_REASON_LENGTH = 1000;
+/** Highest `maxAttempts` a group may have. */
+export const MAX_ATTEMPTS_LIMIT = 1000;
+
+/** Lease time-to-live when not given, ms. */
+export const DEFAULT_LEASE_MS = 30_000;
+/** Leases one fetch returns when not given. */
+export const DEFAULT_FETCH_LIMIT = 10;
+/** Deliveries of an event before a nack dead-letters it, when not given. */
+export const DEFAULT_MAX_ATTEMPTS = 5;
+/** How long a drain waits for running handlers when not given, ms. */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;

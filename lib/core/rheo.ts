@@ -1,21 +1,33 @@
-// The facade depends on the Backend contract by type only (erased at runtime), so
-// core/ still loads nothing of ours. See docs/adr/003-layers.md.
-import type {
-  Backend,
-  NewEvent,
-  QueryRequest,
-  RenewResult,
-  ReplayRequest,
-  ResolvedStart,
-  SettleOp,
-  SettleResult,
-} from '../backends/backend';
-import { DEFAULT_RETRY } from './backoff';
-import { decodeCursor, encodeCursor } from './cursor';
+// The facade: the list of operations. Each checks its input through requests.ts
+// (the one place request validation lives), resolves what needs the stream, and
+// calls the backend. It depends on the Backend contract by type only (erased at
+// runtime), so core/ still loads nothing of ours (docs/adr/003-errors-and-layers.md).
+import type { Backend, RenewResult, ReplayRequest, SettleResult } from '../backends/backend';
+import { encodeCursor } from './cursor';
 import { RheoError, toRheoError } from './errors';
-import { newId } from './ids';
-import { boundReason } from './outcomes';
-import { partitionForKey } from './partitioner';
+import { DEFAULT_MAX_PAYLOAD_BYTES, MAX_PAGE_LIMIT, MAX_PARTITIONS } from './limits';
+import {
+  checkBatch,
+  checkFetchOptions,
+  checkGroupOptions,
+  checkLeaseMs,
+  checkLeases,
+  checkPageLimit,
+  checkPartitions,
+  checkQuery,
+  checkQueryPartition,
+  checkRedrive,
+  checkReplayKind,
+  checkReplayRange,
+  checkSettles,
+  type FetchOptions,
+  isIssued,
+  issueLease,
+  type NackOptions,
+  resolveStart,
+  type SettleRequest,
+  toNewEvent,
+} from './requests';
 import type {
   AppendInput,
   AppendOptions,
@@ -32,104 +44,16 @@ import type {
   ReplayOptions,
   ResetOptions,
   RheoEvent,
-  StartPosition,
   StreamInfo,
 } from './types';
-import {
-  checkDate,
-  checkInt,
-  checkJsonObject,
-  checkMetadata,
-  checkName,
-  checkObject,
-  checkPayload,
-} from './validate';
-import {
-  DEFAULT_FETCH_LIMIT,
-  DEFAULT_LEASE_MS,
-  DEFAULT_MAX_ATTEMPTS,
-  DEFAULT_MAX_PAYLOAD_BYTES,
-  DEFAULT_PAGE_LIMIT,
-  MAX_ATTEMPTS_LIMIT,
-  MAX_BATCH,
-  MAX_DELAY_MS,
-  MAX_DURATION_MS,
-  MAX_FETCH_LIMIT,
-  MAX_PAGE_LIMIT,
-  MAX_PARTITIONS,
-} from './limits';
+import { checkInt, checkName, checkObject } from './validate';
+
+export type { FetchOptions, NackOptions, SettleRequest } from './requests';
 
 /** Options of a {@link Rheo} instance. */
 export interface RheoOptions {
   /** Largest accepted payload, as JSON bytes. Default 1 MiB. */
   maxPayloadBytes?: number;
-}
-
-/** Options of fetch. */
-export interface FetchOptions {
-  /** Most leases to return, 1..1000. Default 10. */
-  limit?: number;
-  /** Lease time-to-live, ms. Default 30000. */
-  leaseMs?: number;
-  consumerId?: string;
-  partitions?: number[];
-}
-
-/** Options of nack. */
-export interface NackOptions {
-  reason?: string;
-  /** Redeliver after this delay; the group's backoff when absent. */
-  delayMs?: number;
-}
-
-/** One settle of a bulk call: `{ lease, outcome }`. */
-export type SettleRequest =
-  | { kind: 'ack'; lease: Lease<unknown> }
-  | { kind: 'nack'; lease: Lease<unknown>; reason?: string; delayMs?: number }
-  | { kind: 'reject'; lease: Lease<unknown>; reason?: string };
-
-
-function reason(field: string, value: unknown, fallback: string): string {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'string') throw RheoError.invalid(field, 'must be a string');
-  return boundReason(value);
-}
-
-function checkPartitions(field: string, value: unknown, count: number): number[] | undefined {
-  if (value === undefined) return undefined;
-  if (!Array.isArray(value) || value.length === 0) throw RheoError.invalid(field, 'must be a non-empty array of partition numbers');
-  return [...new Set(value.map((p, i) => checkInt(`${field}[${i}]`, p, 0, count - 1)))].sort((a, b) => a - b);
-}
-
-/**
- * Leases this process fetched through a facade. They are frozen when issued, so
- * their shape is known good and settling them skips re-validation: the settle
- * path is the hottest in the library. Anything else is checked field by field.
- */
-const issued = new WeakSet<object>();
-
-function issue<L extends Lease<unknown>>(lease: L): L {
-  // Its own Date: the runtime moves a held lease's expiry in place as renewals
-  // succeed, and a backend may have built one Date for a whole batch.
-  lease.expiresAt = new Date(lease.expiresAt.getTime());
-  Object.freeze(lease.event);
-  issued.add(Object.freeze(lease));
-  return lease;
-}
-
-function checkLease(field: string, lease: unknown): Lease<unknown> {
-  if (typeof lease === 'object' && lease !== null && issued.has(lease)) return lease as Lease<unknown>;
-  const l = checkObject(field, lease) as unknown as Lease<unknown>;
-  checkName(`${field}.leaseId`, l.leaseId);
-  checkName(`${field}.stream`, l.stream);
-  checkName(`${field}.group`, l.group);
-  if (typeof l.receipt !== 'string') throw RheoError.invalid(`${field}.receipt`, 'must be a string');
-  checkObject(`${field}.event`, l.event);
-  checkName(`${field}.event.id`, l.event.id);
-  checkInt(`${field}.attempt`, l.attempt, 1);
-  checkInt(`${field}.event.partition`, l.event.partition, 0, MAX_PARTITIONS - 1);
-  checkInt(`${field}.event.sequence`, l.event.sequence, 1);
-  return l;
 }
 
 /**
@@ -191,24 +115,10 @@ export class Rheo {
   async createGroup(stream: string, group: string, options: GroupOptions = {}): Promise<GroupConfig> {
     checkName('stream', stream);
     checkName('group', group);
-    checkObject('options', options);
-    const maxAttempts = options.maxAttempts === undefined ? DEFAULT_MAX_ATTEMPTS : checkInt('maxAttempts', options.maxAttempts, 1, MAX_ATTEMPTS_LIMIT);
-    const retry = { ...DEFAULT_RETRY };
-    if (options.retry !== undefined) {
-      const r = checkObject('retry', options.retry);
-      if (r.initialMs !== undefined) retry.initialMs = checkInt('retry.initialMs', r.initialMs, 0, MAX_DELAY_MS);
-      if (r.maxMs !== undefined) retry.maxMs = checkInt('retry.maxMs', r.maxMs, 0, MAX_DELAY_MS);
-      if (r.factor !== undefined) {
-        if (typeof r.factor !== 'number' || !(r.factor >= 1 && r.factor <= 100)) throw RheoError.invalid('retry.factor', 'must be a number between 1 and 100');
-        retry.factor = r.factor;
-      }
-      if (retry.maxMs < retry.initialMs) throw RheoError.invalid('retry.maxMs', 'must be >= retry.initialMs');
-    }
-    const ordering = options.ordering ?? 'none';
-    if (ordering !== 'none' && ordering !== 'partition') throw RheoError.invalid('ordering', "must be 'none' or 'partition'");
+    const { maxAttempts, retry, ordering } = checkGroupOptions(options);
     await this.init();
     const info = await this.stream(stream);
-    const start = this.resolveStart('start', options.start, info.partitions);
+    const start = resolveStart('start', options.start, info.partitions);
     if (options.ifNotExists) {
       const existing = await this.backend.getGroup(stream, group);
       if (existing) return existing;
@@ -222,25 +132,6 @@ export class Rheo {
       }
       throw err;
     }
-  }
-
-  private resolveStart(field: string, start: StartPosition | undefined, partitions: number): ResolvedStart {
-    if (start === undefined || start === 'beginning') return { kind: 'beginning' };
-    if (start === 'end') return { kind: 'end' };
-    if (typeof start !== 'object' || start === null) throw RheoError.invalid(field, "must be 'beginning', 'end', { afterSequence } or { at }");
-    if ('at' in start) return { kind: 'at', time: checkDate(`${field}.at`, start.at) };
-    if ('afterSequence' in start) {
-      const s = start.afterSequence;
-      if (typeof s === 'number') return { kind: 'after', sequences: checkInt(`${field}.afterSequence`, s, 0) };
-      const map = checkObject(`${field}.afterSequence`, s);
-      const sequences: Record<number, number> = {};
-      for (const [p, v] of Object.entries(map)) {
-        const part = checkInt(`${field}.afterSequence[${p}]`, /^\d+$/.test(p) ? Number(p) : p, 0, partitions - 1);
-        sequences[part] = checkInt(`${field}.afterSequence[${p}]`, v, 0);
-      }
-      return { kind: 'after', sequences };
-    }
-    throw RheoError.invalid(field, "must be 'beginning', 'end', { afterSequence } or { at }");
   }
 
   async listStreams(): Promise<StreamInfo[]> {
@@ -257,20 +148,6 @@ export class Rheo {
 
   // ---------------------------------------------------------------- append, read, query
 
-  private toNewEvent(field: string, input: AppendInput<unknown>, partitions: number, now: number): NewEvent {
-    checkObject(field, input);
-    const id = input.id === undefined ? newId() : checkName(`${field}.id`, input.id);
-    const key = input.key === undefined || input.key === null ? null : checkName(`${field}.key`, input.key);
-    const type = input.type === undefined || input.type === null ? null : checkName(`${field}.type`, input.type);
-    const metadata = input.metadata === undefined ? {} : checkMetadata(`${field}.metadata`, input.metadata);
-    const payloadJson = checkPayload(`${field}.payload`, input.payload, this.maxPayloadBytes);
-    let partition: number;
-    if (input.partition !== undefined) partition = checkInt(`${field}.partition`, input.partition, 0, partitions - 1);
-    else partition = key === null ? 0 : partitionForKey(key, partitions);
-    const timestamp = input.timestamp === undefined ? new Date(now) : checkDate(`${field}.timestamp`, input.timestamp);
-    return { id, partition, timestamp, key, type, metadata, payload: input.payload as JsonValue, payloadJson };
-  }
-
   private checkAppendOptions(options: AppendOptions): AppendOptions {
     checkObject('options', options);
     if (options.manager !== undefined && !this.backend.capabilities.mechanisms.transactionalAppend) {
@@ -285,7 +162,7 @@ export class Rheo {
     this.checkAppendOptions(options);
     await this.init();
     const info = await this.stream(stream);
-    const event = this.toNewEvent('event', input, info.partitions, this.backend.clock.now());
+    const event = toNewEvent('event', input, info.partitions, this.backend.clock.now(), this.maxPayloadBytes);
     const [stored] = await this.backend.append(stream, [event], options);
     return stored as RheoEvent<P>;
   }
@@ -293,14 +170,13 @@ export class Rheo {
   /** Append many events atomically; sequences are contiguous per partition. Returns them in input order. */
   async appendBatch<P extends JsonValue = JsonValue>(stream: string, inputs: AppendInput<P>[], options: AppendOptions = {}): Promise<RheoEvent<P>[]> {
     checkName('stream', stream);
-    if (!Array.isArray(inputs)) throw RheoError.invalid('events', 'must be an array');
-    if (inputs.length > MAX_BATCH) throw RheoError.invalid('events', `must hold at most ${MAX_BATCH} events`);
+    checkBatch('events', inputs, 'events');
     this.checkAppendOptions(options);
     if (inputs.length === 0) return [];
     await this.init();
     const info = await this.stream(stream);
     const now = this.backend.clock.now();
-    const events = inputs.map((input, i) => this.toNewEvent(`events[${i}]`, input, info.partitions, now));
+    const events = inputs.map((input, i) => toNewEvent(`events[${i}]`, input, info.partitions, now, this.maxPayloadBytes));
     return (await this.backend.append(stream, events, options)) as RheoEvent<P>[];
   }
 
@@ -312,32 +188,15 @@ export class Rheo {
     const info = await this.stream(stream);
     const partition = options.partition === undefined ? 0 : checkInt('partition', options.partition, 0, info.partitions - 1);
     const afterSequence = options.afterSequence === undefined ? 0 : checkInt('afterSequence', options.afterSequence, 0);
-    const limit = options.limit === undefined ? DEFAULT_PAGE_LIMIT : checkInt('limit', options.limit, 1, MAX_PAGE_LIMIT);
+    const limit = checkPageLimit('limit', options.limit);
     return this.backend.read({ stream, partition, afterSequence, limit });
   }
 
-  private async queryRequest(query: Query): Promise<QueryRequest> {
-    checkObject('query', query);
-    checkName('query.stream', query.stream);
-    const where = query.where === undefined ? {} : checkObject('query.where', query.where);
-    const known = ['type', 'key', 'partition', 'metadata', 'payload'];
-    for (const k of Object.keys(where)) if (!known.includes(k)) throw RheoError.invalid(`query.where.${k}`, `is not a filter (use ${known.join(', ')})`);
-    if (where.type !== undefined) checkName('query.where.type', where.type);
-    if (where.key !== undefined) checkName('query.where.key', where.key);
-    if (where.metadata !== undefined) checkMetadata('query.where.metadata', where.metadata);
-    if (where.payload !== undefined) checkJsonObject('query.where.payload', where.payload);
-    const order = query.order ?? 'asc';
-    if (order !== 'asc' && order !== 'desc') throw RheoError.invalid('query.order', "must be 'asc' or 'desc'");
-    const limit = query.limit === undefined ? DEFAULT_PAGE_LIMIT : checkInt('query.limit', query.limit, 1, MAX_PAGE_LIMIT);
-    const req: QueryRequest = { stream: query.stream, where: where as QueryRequest['where'], order, limit };
-    if (query.from !== undefined) req.from = checkDate('query.from', query.from);
-    if (query.to !== undefined) req.to = checkDate('query.to', query.to);
-    if (query.afterSequence !== undefined) req.afterSequence = checkInt('query.afterSequence', query.afterSequence, 0);
-    if (query.untilSequence !== undefined) req.untilSequence = checkInt('query.untilSequence', query.untilSequence, 0);
-    if (query.cursor !== undefined && query.cursor !== null) req.after = decodeCursor(query.cursor);
+  private async queryRequest(query: Query) {
+    const req = checkQuery(query);
     await this.init();
     const info = await this.stream(query.stream);
-    if (where.partition !== undefined) checkInt('query.where.partition', where.partition, 0, info.partitions - 1);
+    checkQueryPartition(req, info.partitions);
     return req;
   }
 
@@ -371,15 +230,12 @@ export class Rheo {
   async fetch(stream: string, group: string, options: FetchOptions = {}): Promise<Lease[]> {
     checkName('stream', stream);
     checkName('group', group);
-    checkObject('options', options);
-    const limit = options.limit === undefined ? DEFAULT_FETCH_LIMIT : checkInt('limit', options.limit, 1, MAX_FETCH_LIMIT);
-    const leaseMs = options.leaseMs === undefined ? DEFAULT_LEASE_MS : checkInt('leaseMs', options.leaseMs, 1, MAX_DURATION_MS);
-    const consumerId = options.consumerId === undefined ? newId() : checkName('consumerId', options.consumerId);
+    const { limit, leaseMs, consumerId } = checkFetchOptions(options);
     await this.init();
     const info = await this.stream(stream);
     const partitions = checkPartitions('partitions', options.partitions, info.partitions);
     const leases = await this.backend.fetch({ stream, group, limit, leaseMs, consumerId, partitions });
-    for (const lease of leases) issue(lease);
+    for (const lease of leases) issueLease(lease);
     return leases;
   }
 
@@ -388,16 +244,15 @@ export class Rheo {
     const [result] = await this.renewMany([lease], options);
     if (!result.ok) throw result.error;
     const renewed = { ...lease, expiresAt: result.expiresAt };
-    return issued.has(lease) ? issue(renewed) : renewed;
+    return isIssued(lease) ? issueLease(renewed) : renewed;
   }
 
   /** Renew many leases in one backend call; per-lease results. */
   async renewMany(leases: Lease<unknown>[], options: { leaseMs?: number } = {}): Promise<RenewResult[]> {
-    if (!Array.isArray(leases)) throw RheoError.invalid('leases', 'must be an array');
-    if (leases.length > MAX_BATCH) throw RheoError.invalid('leases', `must hold at most ${MAX_BATCH} leases`);
+    checkBatch('leases', leases, 'leases');
     checkObject('options', options);
-    leases.forEach((l, i) => checkLease(leases.length === 1 ? 'lease' : `leases[${i}]`, l));
-    const leaseMs = options.leaseMs === undefined ? DEFAULT_LEASE_MS : checkInt('leaseMs', options.leaseMs, 1, MAX_DURATION_MS);
+    checkLeases(leases);
+    const leaseMs = checkLeaseMs(options.leaseMs);
     if (leases.length === 0) return [];
     await this.init();
     return this.backend.renew(leases, leaseMs);
@@ -426,26 +281,7 @@ export class Rheo {
 
   /** Settle many leases in one backend call; per-lease results, in order. */
   async settleMany(requests: SettleRequest[]): Promise<SettleResult[]> {
-    if (!Array.isArray(requests)) throw RheoError.invalid('settles', 'must be an array');
-    if (requests.length > MAX_BATCH) throw RheoError.invalid('settles', `must hold at most ${MAX_BATCH} settles`);
-    const ops: SettleOp[] = requests.map((r, i) => {
-      const at = requests.length === 1 ? '' : `settles[${i}].`;
-      checkObject(`settles[${i}]`, r);
-      const lease = checkLease(`${at}lease`, r.lease);
-      switch (r.kind) {
-        case 'ack':
-          return { kind: 'ack', lease };
-        case 'nack': {
-          const op: SettleOp = { kind: 'nack', lease, reason: reason(`${at}reason`, r.reason, 'retry') };
-          if (r.delayMs !== undefined) op.delayMs = checkInt(`${at}delayMs`, r.delayMs, 0, MAX_DELAY_MS);
-          return op;
-        }
-        case 'reject':
-          return { kind: 'reject', lease, reason: reason(`${at}reason`, r.reason, 'rejected') };
-        default:
-          throw RheoError.invalid(`settles[${i}].kind`, "must be 'ack', 'nack' or 'reject'");
-      }
-    });
+    const ops = checkSettles(requests);
     if (ops.length === 0) return [];
     await this.init();
     return this.backend.settle(ops);
@@ -459,9 +295,7 @@ export class Rheo {
    * lease claimed by someone else since answers `stale_lease`.
    */
   async releaseMany(leases: Lease<unknown>[]): Promise<SettleResult[]> {
-    if (!Array.isArray(leases)) throw RheoError.invalid('leases', 'must be an array');
-    if (leases.length > MAX_BATCH) throw RheoError.invalid('leases', `must hold at most ${MAX_BATCH} leases`);
-    leases.forEach((l, i) => checkLease(leases.length === 1 ? 'lease' : `leases[${i}]`, l));
+    checkLeases(leases);
     if (leases.length === 0) return [];
     await this.init();
     return this.backend.release(leases);
@@ -473,26 +307,20 @@ export class Rheo {
   async replay(stream: string, group: string, options: ReplayOptions): Promise<number> {
     checkName('stream', stream);
     checkName('group', group);
-    const o = checkObject('options', options);
-    const given = ['afterSequence', 'from', 'query'].filter((k) => o[k] !== undefined);
-    if (given.length !== 1) throw RheoError.invalid('options', 'must give exactly one of afterSequence, from, query');
+    const kind = checkReplayKind(options);
     await this.init();
     const info = await this.stream(stream);
     await this.groupConfig(stream, group);
     let request: ReplayRequest;
-    if ('query' in options && options.query !== undefined) {
+    if (kind === 'query') {
+      const query = checkObject('query', (options as { query: unknown }).query);
       const events: Array<{ id: string; partition: number; sequence: number }> = [];
-      for await (const e of this.queryStream({ ...checkObject('query', options.query), stream, limit: MAX_PAGE_LIMIT } as Query)) {
+      for await (const e of this.queryStream({ ...query, stream, limit: MAX_PAGE_LIMIT } as Query)) {
         events.push({ id: e.id, partition: e.partition, sequence: e.sequence });
       }
       request = { stream, group, kind: 'events', events };
     } else {
-      const partitions = checkPartitions('partitions', (o as { partitions?: unknown }).partitions, info.partitions);
-      if ('afterSequence' in options) {
-        request = { stream, group, kind: 'sequence', afterSequence: checkInt('afterSequence', options.afterSequence, 0), partitions };
-      } else {
-        request = { stream, group, kind: 'time', from: checkDate('from', (options as { from: Date }).from), partitions };
-      }
+      request = checkReplayRange(stream, group, options as { afterSequence?: unknown; from?: unknown; partitions?: unknown }, info.partitions);
     }
     return this.backend.replay(request);
   }
@@ -506,7 +334,7 @@ export class Rheo {
     }
     await this.init();
     const info = await this.stream(stream);
-    const start = this.resolveStart('start', options.start, info.partitions);
+    const start = resolveStart('start', options.start, info.partitions);
     await this.groupConfig(stream, group);
     await this.backend.reset(stream, group, start);
   }
@@ -540,7 +368,7 @@ export class Rheo {
     checkName('stream', stream);
     checkName('group', group);
     checkObject('options', options);
-    const limit = options.limit === undefined ? DEFAULT_PAGE_LIMIT : checkInt('limit', options.limit, 1, MAX_PAGE_LIMIT);
+    const limit = checkPageLimit('limit', options.limit);
     const after = options.after === undefined ? undefined : checkName('after', options.after);
     await this.init();
     await this.stream(stream);
@@ -552,11 +380,7 @@ export class Rheo {
   async redrive(stream: string, group: string, options: RedriveOptions): Promise<number> {
     checkName('stream', stream);
     checkName('group', group);
-    const o = checkObject('options', options);
-    let ids: string[] | 'all';
-    if (o.all === true && o.eventIds === undefined) ids = 'all';
-    else if (Array.isArray(o.eventIds) && o.all === undefined) ids = o.eventIds.map((id, i) => checkName(`eventIds[${i}]`, id));
-    else throw RheoError.invalid('options', 'must be { eventIds: [...] } or { all: true }');
+    const ids = checkRedrive(options);
     await this.init();
     await this.stream(stream);
     await this.groupConfig(stream, group);

@@ -1,0 +1,279 @@
+// Request validation of the facade, one function per operation's input (like
+// pg-boss's attorney): each checks and defaults what a caller passed, throwing
+// RheoError('invalid_argument') naming the field before anything is touched.
+// The facade (rheo.ts) then reads as the list of operations.
+import type { NewEvent, QueryRequest, ReplayRequest, ResolvedStart, SettleOp } from '../backends/backend';
+import { DEFAULT_RETRY } from './backoff';
+import { decodeCursor } from './cursor';
+import { RheoError } from './errors';
+import { newId } from './ids';
+import {
+  DEFAULT_FETCH_LIMIT,
+  DEFAULT_LEASE_MS,
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_PAGE_LIMIT,
+  MAX_ATTEMPTS_LIMIT,
+  MAX_BATCH,
+  MAX_DELAY_MS,
+  MAX_DURATION_MS,
+  MAX_FETCH_LIMIT,
+  MAX_PAGE_LIMIT,
+  MAX_PARTITIONS,
+} from './limits';
+import { boundReason } from './outcomes';
+import { partitionForKey } from './partitioner';
+import type { AppendInput, GroupConfig, GroupOptions, JsonValue, Lease, Query, StartPosition } from './types';
+import { checkDate, checkInt, checkJsonObject, checkMetadata, checkName, checkObject, checkPayload } from './validate';
+
+/** Options of fetch. */
+export interface FetchOptions {
+  /** Most leases to return, 1..1000. Default 10. */
+  limit?: number;
+  /** Lease time-to-live, ms. Default 30000. */
+  leaseMs?: number;
+  consumerId?: string;
+  partitions?: number[];
+}
+
+/** Options of nack. */
+export interface NackOptions {
+  reason?: string;
+  /** Redeliver after this delay; the group's backoff when absent. */
+  delayMs?: number;
+}
+
+/** One settle of a bulk call: `{ lease, outcome }`. */
+export type SettleRequest =
+  | { kind: 'ack'; lease: Lease<unknown> }
+  | { kind: 'nack'; lease: Lease<unknown>; reason?: string; delayMs?: number }
+  | { kind: 'reject'; lease: Lease<unknown>; reason?: string };
+
+/** A bulk call's array: an array of at most {@link MAX_BATCH} items. */
+export function checkBatch<T>(field: string, value: T[], noun: string): T[] {
+  if (!Array.isArray(value)) throw RheoError.invalid(field, 'must be an array');
+  if (value.length > MAX_BATCH) throw RheoError.invalid(field, `must hold at most ${MAX_BATCH} ${noun}`);
+  return value;
+}
+
+/** A settle reason: a string, cut to the stored bound; `fallback` when absent. */
+export function checkReason(field: string, value: unknown, fallback: string): string {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string') throw RheoError.invalid(field, 'must be a string');
+  return boundReason(value);
+}
+
+/** A partition filter: distinct partition numbers of the stream, sorted; undefined for all. */
+export function checkPartitions(field: string, value: unknown, count: number): number[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || value.length === 0) throw RheoError.invalid(field, 'must be a non-empty array of partition numbers');
+  return [...new Set(value.map((p, i) => checkInt(`${field}[${i}]`, p, 0, count - 1)))].sort((a, b) => a - b);
+}
+
+/** A lease time-to-live, ms. */
+export function checkLeaseMs(value: unknown): number {
+  return value === undefined ? DEFAULT_LEASE_MS : checkInt('leaseMs', value, 1, MAX_DURATION_MS);
+}
+
+/** A page size of read, query or dead letters. */
+export function checkPageLimit(field: string, value: unknown): number {
+  return value === undefined ? DEFAULT_PAGE_LIMIT : checkInt(field, value, 1, MAX_PAGE_LIMIT);
+}
+
+// ------------------------------------------------------------------ leases
+
+/**
+ * Leases this process fetched through a facade. They are frozen when issued, so
+ * their shape is known good and settling them skips re-validation: the settle
+ * path is the hottest in the library. Anything else is checked field by field.
+ */
+const issued = new WeakSet<object>();
+
+/** Mark a lease as issued by a facade (and freeze it); returns it. */
+export function issueLease<L extends Lease<unknown>>(lease: L): L {
+  // Its own Date: the runtime moves a held lease's expiry in place as renewals
+  // succeed, and a backend may have built one Date for a whole batch.
+  lease.expiresAt = new Date(lease.expiresAt.getTime());
+  Object.freeze(lease.event);
+  issued.add(Object.freeze(lease));
+  return lease;
+}
+
+/** True when `lease` came from a facade's fetch or renew. */
+export function isIssued(lease: unknown): boolean {
+  return typeof lease === 'object' && lease !== null && issued.has(lease);
+}
+
+/** A lease to settle, renew or release: one this process issued, or one whose every field checks out. */
+export function checkLease(field: string, lease: unknown): Lease<unknown> {
+  if (isIssued(lease)) return lease as Lease<unknown>;
+  const l = checkObject(field, lease) as unknown as Lease<unknown>;
+  checkName(`${field}.leaseId`, l.leaseId);
+  checkName(`${field}.stream`, l.stream);
+  checkName(`${field}.group`, l.group);
+  if (typeof l.receipt !== 'string') throw RheoError.invalid(`${field}.receipt`, 'must be a string');
+  checkObject(`${field}.event`, l.event);
+  checkName(`${field}.event.id`, l.event.id);
+  checkInt(`${field}.attempt`, l.attempt, 1);
+  checkInt(`${field}.event.partition`, l.event.partition, 0, MAX_PARTITIONS - 1);
+  checkInt(`${field}.event.sequence`, l.event.sequence, 1);
+  return l;
+}
+
+/** Leases of a bulk renew or release call. */
+export function checkLeases(leases: Lease<unknown>[]): Lease<unknown>[] {
+  checkBatch('leases', leases, 'leases');
+  leases.forEach((l, i) => checkLease(leases.length === 1 ? 'lease' : `leases[${i}]`, l));
+  return leases;
+}
+
+/** Settles of a bulk call, as backend ops; all checked before any is applied. */
+export function checkSettles(requests: SettleRequest[]): SettleOp[] {
+  checkBatch('settles', requests, 'settles');
+  return requests.map((r, i) => {
+    const at = requests.length === 1 ? '' : `settles[${i}].`;
+    checkObject(`settles[${i}]`, r);
+    const lease = checkLease(`${at}lease`, r.lease);
+    switch (r.kind) {
+      case 'ack':
+        return { kind: 'ack', lease };
+      case 'nack': {
+        const op: SettleOp = { kind: 'nack', lease, reason: checkReason(`${at}reason`, r.reason, 'retry') };
+        if (r.delayMs !== undefined) op.delayMs = checkInt(`${at}delayMs`, r.delayMs, 0, MAX_DELAY_MS);
+        return op;
+      }
+      case 'reject':
+        return { kind: 'reject', lease, reason: checkReason(`${at}reason`, r.reason, 'rejected') };
+      default:
+        throw RheoError.invalid(`settles[${i}].kind`, "must be 'ack', 'nack' or 'reject'");
+    }
+  });
+}
+
+/** Fetch options with defaults; the partition filter is checked once the stream is known. */
+export function checkFetchOptions(options: FetchOptions): { limit: number; leaseMs: number; consumerId: string } {
+  checkObject('options', options);
+  const limit = options.limit === undefined ? DEFAULT_FETCH_LIMIT : checkInt('limit', options.limit, 1, MAX_FETCH_LIMIT);
+  const leaseMs = checkLeaseMs(options.leaseMs);
+  const consumerId = options.consumerId === undefined ? newId() : checkName('consumerId', options.consumerId);
+  return { limit, leaseMs, consumerId };
+}
+
+// ------------------------------------------------------------------ groups
+
+/** The settings a group is created with (the start position is resolved against the stream later). */
+export function checkGroupOptions(options: GroupOptions): Pick<GroupConfig, 'maxAttempts' | 'retry' | 'ordering'> {
+  checkObject('options', options);
+  const maxAttempts = options.maxAttempts === undefined ? DEFAULT_MAX_ATTEMPTS : checkInt('maxAttempts', options.maxAttempts, 1, MAX_ATTEMPTS_LIMIT);
+  const retry = { ...DEFAULT_RETRY };
+  if (options.retry !== undefined) {
+    const r = checkObject('retry', options.retry);
+    if (r.initialMs !== undefined) retry.initialMs = checkInt('retry.initialMs', r.initialMs, 0, MAX_DELAY_MS);
+    if (r.maxMs !== undefined) retry.maxMs = checkInt('retry.maxMs', r.maxMs, 0, MAX_DELAY_MS);
+    if (r.factor !== undefined) {
+      if (typeof r.factor !== 'number' || !(r.factor >= 1 && r.factor <= 100)) throw RheoError.invalid('retry.factor', 'must be a number between 1 and 100');
+      retry.factor = r.factor;
+    }
+    if (retry.maxMs < retry.initialMs) throw RheoError.invalid('retry.maxMs', 'must be >= retry.initialMs');
+  }
+  const ordering = options.ordering ?? 'none';
+  if (ordering !== 'none' && ordering !== 'partition') throw RheoError.invalid('ordering', "must be 'none' or 'partition'");
+  return { maxAttempts, retry, ordering };
+}
+
+/** A start position, resolved against a stream of `partitions` partitions. */
+export function resolveStart(field: string, start: StartPosition | undefined, partitions: number): ResolvedStart {
+  if (start === undefined || start === 'beginning') return { kind: 'beginning' };
+  if (start === 'end') return { kind: 'end' };
+  if (typeof start !== 'object' || start === null) throw RheoError.invalid(field, "must be 'beginning', 'end', { afterSequence } or { at }");
+  if ('at' in start) return { kind: 'at', time: checkDate(`${field}.at`, start.at) };
+  if ('afterSequence' in start) {
+    const s = start.afterSequence;
+    if (typeof s === 'number') return { kind: 'after', sequences: checkInt(`${field}.afterSequence`, s, 0) };
+    const map = checkObject(`${field}.afterSequence`, s);
+    const sequences: Record<number, number> = {};
+    for (const [p, v] of Object.entries(map)) {
+      const part = checkInt(`${field}.afterSequence[${p}]`, /^\d+$/.test(p) ? Number(p) : p, 0, partitions - 1);
+      sequences[part] = checkInt(`${field}.afterSequence[${p}]`, v, 0);
+    }
+    return { kind: 'after', sequences };
+  }
+  throw RheoError.invalid(field, "must be 'beginning', 'end', { afterSequence } or { at }");
+}
+
+// ------------------------------------------------------------------ append, query
+
+/** One event to append: validated, id and timestamp assigned, routed to its partition, payload serialised once. */
+export function toNewEvent(field: string, input: AppendInput<unknown>, partitions: number, now: number, maxPayloadBytes: number): NewEvent {
+  checkObject(field, input);
+  const id = input.id === undefined ? newId() : checkName(`${field}.id`, input.id);
+  const key = input.key === undefined || input.key === null ? null : checkName(`${field}.key`, input.key);
+  const type = input.type === undefined || input.type === null ? null : checkName(`${field}.type`, input.type);
+  const metadata = input.metadata === undefined ? {} : checkMetadata(`${field}.metadata`, input.metadata);
+  const payloadJson = checkPayload(`${field}.payload`, input.payload, maxPayloadBytes);
+  let partition: number;
+  if (input.partition !== undefined) partition = checkInt(`${field}.partition`, input.partition, 0, partitions - 1);
+  else partition = key === null ? 0 : partitionForKey(key, partitions);
+  const timestamp = input.timestamp === undefined ? new Date(now) : checkDate(`${field}.timestamp`, input.timestamp);
+  return { id, partition, timestamp, key, type, metadata, payload: input.payload as JsonValue, payloadJson };
+}
+
+const FILTERS = ['type', 'key', 'partition', 'metadata', 'payload'];
+
+/** A query, except what needs the stream (the partition filter's range: {@link checkQueryPartition}). */
+export function checkQuery(query: Query): QueryRequest {
+  checkObject('query', query);
+  checkName('query.stream', query.stream);
+  const where = query.where === undefined ? {} : checkObject('query.where', query.where);
+  for (const k of Object.keys(where)) if (!FILTERS.includes(k)) throw RheoError.invalid(`query.where.${k}`, `is not a filter (use ${FILTERS.join(', ')})`);
+  if (where.type !== undefined) checkName('query.where.type', where.type);
+  if (where.key !== undefined) checkName('query.where.key', where.key);
+  if (where.metadata !== undefined) checkMetadata('query.where.metadata', where.metadata);
+  if (where.payload !== undefined) checkJsonObject('query.where.payload', where.payload);
+  const order = query.order ?? 'asc';
+  if (order !== 'asc' && order !== 'desc') throw RheoError.invalid('query.order', "must be 'asc' or 'desc'");
+  const limit = checkPageLimit('query.limit', query.limit);
+  const req: QueryRequest = { stream: query.stream, where: where as QueryRequest['where'], order, limit };
+  if (query.from !== undefined) req.from = checkDate('query.from', query.from);
+  if (query.to !== undefined) req.to = checkDate('query.to', query.to);
+  if (query.afterSequence !== undefined) req.afterSequence = checkInt('query.afterSequence', query.afterSequence, 0);
+  if (query.untilSequence !== undefined) req.untilSequence = checkInt('query.untilSequence', query.untilSequence, 0);
+  if (query.cursor !== undefined && query.cursor !== null) req.after = decodeCursor(query.cursor);
+  return req;
+}
+
+/** The query's partition filter against the stream's partition count. */
+export function checkQueryPartition(req: QueryRequest, partitions: number): void {
+  if (req.where.partition !== undefined) checkInt('query.where.partition', req.where.partition, 0, partitions - 1);
+}
+
+// ------------------------------------------------------------------ replay, redrive
+
+/** Which of replay's exclusive options was given; exactly one must be. */
+export function checkReplayKind(options: unknown): 'afterSequence' | 'from' | 'query' {
+  const o = checkObject('options', options);
+  const given = (['afterSequence', 'from', 'query'] as const).filter((k) => o[k] !== undefined);
+  if (given.length !== 1) throw RheoError.invalid('options', 'must give exactly one of afterSequence, from, query');
+  return given[0];
+}
+
+/** A replay by sequence or time, resolved against a stream of `partitions` partitions. */
+export function checkReplayRange(
+  stream: string,
+  group: string,
+  options: { afterSequence?: unknown; from?: unknown; partitions?: unknown },
+  partitions: number,
+): ReplayRequest {
+  const parts = checkPartitions('partitions', options.partitions, partitions);
+  if (options.afterSequence !== undefined) {
+    return { stream, group, kind: 'sequence', afterSequence: checkInt('afterSequence', options.afterSequence, 0), partitions: parts };
+  }
+  return { stream, group, kind: 'time', from: checkDate('from', options.from), partitions: parts };
+}
+
+/** Which dead letters to redrive: ids, or all. */
+export function checkRedrive(options: unknown): string[] | 'all' {
+  const o = checkObject('options', options);
+  if (o.all === true && o.eventIds === undefined) return 'all';
+  if (Array.isArray(o.eventIds) && o.all === undefined) return o.eventIds.map((id, i) => checkName(`eventIds[${i}]`, id));
+  throw RheoError.invalid('options', 'must be { eventIds: [...] } or { all: true }');
+}

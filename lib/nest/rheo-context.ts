@@ -3,7 +3,8 @@ import type { EventMetadata, JsonValue, Lease, RheoEvent } from '../core/types';
 
 /**
  * What `@Ctx()` gives a `@RheoConsumer` handler: the event and the lease it is
- * delivered under. `@Payload()` is `event.payload`.
+ * delivered under, each value once, as a read-only property. `@Payload()` is
+ * `event.payload`.
  */
 export class RheoContext<P = JsonValue> extends BaseRpcContext<[Lease<P>]> {
   private readonly abortSignal: AbortSignal;
@@ -21,11 +22,6 @@ export class RheoContext<P = JsonValue> extends BaseRpcContext<[Lease<P>]> {
    * `RheoError` saying which.
    */
   get signal(): AbortSignal {
-    return this.abortSignal;
-  }
-
-  /** Same as {@link RheoContext.signal}. */
-  getSignal(): AbortSignal {
     return this.abortSignal;
   }
 
@@ -77,30 +73,5 @@ export class RheoContext<P = JsonValue> extends BaseRpcContext<[Lease<P>]> {
   /** The event's metadata (correlationId, causationId, traceparent, ...). */
   get metadata(): EventMetadata {
     return this.args[0].event.metadata;
-  }
-
-  /** Kafka-style accessors, for symmetry with Nest's built-in contexts. */
-  getLease(): Lease<P> {
-    return this.lease;
-  }
-
-  /** Same as {@link RheoContext.event}. */
-  getEvent(): RheoEvent<P> {
-    return this.event;
-  }
-
-  /** Same as {@link RheoContext.stream}. */
-  getStream(): string {
-    return this.stream;
-  }
-
-  /** Same as {@link RheoContext.group}. */
-  getGroup(): string {
-    return this.group;
-  }
-
-  /** Same as {@link RheoContext.attempt}. */
-  getAttempt(): number {
-    return this.attempt;
   }
 }

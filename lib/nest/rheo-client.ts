@@ -34,11 +34,6 @@ export class RheoClient extends ClientProxy<Record<never, Function>, RheoClientS
     super();
   }
 
-  /** The core facade, for the operations this client does not wrap (fetch, ack, ...). */
-  get rheo(): Rheo {
-    return this.core;
-  }
-
   /** Connect the backend (idempotent); every call does it on first use. */
   async connect(): Promise<void> {
     await this.core.init();
@@ -48,7 +43,7 @@ export class RheoClient extends ClientProxy<Record<never, Function>, RheoClientS
   /** A no-op: the module closes the backend on application shutdown, after consumers drained. */
   close(): void {}
 
-  /** The core facade. */
+  /** The core facade, for the operations this client does not wrap (fetch, ack, ...): the one way to reach it (as Nest's clients unwrap their driver). */
   unwrap<T = Rheo>(): T {
     return this.core as T;
   }

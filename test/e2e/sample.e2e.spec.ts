@@ -37,7 +37,7 @@ describe('the sample app', () => {
       const lag = (await http.get('/events/lag').expect(200)).body;
       return lag.risk === 0 && lag.surveillance === 0;
     });
-    expect(app.get(RheoClient).rheo.backend.name).toBe('sqlite');
+    expect(app.get(RheoClient).unwrap().backend.name).toBe('sqlite');
     const stats = app.get(StatsService);
     expect(stats.handled).toEqual({ risk: 50, surveillance: 49 });
     const dead = await app.get(RheoClient).deadLetters(MARKET_EVENTS, 'surveillance');

@@ -83,7 +83,7 @@ describe('TypeOrmModule + RheoModule.forRootAsync on PostgreSQL', () => {
 
   it('appends through RheoClient, consumes through @RheoConsumer, and /health is up', async () => {
     const client = app.get(RheoClient);
-    expect(client.rheo.backend.name).toBe('postgres');
+    expect(client.unwrap().backend.name).toBe('postgres');
     const http = request(app.getHttpServer());
     for (let i = 0; i < 20; i++) await http.post('/orders').send({ id: `o${i}`, total: 10 * i }).expect(201, { placed: true });
 

@@ -134,7 +134,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       await this.checkStreams(consumers);
       for (const c of consumers) await this.ensureGroup(c);
       if (this.closing) return;
-      for (const c of consumers) this.run(c);
+      for (const c of consumers) this.startConsumer(c);
       this._status$.next('connected');
       if (consumers.length > 0) this.logger.log(`Consuming ${consumers.map((c) => `${c.key} (${c.handlerName})`).join(', ')}`);
     } catch (err) {
@@ -218,7 +218,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     }
   }
 
-  private run(consumer: ResolvedConsumer): void {
+  private startConsumer(consumer: ResolvedConsumer): void {
     const handler = this.handlers.get(consumer.key)!;
     const ref: RheoConsumerRef = { stream: consumer.run.stream, group: consumer.run.group, handlerName: consumer.handlerName };
     const group = new Group(this.instance.rheo, consumer.run, (lease, { signal }) => this.deliver(ref, handler, lease, signal));

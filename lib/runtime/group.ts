@@ -18,10 +18,10 @@ const MAX_EMPTY_WAKE_UPS = 3;
 
 /**
  * Where the fetch loop is. `full`: no room, the next handler or settle to finish
- * kicks it. `idle`: the last fetch found nothing, waiting for a wake-up or the
+ * kicks it. `waiting`: the last fetch found nothing, waiting for a wake-up or the
  * poll timer. `backoff`: waiting for the backoff timer after a fetch error.
  */
-type LoopPhase = 'off' | 'fetching' | 'full' | 'idle' | 'backoff';
+type LoopPhase = 'off' | 'fetching' | 'full' | 'waiting' | 'backoff';
 
 /**
  * The consumer runtime for one (stream, group) in one process: a bounded fetch
@@ -63,7 +63,7 @@ export class Group extends EventEmitter<GroupEvents> {
 
   private phase: LoopPhase = 'off';
   private kickScheduled = false;
-  /** The one poll timer: the idle poll or the fetch backoff, never both. */
+  /** The one poll timer: the wait for work or the fetch backoff, never both. */
   private pollTimer: NodeJS.Timeout | null = null;
   private wakeAbort: AbortController | null = null;
   private emptyWakeUps = 0;
@@ -253,7 +253,7 @@ export class Group extends EventEmitter<GroupEvents> {
     this.startReady();
     if (leases.length === 0) {
       if (byWake) this.emptyWakeUps++;
-      this.idle();
+      this.waitForWork();
     } else {
       this.emptyWakeUps = 0;
       this.fetchNow();
@@ -281,10 +281,10 @@ export class Group extends EventEmitter<GroupEvents> {
   }
 
   /** Nothing to fetch: wait for the backend's wake-up hint or the poll timer, whichever first. */
-  private idle(): void {
-    this.phase = 'idle';
+  private waitForWork(): void {
+    this.phase = 'waiting';
     const { pollMs, stream, group } = this.options;
-    this.pollTimer = setTimeout(() => this.endIdle('poll'), pollMs);
+    this.pollTimer = setTimeout(() => this.endWait('poll'), pollMs);
     const wait = this.rheo.backend.wait;
     if (!wait || this.emptyWakeUps >= MAX_EMPTY_WAKE_UPS) return;
     const abort = new AbortController();
@@ -299,7 +299,7 @@ export class Group extends EventEmitter<GroupEvents> {
     // Through setImmediate: even a hint that resolves at once, every time, leaves
     // room for timers and I/O between fetches instead of chaining microtasks.
     const onWake = () => {
-      if (this.wakeAbort === abort) this.endIdle('wake');
+      if (this.wakeAbort === abort) this.endWait('wake');
     };
     hint.then(
       () => setImmediate(onWake),
@@ -307,9 +307,9 @@ export class Group extends EventEmitter<GroupEvents> {
     );
   }
 
-  private endIdle(by: 'wake' | 'poll' | 'settle'): void {
-    if (this.phase !== 'idle') return;
-    this.clearIdle();
+  private endWait(by: 'wake' | 'poll' | 'settle'): void {
+    if (this.phase !== 'waiting') return;
+    this.clearWait();
     if (by === 'wake') this.counters.wakeUps++;
     else if (by === 'poll') {
       this.counters.pollTimeouts++;
@@ -318,7 +318,7 @@ export class Group extends EventEmitter<GroupEvents> {
     if (this.fetching) this.fetchNow(by === 'wake');
   }
 
-  private clearIdle(): void {
+  private clearWait(): void {
     if (this.pollTimer) clearTimeout(this.pollTimer);
     this.pollTimer = null;
     const abort = this.wakeAbort;
@@ -327,7 +327,7 @@ export class Group extends EventEmitter<GroupEvents> {
   }
 
   private stopFetching(): void {
-    this.clearIdle();
+    this.clearWait();
     if (this.phase !== 'fetching') this.phase = 'off';
     this.error = null;
   }
@@ -478,7 +478,7 @@ export class Group extends EventEmitter<GroupEvents> {
       this.release(entry);
       // A settle can make work available that no wake-up announces (the next event
       // of a partition-ordered group, a nack without delay): look once more.
-      if (this.phase === 'idle' && this.fetching) this.endIdle('settle');
+      if (this.phase === 'waiting' && this.fetching) this.endWait('settle');
       if (this.listenerCount('settled') > 0) this.notify('settled', { lease: entry.lease, outcome });
       return;
     }

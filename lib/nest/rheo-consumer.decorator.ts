@@ -2,7 +2,7 @@ import { UseInterceptors } from '@nestjs/common';
 import { EventPattern } from '@nestjs/microservices';
 import { RHEO_CONSUMER_EXTRAS, RHEO_CONSUMER_METADATA, rheoTransportId } from './constants';
 import type { RheoConsumerOptions } from './consumer-options';
-import { rheoOutcomeInterceptor } from './outcome-capture';
+import { rheoOutcomeInterceptor } from './thrown-error-capture';
 
 /** What `@RheoConsumer` leaves in the handler's EventPattern extras for {@link RheoServer}. */
 export interface RheoConsumerMarker {

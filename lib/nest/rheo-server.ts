@@ -9,7 +9,7 @@ import type { GroupConfig, Lease } from '../core/types';
 import { Group, type GroupState } from '../runtime';
 import { RHEO_CONSUMER_EXTRAS, rheoTransportId } from './constants';
 import { blameSource, prefixed, resolveConsumer, type ResolvedConsumer } from './consumer-options';
-import { deliverThroughNest } from './nest-delivery';
+import { deliverThroughNest } from './deliver-through-nest';
 import type { RheoConsumerMarker } from './rheo-consumer.decorator';
 import { RheoContext } from './rheo-context';
 import type { RheoInstance } from './rheo-instance';

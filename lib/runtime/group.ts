@@ -9,7 +9,7 @@ import { MAX_BATCH, MAX_FETCH_LIMIT } from '../core/limits';
 import type { DeliveryControl, DrainResult, GroupEvents, GroupHandler, GroupState, GroupStats } from './group-types';
 import { Inflight, type InflightEntry } from './inflight';
 import { checkDrainTimeout, FETCH_BACKOFF, type GroupRunOptions, type ResolvedGroupOptions, resolveGroupOptions } from './options';
-import { bounded, nackAfterFailedAck, outcomeOfValue, settleRequest } from './outcome';
+import { bounded, nackAfterFailedAck, outcomeOfValue, settleRequest } from './handler-result';
 import { Renewals } from './renewals';
 import { SettleBatcher, type SettleResult } from './settle-batcher';
 

@@ -1,7 +1,7 @@
 import { BadRequestException, ForbiddenException, HttpException, InternalServerErrorException, UnprocessableEntityException } from '@nestjs/common';
 import { RpcException } from '@nestjs/microservices';
 import { outcomeOfNestError, RheoReject, RheoRetry } from '../../lib';
-import { outcomeOfPipelineFailure } from '../../lib/nest/nest-outcome';
+import { outcomeOfPipelineFailure } from '../../lib/nest/nest-error-outcome';
 
 describe('outcomeOfNestError', () => {
   it.each([

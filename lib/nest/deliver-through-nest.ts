@@ -1,8 +1,8 @@
 import type { MessageHandler } from '@nestjs/microservices';
 import { isObservable, lastValueFrom } from 'rxjs';
 import type { Outcome } from '../core/outcomes';
-import { outcomeOfNestError, outcomeOfPipelineFailure } from './nest-outcome';
-import { beginCapture } from './outcome-capture';
+import { outcomeOfNestError, outcomeOfPipelineFailure } from './nest-error-outcome';
+import { beginCapture } from './thrown-error-capture';
 import type { RheoContext } from './rheo-context';
 
 /**

@@ -1,7 +1,8 @@
 import { RheoError } from '../core/errors';
 import type { GroupOptions, Ordering, RetryBackoff, StartPosition } from '../core/types';
 import { checkInt, checkName, checkObject } from '../core/validate';
-import { resolveGroupOptions, type GroupRunOptions } from '../runtime';
+import type { GroupRunOptions } from '../runtime';
+import { resolveGroupOptions } from '../runtime/options';
 
 /** How a consumer runs: everything but its identity (stream, group, instance). */
 export interface RheoConsumerSettings {

@@ -13,5 +13,4 @@ export type {
   LateSettleEvent,
   DeliveryControl,
 } from './group-types';
-export { GROUP_DEFAULTS, FETCH_BACKOFF, resolveGroupOptions } from './options';
 export type { GroupRunOptions, ResolvedGroupOptions } from './options';

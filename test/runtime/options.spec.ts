@@ -1,4 +1,5 @@
-import { backoffDelay, FETCH_BACKOFF, Group, isRheoError, ManualClock, MemoryBackend, Rheo, resolveGroupOptions } from '../../lib';
+import { backoffDelay, Group, isRheoError, ManualClock, MemoryBackend, Rheo } from '../../lib';
+import { FETCH_BACKOFF, resolveGroupOptions } from '../../lib/runtime/options';
 
 const rheo = new Rheo(new MemoryBackend({ clock: new ManualClock() }));
 const noop = async () => undefined;

@@ -11,8 +11,8 @@ export interface ModelDelivery {
 }
 
 /**
- * The reference model of one group's deliveries: the semantics of DESIGN.md §2
- * written as plainly as possible, to compare a backend against.
+ * The reference model of one group's deliveries: the semantics of the README's Concepts table
+ * and the Backend contract (lib/backends/backend.ts), written as plainly as possible, to compare a backend against.
  */
 export class GroupModel {
   readonly events = new Map<string, ModelDelivery>();

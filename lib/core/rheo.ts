@@ -157,7 +157,7 @@ export class Rheo {
   }
 
   /** Append one event. A caller-supplied `id` already in the stream returns the stored event and writes nothing. */
-  async append<P extends JsonValue = JsonValue>(stream: string, input: AppendInput<P>, options: AppendOptions = {}): Promise<RheoEvent<P>> {
+  async append<P = JsonValue>(stream: string, input: AppendInput<P>, options: AppendOptions = {}): Promise<RheoEvent<P>> {
     checkName('stream', stream);
     this.checkAppendOptions(options);
     await this.init();
@@ -168,7 +168,7 @@ export class Rheo {
   }
 
   /** Append many events atomically; sequences are contiguous per partition. Returns them in input order. */
-  async appendBatch<P extends JsonValue = JsonValue>(stream: string, inputs: AppendInput<P>[], options: AppendOptions = {}): Promise<RheoEvent<P>[]> {
+  async appendBatch<P = JsonValue>(stream: string, inputs: AppendInput<P>[], options: AppendOptions = {}): Promise<RheoEvent<P>[]> {
     checkName('stream', stream);
     checkBatch('events', inputs, 'events');
     this.checkAppendOptions(options);

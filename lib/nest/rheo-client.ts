@@ -74,12 +74,12 @@ export class RheoClient extends ClientProxy<Record<never, Function>, RheoClientS
   }
 
   /** Append one event; returns it as stored (id, partition, sequence, timestamp). */
-  append<P extends JsonValue = JsonValue>(stream: string, event: AppendInput<P>, options?: AppendOptions): Promise<RheoEvent<P>> {
+  append<P = JsonValue>(stream: string, event: AppendInput<P>, options?: AppendOptions): Promise<RheoEvent<P>> {
     return this.core.append(stream, event, options);
   }
 
   /** Append many events atomically; returns them as stored, in input order. */
-  appendBatch<P extends JsonValue = JsonValue>(stream: string, events: AppendInput<P>[], options?: AppendOptions): Promise<RheoEvent<P>[]> {
+  appendBatch<P = JsonValue>(stream: string, events: AppendInput<P>[], options?: AppendOptions): Promise<RheoEvent<P>[]> {
     return this.core.appendBatch(stream, events, options);
   }
 

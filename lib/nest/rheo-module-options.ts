@@ -1,4 +1,4 @@
-import type { ModuleMetadata } from '@nestjs/common';
+import type { FactoryProvider, ModuleMetadata } from '@nestjs/common';
 import type { Backend } from '../backends/backend';
 import type { RheoConsumerSettings } from './consumer-options';
 
@@ -39,7 +39,8 @@ export interface RheoModuleRegistration {
 /** Options of `RheoModule.forRootAsync`. */
 export interface RheoModuleAsyncOptions extends RheoModuleRegistration, Pick<ModuleMetadata, 'imports'> {
   /** Providers to inject into `useFactory`. */
-  inject?: any[];
+  inject?: FactoryProvider['inject'];
   /** Builds the instance options (or just the backend). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as Nest's own FactoryProvider: the injected values are the factory's to type
   useFactory: (...args: any[]) => RheoModuleOptions | Backend | Promise<RheoModuleOptions | Backend>;
 }

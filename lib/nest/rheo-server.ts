@@ -338,7 +338,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     event: EventKey,
     callback: EventCallback,
   ): this {
-    this.emitter.on(event, callback as (...args: any[]) => void);
+    this.emitter.on(event, callback as (...args: unknown[]) => void);
     return this;
   }
 

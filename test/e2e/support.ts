@@ -1,4 +1,4 @@
-import type { INestApplication, INestMicroservice } from '@nestjs/common';
+import type { INestApplication, INestMicroservice, ModuleMetadata } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { RheoServer } from '../../lib';
 
@@ -20,11 +20,7 @@ export async function waitFor<T>(what: string, probe: () => T | Promise<T>, time
 }
 
 /** A hybrid app (HTTP + the Rheo transport) wired the way main.ts does it. */
-export async function startHybrid(module: {
-  imports?: any[];
-  controllers?: any[];
-  providers?: any[];
-}): Promise<INestApplication> {
+export async function startHybrid(module: ModuleMetadata): Promise<INestApplication> {
   const ref = await Test.createTestingModule(module).compile();
   const app = ref.createNestApplication({ logger: false });
   app.connectMicroservice({ strategy: app.get(RheoServer) }, { inheritAppConfig: true });
@@ -34,7 +30,7 @@ export async function startHybrid(module: {
 }
 
 /** A standalone microservice on the default instance's server, not yet listening. */
-export async function createMicroservice(module: { imports?: any[]; controllers?: any[]; providers?: any[] }): Promise<INestMicroservice> {
+export async function createMicroservice(module: ModuleMetadata): Promise<INestMicroservice> {
   const ref = await Test.createTestingModule(module).compile();
   return ref.createNestMicroservice({ strategy: ref.get(RheoServer), logger: false });
 }

@@ -21,7 +21,9 @@ function version(pkg, from) {
     try {
       const json = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
       if (json.name === pkg) return { version: json.version, dir };
-    } catch {}
+    } catch {
+      // no package.json here, or not JSON: look further up
+    }
     dir = dirname(dir);
   }
   throw new Error(`no package.json for ${pkg}`);

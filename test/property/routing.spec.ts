@@ -4,6 +4,7 @@ import { MAX_NAME_LENGTH, MAX_PARTITIONS, ManualClock, MemoryBackend, murmur3, p
 // Keys as users write them: any Unicode text a name may hold (no control characters).
 const key = fc
   .string({ unit: 'binary', minLength: 1, maxLength: 40 })
+  // eslint-disable-next-line no-control-regex -- names may not hold control characters
   .filter((k) => k.length <= MAX_NAME_LENGTH && !/[\u0000-\u001f\u007f]/.test(k));
 
 describe('property: key routing', () => {

@@ -56,7 +56,7 @@ export function runMultiprocessSuite(target: MultiprocessTarget): void {
       // shared whatever the children's start-up times.
       await create('mp');
       const consumers = await startConsumers(3, backend, { stream: 'mp', group: 'g', maxDemand: 50, concurrency: 8, leaseMs: 30_000, pollMs: 200, workMs: 0 });
-      let ids: string[] = [];
+      let ids: string[];
       try {
         ids = await load('mp', 10_000);
         await untilLagZero(rheo, 'mp', 'g');
@@ -76,7 +76,7 @@ export function runMultiprocessSuite(target: MultiprocessTarget): void {
       // leases (running and prefetched) when it dies.
       await create('mp-kill');
       const consumers = await startConsumers(3, backend, { stream: 'mp-kill', group: 'g', maxDemand: 20, concurrency: 4, leaseMs: 3000, pollMs: 100, workMs: 20 });
-      let ids: string[] = [];
+      let ids: string[];
       try {
         ids = await load('mp-kill', 3000);
         for (let i = 0; i < 600 && consumers.children[0].handled < 200; i++) await sleep(50);

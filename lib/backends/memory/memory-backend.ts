@@ -2,7 +2,6 @@ import { backoffDelay } from '../../core/backoff';
 import { Clock, systemClock } from '../../core/clock';
 import { RheoError, toRheoError } from '../../core/errors';
 import { newId } from '../../core/ids';
-import { jsonEqual } from '../../core/json-equal';
 import type { DeadLetter, EventMetadata, GroupConfig, GroupInfo, JsonValue, Lag, Lease, RheoEvent, StreamInfo } from '../../core/types';
 import type {
   Backend,

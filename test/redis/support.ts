@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
+import { SCRIPTS } from '../../lib/backends/redis/scripts';
 
 /** The machine's Redis; override with RHEO_REDIS_URL. */
 export const REDIS_URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -23,4 +25,75 @@ export async function deleteKeys(prefix: string): Promise<number> {
     admin.disconnect();
   }
   return deleted;
+}
+
+const SCRIPT_BY_SHA = new Map(Object.entries(SCRIPTS).map(([name, lua]) => [createHash('sha1').update(lua).digest('hex'), name]));
+
+/** One SLOWLOG entry of a script call (EVALSHA/EVAL) on keys under a prefix. */
+export interface SlowCall {
+  micros: number;
+  /** The script's name in scripts.ts (by its SHA), or the command when it is not one of ours. */
+  script: string;
+  /** The first key the call declared (names the script's stream and group). */
+  key: string;
+}
+
+/**
+ * Records every script call on keys under `prefix` that takes at least
+ * `thresholdMicros`, through the server's SLOWLOG (durations measured by Redis
+ * itself, not by a wall clock on this side). Only entries logged after `start()`
+ * count, so other files' entries and earlier runs do not; the server's slowlog
+ * settings are restored by `stop()`.
+ */
+export class SlowScripts {
+  private readonly admin = new Redis(REDIS_URL);
+  private saved: { threshold: string; maxLen: string } | null = null;
+  private fromId = -1;
+
+  constructor(
+    private readonly prefix: string,
+    private readonly thresholdMicros = 1000,
+  ) {}
+
+  async start(): Promise<void> {
+    const [, threshold] = (await this.admin.config('GET', 'slowlog-log-slower-than')) as string[];
+    const [, maxLen] = (await this.admin.config('GET', 'slowlog-max-len')) as string[];
+    this.saved ??= { threshold, maxLen };
+    await this.admin.config('SET', 'slowlog-log-slower-than', String(this.thresholdMicros));
+    await this.admin.config('SET', 'slowlog-max-len', '100000');
+    const [last] = (await this.admin.slowlog('GET', 1)) as Array<[number, ...unknown[]]>;
+    this.fromId = last ? Number(last[0]) : -1;
+  }
+
+  /** Script calls of ours logged since start(), slowest first. */
+  async calls(): Promise<SlowCall[]> {
+    const entries = (await this.admin.slowlog('GET', -1)) as Array<[number, number, number, string[]]>;
+    return entries
+      .filter(
+        ([id, , , args]) =>
+          id > this.fromId && /^EVAL/i.test(String(args[0])) && args.slice(3).some((a) => String(a).startsWith(this.prefix)),
+      )
+      .map(([, , micros, args]) => ({
+        micros: Number(micros),
+        script: SCRIPT_BY_SHA.get(String(args[1])) ?? String(args[0]),
+        key: String(args[3]),
+      }))
+      .sort((a, b) => b.micros - a.micros);
+  }
+
+  /** The slowest of our script calls since start(), in microseconds (0 when none reached the threshold). */
+  async slowest(): Promise<number> {
+    return (await this.calls())[0]?.micros ?? 0;
+  }
+
+  async stop(): Promise<void> {
+    try {
+      if (this.saved) {
+        await this.admin.config('SET', 'slowlog-log-slower-than', this.saved.threshold);
+        await this.admin.config('SET', 'slowlog-max-len', this.saved.maxLen);
+      }
+    } finally {
+      this.admin.disconnect();
+    }
+  }
 }

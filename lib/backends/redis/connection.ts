@@ -73,18 +73,25 @@ export class ScriptRunner {
     for (const [err] of results) if (err) throw err;
   }
 
+  /**
+   * Keys and args travel as one array that ioredis flattens itself: spreading them
+   * into the call (`...keys, ...args`) puts every value on the JS stack, which
+   * overflows at about 125k values. (The backend keeps each call far smaller
+   * anyway, so that no script runs long; this keeps a large call possible at all.)
+   */
   async run(name: ScriptName, keys: string[], args: Array<string | number>): Promise<unknown> {
+    const flat = callArgs(keys, args);
     try {
-      return await this.client().evalsha(SHAS[name], keys.length, ...keys, ...args);
+      return await this.client().evalsha(SHAS[name], keys.length, flat);
     } catch (err) {
       if (!isNoScript(err)) throw err;
-      return this.client().eval(SCRIPTS[name], keys.length, ...keys, ...args);
+      return this.client().eval(SCRIPTS[name], keys.length, flat);
     }
   }
 
   /** Queue a script call on a pipeline; pair with {@link ScriptRunner.execPipeline}. */
   queue(pipeline: ChainableCommander, name: ScriptName, keys: string[], args: Array<string | number>): void {
-    pipeline.evalsha(SHAS[name], keys.length, ...keys, ...args);
+    pipeline.evalsha(SHAS[name], keys.length, callArgs(keys, args));
   }
 
   /**
@@ -98,7 +105,7 @@ export class ScriptRunner {
       if (isNoScript(results[i][0])) {
         const c = calls[i];
         try {
-          results[i] = [null, await this.client().eval(SCRIPTS[c.name], c.keys.length, ...c.keys, ...c.args)];
+          results[i] = [null, await this.client().eval(SCRIPTS[c.name], c.keys.length, callArgs(c.keys, c.args))];
         } catch (err) {
           results[i] = [err as Error, null];
         }
@@ -106,6 +113,11 @@ export class ScriptRunner {
     }
     return results;
   }
+}
+
+/** KEYS then ARGV as one array (ioredis flattens an array argument without spreading it). */
+function callArgs(keys: string[], args: Array<string | number>): string[] {
+  return (keys as Array<string | number>).concat(args) as string[];
 }
 
 /** Drop a connection we own and resolve once ioredis reports it ended. */

@@ -6,13 +6,26 @@ export type CallKind = 'read' | 'write';
 /** Redis replies that mean "the server cannot serve right now", not "your command is wrong". */
 const UNAVAILABLE_REPLIES = /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|NOREPLICAS|MISCONF)\b/;
 
+/** `RHEO:<code>[:<detail>]`, the error replies of our scripts (scripts.ts). */
+const SCRIPT_ERROR = /RHEO:([a-z_]+)(?::([A-Za-z0-9.:_]+))?/;
+
+/**
+ * The detail a script put after its error code (`RHEO:failed:log:0:17` -> `log:0:17`), read from
+ * the cause of a mapped error; undefined for anything else.
+ */
+export function scriptDetail(err: RheoError): string | undefined {
+  const cause = err.cause as { message?: unknown } | undefined;
+  const m = typeof cause?.message === 'string' ? SCRIPT_ERROR.exec(cause.message) : null;
+  return m?.[2];
+}
+
 /** Messages and codes ioredis and Node use for a connection that is down, refused or closed. */
 const CONNECTION_DOWN =
   /Connection is closed|Stream isn't writeable|max retries per request|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|connect ETIMEDOUT|Socket closed|Redis is already connecting/i;
 
 /**
  * Map anything ioredis (or a script) throws to a RheoError:
- * - `RHEO:<code>[:<field>]` raised by our scripts -> that code;
+ * - `RHEO:<code>[:<detail>]` raised by our scripts -> that code (for `invalid_argument`, the detail is the field);
  * - connection refused / closed / not writeable / retries exhausted -> `backend_unavailable`;
  * - "Command timed out" -> `ambiguous` for a write (it may have happened), `backend_unavailable` for a read;
  * - a server that cannot serve (LOADING, READONLY, ...) -> `backend_unavailable`;
@@ -22,12 +35,13 @@ export function mapRedisError(err: unknown, kind: CallKind): RheoError {
   if (err instanceof RheoError) return err;
   const e = err as { message?: unknown; code?: unknown; name?: unknown } | null;
   const message = typeof e?.message === 'string' ? e.message : String(err);
-  const script = /RHEO:([a-z_]+)(?::([A-Za-z.]+))?/.exec(message);
+  const script = SCRIPT_ERROR.exec(message);
   if (script && (RHEO_ERROR_CODES as readonly string[]).includes(script[1])) {
     const code = script[1] as RheoErrorCode;
-    const field = script[2];
-    const text = field ? `${field} is not known to the group` : `redis: ${code.replace(/_/g, ' ')}`;
-    return new RheoError(code, text, { cause: err, ...(field ? { field } : {}) });
+    const detail = script[2];
+    if (code === 'invalid_argument' && detail)
+      return new RheoError(code, `${detail} is not known to the group`, { cause: err, field: detail });
+    return new RheoError(code, `redis: ${code.replace(/_/g, ' ')}${detail ? ` (${detail})` : ''}`, { cause: err });
   }
   if (/Command timed out/i.test(message)) {
     return kind === 'write'

@@ -93,3 +93,37 @@ export class GroupKeys {
 export function registryKey(prefix: string): string {
   return `${prefix}:streams`;
 }
+
+/**
+ * The key objects of recently used streams, at most `capacity` of them (least
+ * recently used dropped first). Names come from callers, including names that do
+ * not exist (every `getStream` of an unknown name builds keys before Redis can
+ * say so), so an unbounded map would grow with every name ever asked about. A
+ * fixed-size LRU bounds it whatever the callers do, and a miss costs only an
+ * escape and a string concatenation: rebuilding is cheap, keeping is not free.
+ */
+export class KeyCache {
+  private readonly map = new Map<string, StreamKeys>();
+
+  constructor(
+    private readonly prefix: string,
+    readonly capacity = 1024,
+  ) {}
+
+  get(stream: string): StreamKeys {
+    let k = this.map.get(stream);
+    if (k) {
+      // Re-insert: a Map iterates in insertion order, so the first key is the least recently used.
+      this.map.delete(stream);
+    } else {
+      k = new StreamKeys(this.prefix, stream);
+      if (this.map.size >= this.capacity) this.map.delete(this.map.keys().next().value as string);
+    }
+    this.map.set(stream, k);
+    return k;
+  }
+
+  get size(): number {
+    return this.map.size;
+  }
+}

@@ -21,8 +21,8 @@ import type {
 import { createCapabilities } from '../capabilities';
 import { appendArgs, eventFromEntry, parseDeadRecord } from './codec';
 import { BLOCKER_OVERRIDES, CREATED_CLIENT_DEFAULTS, disconnect, loadIoredis, ScriptRunner, sleep } from './connection';
-import { CallKind, mapRedisError } from './errors';
-import { checkPrefix, GroupKeys, registryKey, StreamKeys } from './keys';
+import { CallKind, mapRedisError, scriptDetail } from './errors';
+import { checkPrefix, GroupKeys, KeyCache, registryKey, StreamKeys } from './keys';
 import { type Entry, entryId, firstAtOrAfter, scanQuery, seqOf } from './log-scan';
 import type { ScriptName } from './scripts';
 import { WakeListener } from './wake-listener';
@@ -44,6 +44,21 @@ export interface RedisBackendOptions {
   clock?: Clock;
 }
 
+/**
+ * How much one script call may do. A script blocks the whole server while it runs,
+ * so work that grows with the backlog or with a bulk call is cut into calls of
+ * about a millisecond each (docs/adr/014-redis-bounded-scripts.md). Measured on a
+ * loaded 2-core machine: ~10 µs per lease claimed or op settled, ~1 µs per record
+ * walked, so the slowest call stays well under 10 ms even when the OS preempts it.
+ */
+/** Delivery records and dead letters one call may walk over or drop (frontier walk, rewind). */
+const SLICE = 500;
+/** Renew, settle and release ops per script call; the calls of one bulk call go out in one pipeline. */
+const OPS_PER_CALL = 100;
+/** Leases one fetch script call claims; a larger fetch makes several calls. */
+const FETCH_PER_CALL = 100;
+/** Events per re-open call (replay by query, redrive by id) and dead letters per redrive-all page. */
+const REOPEN_PER_CALL = 100;
 
 /**
  * The Redis Streams backend (ioredis 6). Each partition is a stream whose entry
@@ -74,9 +89,13 @@ export class RedisBackend implements Backend {
   /** Partition counts and group configs never change once created, so they are cached. */
   private readonly streamInfos = new Map<string, StreamInfo>();
   private readonly groupConfigs = new Map<string, GroupConfig>();
-  private readonly streamKeys = new Map<string, StreamKeys>();
+  /** Bounded: names come from callers, unknown ones included (see KeyCache). */
+  private readonly streamKeys: KeyCache;
   /** Wake id returned by the last fetch of each (stream, group): wait() blocks for anything newer. */
   private readonly lastWake = new Map<string, string>();
+  /** What init found wrong with the server's durability settings (see checkDurability). */
+  private durabilityWarnings: string[] = [];
+  private warned = false;
 
   constructor(options: RedisBackendOptions = {}) {
     if (typeof options !== 'object' || options === null) throw RheoError.invalid('options', 'must be an object');
@@ -92,6 +111,7 @@ export class RedisBackend implements Backend {
     }
     this.options = options;
     this.prefix = checkPrefix(options.prefix ?? 'rheo');
+    this.streamKeys = new KeyCache(this.prefix);
     this.clock = options.clock ?? systemClock;
     this.owned = options.client === undefined;
     this.client = options.client;
@@ -138,6 +158,46 @@ export class RedisBackend implements Backend {
       }
     }
     await this.scripts.loadAll();
+    await this.checkDurability(client);
+  }
+
+  /**
+   * `durable: true` is what the backend can be, not what every server is: Redis
+   * acknowledges writes it can still lose (appendonly no: everything since the
+   * last snapshot goes on a restart) and may evict keys (any maxmemory-policy but
+   * noeviction). Read both once at init; what is wrong goes into one process
+   * warning and into every groupInfo's `warnings`. A server that refuses CONFIG
+   * (managed services, ACLs) is not an error: durability is then unverified, and
+   * said so.
+   */
+  private async checkDurability(client: Redis): Promise<void> {
+    const found: string[] = [];
+    try {
+      const appendonly = await configValue(client, 'appendonly');
+      const policy = await configValue(client, 'maxmemory-policy');
+      if (appendonly !== 'yes') {
+        found.push(
+          `the Redis server runs with appendonly ${appendonly}: writes it acknowledged since its last snapshot (events, acks, dead letters) are lost if it restarts or crashes; set appendonly yes`,
+        );
+      }
+      if (policy !== 'noeviction') {
+        found.push(
+          `the Redis server's maxmemory-policy is ${policy}: under memory pressure it may evict this backend's keys, losing events and group state; set maxmemory-policy noeviction`,
+        );
+      }
+    } catch (err) {
+      found.push(
+        `durability could not be verified: CONFIG GET is not available on this connection (${err instanceof Error ? err.message : String(err)}); make sure the server runs with appendonly yes and maxmemory-policy noeviction`,
+      );
+    }
+    this.durabilityWarnings = found;
+    if (found.length > 0 && !this.warned) {
+      this.warned = true;
+      process.emitWarning(`nestjs-rheo redis backend (prefix "${this.prefix}") may lose acknowledged data: ${found.join('; ')}`, {
+        type: 'RheoWarning',
+        code: 'RHEO_REDIS_NOT_DURABLE',
+      });
+    }
   }
 
   async ping(): Promise<void> {
@@ -168,17 +228,61 @@ export class RedisBackend implements Backend {
     }
   }
 
-  private run(kind: CallKind, name: ScriptName, keys: string[], args: Array<string | number>): Promise<unknown> {
-    return this.call(kind, () => this.scripts.run(name, keys, args));
+  /** Run a script; with `on`, a missing stream or group is explained in its terms (see {@link explain}). */
+  private async run(kind: CallKind, name: ScriptName, keys: string[], args: Array<string | number>, on?: { stream: string; group?: string }): Promise<unknown> {
+    try {
+      return await this.call(kind, () => this.scripts.run(name, keys, args));
+    } catch (err) {
+      throw on ? this.explain(err as RheoError, on.stream, on.group) : err;
+    }
   }
 
   private keys(stream: string): StreamKeys {
-    let k = this.streamKeys.get(stream);
-    if (!k) {
-      k = new StreamKeys(this.prefix, stream);
-      this.streamKeys.set(stream, k);
+    return this.streamKeys.get(stream);
+  }
+
+  /** Entries in the key-object cache: bounded by its capacity whatever names are looked up. */
+  get keyCacheSize(): number {
+    return this.streamKeys.size;
+  }
+
+  /**
+   * A script's `stream_not_found` / `group_not_found` / missing log entry, in words.
+   * Streams and groups are never deleted through the API, so a stream or group this
+   * process has seen whose keys are now missing was flushed, evicted or deleted
+   * behind our back: that is said plainly, and nothing is recreated (the group
+   * scripts check before they write).
+   */
+  private explain(err: RheoError, stream: string, group?: string): RheoError {
+    const k = this.keys(stream);
+    const lost = 'possibly flushed (FLUSHDB/FLUSHALL), evicted (maxmemory-policy) or deleted; nothing is recreated automatically';
+    if (err.code === 'stream_not_found') {
+      if (!this.streamInfos.has(stream)) return new RheoError('stream_not_found', `stream "${stream}" does not exist`, { cause: err });
+      return new RheoError(
+        'stream_not_found',
+        `stream "${stream}": its keys are gone from Redis (${k.meta} no longer exists), ${lost}: restore the data, or recreate the stream and its groups`,
+        { cause: err },
+      );
     }
-    return k;
+    if (err.code === 'group_not_found' && group !== undefined) {
+      if (!this.groupConfigs.has(`${stream}\u0000${group}`)) {
+        return new RheoError('group_not_found', `group "${group}" does not exist on stream "${stream}"`, { cause: err });
+      }
+      return new RheoError(
+        'group_not_found',
+        `group "${group}" of stream "${stream}": its keys are gone from Redis (${k.group(group).cfg} no longer exists), ${lost}: restore the data, or recreate the group`,
+        { cause: err },
+      );
+    }
+    const missing = err.code === 'failed' ? /^log:(\d+):(\d+)$/.exec(scriptDetail(err) ?? '') : null;
+    if (missing) {
+      return new RheoError(
+        'failed',
+        `stream "${stream}": event ${missing[2]} of partition ${missing[1]} is missing from ${k.log(Number(missing[1]))} below the high watermark: the stream's keys are gone from Redis, possibly evicted (maxmemory-policy) or deleted`,
+        { cause: err },
+      );
+    }
+    return err;
   }
 
   private remember(info: StreamInfo): void {
@@ -255,7 +359,7 @@ export class RedisBackend implements Backend {
       createdAt,
       mode,
       ...after,
-    ]).catch((err: RheoError) => {
+    ], { stream: req.stream }).catch((err: RheoError) => {
       throw err.code === 'already_exists' ? new RheoError('already_exists', `group "${req.group}" already exists on stream "${req.stream}"`) : err;
     });
     const config: GroupConfig = {
@@ -283,6 +387,10 @@ export class RedisBackend implements Backend {
   }
 
   async getGroup(stream: string, group: string): Promise<GroupConfig | null> {
+    // Like a stream's registration, a group's config never changes and groups are never deleted, so a
+    // known one is answered from memory; if its keys vanished, the group's scripts say so (see explain).
+    const known = this.groupConfigs.get(`${stream}\u0000${group}`);
+    if (known) return copyConfig(known);
     const g = this.keys(stream).group(group);
     const [maxAttempts, ri, rf, rm, ord, createdAt] = await this.call('read', () =>
       this.redis().hmget(g.cfg, 'maxAttempts', 'ri', 'rf', 'rm', 'ord', 'createdAt'),
@@ -324,7 +432,7 @@ export class RedisBackend implements Backend {
       args.push(...appendArgs(e, slots.get(e.partition)!));
     }
     const keys = [k.meta, k.ids, k.wake, ...[...slots.keys()].map((p) => k.log(p))];
-    const result = (await this.run('write', 'append', keys, args)) as Array<number | string>;
+    const result = (await this.run('write', 'append', keys, args, { stream })) as Array<number | string>;
     const known = new Map<string, RheoEvent>();
     const lookups = result.filter((r): r is string => typeof r === 'string' && !known.has(r));
     if (lookups.length) {
@@ -373,43 +481,83 @@ export class RedisBackend implements Backend {
 
   // ------------------------------------------------------------ leases
 
+  /**
+   * Claims in calls of at most FETCH_PER_CALL leases. When a call reports work
+   * left unfinished (a frontier walk cut short, a rewind under way: by this
+   * process, or by one that died between slices), it is finished here, so a
+   * crash never leaves a group stuck; a fetch that found nothing because of it
+   * tries once more.
+   */
   async fetch(req: FetchRequest): Promise<Lease[]> {
     const P = await this.partitions(req.stream);
+    const parts = req.partitions ?? Array.from({ length: P }, (_, p) => p);
+    const first = await this.claim(req, parts);
+    if (!first.pending) return first.leases;
+    await this.tidy(req.stream, req.group, parts);
+    return first.leases.length > 0 ? first.leases : (await this.claim(req, parts)).leases;
+  }
+
+  private async claim(req: FetchRequest, parts: number[]): Promise<{ leases: Lease[]; pending: boolean }> {
     const k = this.keys(req.stream);
     const g = k.group(req.group);
-    const parts = req.partitions ?? Array.from({ length: P }, (_, p) => p);
     const keys = [k.meta, g.cfg, g.deliveries, k.wake];
     for (const p of parts) keys.push(k.log(p), g.leased(p), g.available(p));
-    const now = this.clock.now();
-    const out = (await this.run('write', 'fetch', keys, [now, req.limit, req.leaseMs, newId(), ...parts])) as unknown[];
-    this.lastWake.set(`${req.stream}\u0000${req.group}`, String(out[0]));
     const leases: Lease[] = [];
-    for (let i = 1; i + 4 < out.length; i += 5) {
-      const partition = Number(out[i]);
-      const sequence = Number(out[i + 1]);
-      leases.push({
-        leaseId: String(out[i + 2]),
-        receipt: entryId(sequence),
-        stream: req.stream,
-        group: req.group,
-        consumerId: req.consumerId,
-        attempt: Number(out[i + 3]),
-        leasedAt: new Date(now),
-        expiresAt: new Date(now + req.leaseMs),
-        event: eventFromEntry(req.stream, partition, sequence, out[i + 4]),
-      });
+    let pending = false;
+    for (let call = 0; leases.length < req.limit; call++) {
+      const want = Math.min(FETCH_PER_CALL, req.limit - leases.length);
+      const now = this.clock.now();
+      const out = (await this.run('write', 'fetch', keys, [now, want, req.leaseMs, newId(), ...parts], req)) as unknown[];
+      // The first call's wake id: wait() then wakes for anything written since this fetch began.
+      if (call === 0) this.lastWake.set(`${req.stream}\u0000${req.group}`, String(out[0]));
+      if (Number(out[1]) === 1) pending = true;
+      let got = 0;
+      for (let i = 2; i + 4 < out.length; i += 5) {
+        const partition = Number(out[i]);
+        const sequence = Number(out[i + 1]);
+        leases.push({
+          leaseId: String(out[i + 2]),
+          receipt: entryId(sequence),
+          stream: req.stream,
+          group: req.group,
+          consumerId: req.consumerId,
+          attempt: Number(out[i + 3]),
+          leasedAt: new Date(now),
+          expiresAt: new Date(now + req.leaseMs),
+          event: eventFromEntry(req.stream, partition, sequence, out[i + 4]),
+        });
+        got++;
+      }
+      if (got < want) break;
     }
-    return leases;
+    return { leases, pending };
   }
 
   /**
-   * Group bulk ops by (stream, group), build one script call per group, send them
-   * all in one pipeline (one round trip) and map the per-op answers back.
-   * `build` returns the script's extra args for an op, or a RheoError for that op alone.
+   * Finish the bounded work other calls left on these partitions (a frontier walk,
+   * a rewind), one slice per script call, until none is left. Every slice leaves a
+   * consistent state, so stopping anywhere (an error, a crash) loses nothing.
+   */
+  private async tidy(stream: string, group: string, parts: number[]): Promise<void> {
+    const k = this.keys(stream);
+    const g = k.group(group);
+    let left = parts;
+    while (left.length > 0) {
+      const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, ...this.slotKeys(g, left)];
+      left = ((await this.run('write', 'tidy', keys, [SLICE, ...left], { stream, group })) as unknown[]).map(Number);
+    }
+  }
+
+  /**
+   * Bulk ops: grouped by (stream, group), cut into script calls of at most
+   * OPS_PER_CALL ops, all sent in one pipeline (one round trip), the per-op
+   * answers mapped back. `build` returns an op's script args. A settle whose
+   * frontier walk was cut short is finished (tidy) before this returns, so lag
+   * is exact once a settle resolved.
    */
   private async bulk<T extends { lease: Lease<unknown> }, R>(
     items: T[],
-    name: 'renew' | 'settle',
+    name: 'renew' | 'settle' | 'release',
     head: (now: number, cfg: GroupConfig) => Array<string | number>,
     build: (item: T, slot: number) => Array<string | number>,
     ok: (now: number) => R,
@@ -424,7 +572,8 @@ export class RedisBackend implements Backend {
       if (list) list.push(i);
       else byGroup.set(key, [i]);
     });
-    const calls: Array<{ name: ScriptName; keys: string[]; args: Array<string | number>; index: number[] }> = [];
+    type Call = { name: ScriptName; keys: string[]; args: Array<string | number>; index: number[]; stream: string; group: string; parts: number[] };
+    const calls: Call[] = [];
     for (const indexes of byGroup.values()) {
       const { stream, group } = items[indexes[0]].lease;
       let P: number;
@@ -438,50 +587,65 @@ export class RedisBackend implements Backend {
       }
       const k = this.keys(stream);
       const g = k.group(group);
-      const slots = new Map<number, number>();
-      const args = head(now, cfg);
-      const index: number[] = [];
+      const valid: number[] = [];
       for (const i of indexes) {
         const { partition, sequence } = items[i].lease.event;
         if (!Number.isInteger(partition) || partition < 0 || partition >= P || !Number.isInteger(sequence) || sequence < 1) {
           results[i] = fail(new RheoError('stale_lease', `${name}: the lease does not name a delivery of this group`));
-          continue;
+        } else valid.push(i);
+      }
+      for (let from = 0; from < valid.length; from += OPS_PER_CALL) {
+        const index = valid.slice(from, from + OPS_PER_CALL);
+        const slots = new Map<number, number>();
+        const args = head(now, cfg);
+        for (const i of index) {
+          const { partition } = items[i].lease.event;
+          if (!slots.has(partition)) slots.set(partition, slots.size);
+          for (const a of build(items[i], slots.get(partition)!)) args.push(a);
         }
-        if (!slots.has(partition)) slots.set(partition, slots.size);
-        args.push(...build(items[i], slots.get(partition)!));
-        index.push(i);
+        const parts = [...slots.keys()];
+        calls.push({ name, keys: bulkKeys(name, k, g, parts), args, index, stream, group, parts });
       }
-      if (index.length === 0) continue;
-      const keys = name === 'renew' ? [g.cfg, g.deliveries] : [g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake];
-      for (const p of slots.keys()) {
-        keys.push(g.leased(p));
-        if (name === 'settle') keys.push(g.available(p), k.log(p));
-      }
-      calls.push({ name, keys, args, index });
     }
-    if (calls.length > 0) {
-      let answers: Array<[Error | null, unknown]>;
-      try {
-        answers = await this.call('write', async () => {
-          const p = this.redis().pipeline();
-          for (const c of calls) this.scripts.queue(p, c.name, c.keys, c.args);
-          return this.scripts.execPipeline(p, calls);
-        });
-      } catch (err) {
-        answers = calls.map(() => [err as Error, null]);
-      }
-      calls.forEach((c, n) => {
-        const [err, codes] = answers[n];
-        c.index.forEach((i, j) => {
-          if (err) results[i] = fail(mapRedisError(err, 'write'));
-          else {
-            const code = (codes as string[])[j];
-            results[i] = code === 'ok' ? ok(now) : fail(new RheoError(code as 'stale_lease', leaseProblem(name, code)));
-          }
-        });
+    if (calls.length === 0) return results;
+    let answers: Array<[Error | null, unknown]>;
+    try {
+      answers = await this.call('write', async () => {
+        const p = this.redis().pipeline();
+        for (const c of calls) this.scripts.queue(p, c.name, c.keys, c.args);
+        return this.scripts.execPipeline(p, calls);
       });
+    } catch (err) {
+      answers = calls.map(() => [err as Error, null]);
+    }
+    const unfinished = new Map<string, { stream: string; group: string; parts: Set<number> }>();
+    calls.forEach((c, n) => {
+      const [err, reply] = answers[n];
+      const codes = reply as Array<string | number>;
+      c.index.forEach((i, j) => {
+        if (err) results[i] = fail(this.explain(mapRedisError(err, 'write'), c.stream, c.group));
+        else if (codes[j] === 'ok') results[i] = ok(now);
+        else results[i] = fail(this.opError(name, String(codes[j]), c.stream, c.group));
+      });
+      // SETTLE ends with a flag: 1 when its frontier walk was cut short by the budget.
+      if (!err && name === 'settle' && Number(codes[c.index.length]) === 1) {
+        const key = `${c.stream}\u0000${c.group}`;
+        const u = unfinished.get(key) ?? { stream: c.stream, group: c.group, parts: new Set<number>() };
+        for (const p of c.parts) u.parts.add(p);
+        unfinished.set(key, u);
+      }
+    });
+    for (const u of unfinished.values()) {
+      // The settles are done whatever happens here; a walk left unfinished is finished by the next fetch or lag.
+      await this.tidy(u.stream, u.group, [...u.parts]).catch(() => undefined);
     }
     return results;
+  }
+
+  /** The error of one op of a bulk call, from the code its script answered. */
+  private opError(op: string, code: string, stream: string, group: string): RheoError {
+    if (code === 'stream_not_found' || code === 'group_not_found') return this.explain(new RheoError(code, `${op}: ${code}`), stream, group);
+    return new RheoError(code as 'stale_lease', leaseProblem(op, code));
   }
 
   async renew(leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]> {
@@ -502,7 +666,7 @@ export class RedisBackend implements Backend {
       // The delay after each attempt comes from core's one backoff; the script picks it by the stored attempt.
       (now, cfg) => {
         const delays = Array.from({ length: cfg.maxAttempts }, (_, i) => backoffDelay(cfg.retry, i + 1));
-        return [now, delays.length, ...delays];
+        return [now, SLICE, delays.length, ...delays];
       },
       (op, slot) => [
         op.kind === 'ack' ? 'a' : op.kind === 'nack' ? 'n' : 'r',
@@ -519,13 +683,29 @@ export class RedisBackend implements Backend {
     );
   }
 
+  async release(leases: Lease<unknown>[]): Promise<SettleResult[]> {
+    return this.bulk<{ lease: Lease<unknown> }, SettleResult>(
+      leases.map((lease) => ({ lease })),
+      'release',
+      (now) => [now],
+      ({ lease }, slot) => [slot, lease.event.partition, lease.event.sequence, lease.leaseId, lease.receipt],
+      () => ({ ok: true }),
+      (error) => ({ ok: false, error }),
+    );
+  }
+
   // ------------------------------------------------------------ replay, reset, redrive
 
-  /** KEYS shared by REPLAY / REOPEN / RESET: per partition slot, leased then available. */
+  /** KEYS shared by REOPEN / REDRIVE / RESET / TIDY: per partition slot, leased then available. */
   private slotKeys(g: GroupKeys, parts: number[]): string[] {
     return parts.flatMap((p) => [g.leased(p), g.available(p)]);
   }
 
+  /**
+   * Replay by sequence or time rewinds partitions: REPLAY records the target (or
+   * applies it at once when nothing was delivered above it) and TIDY brings the
+   * cursor down in bounded slices. Replay by events re-opens them in bounded calls.
+   */
   async replay(req: ReplayRequest): Promise<number> {
     const P = await this.partitions(req.stream);
     await this.config(req.stream, req.group);
@@ -535,26 +715,34 @@ export class RedisBackend implements Backend {
       return this.reopen(req.stream, req.group, 'events', req.events);
     }
     const parts = req.partitions ?? Array.from({ length: P }, (_, p) => p);
+    // Finish what an earlier replay of these partitions left, so this one starts from a settled state.
+    await this.tidy(req.stream, req.group, parts);
     const args: Array<string | number> = [req.kind === 'sequence' ? 'sequence' : 'after'];
     for (const p of parts) {
       args.push(p, req.kind === 'sequence' ? req.afterSequence : (await this.call('read', () => firstAtOrAfter(this.redis(), k.log(p), req.from.getTime()))) - 1);
     }
-    const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, ...this.slotKeys(g, parts)];
-    return Number(await this.run('write', 'replay', keys, args));
+    const out = (await this.run('write', 'replay', [k.meta, g.cfg, k.wake], args, req)) as unknown[];
+    await this.tidy(req.stream, req.group, out.slice(1).map(Number));
+    return Number(out[0]);
   }
 
+  /** Re-open events in calls of at most REOPEN_PER_CALL; returns the sum of the calls' counts. */
   private async reopen(stream: string, group: string, mode: 'events' | 'redrive', events: Array<{ id: string; partition: number; sequence: number }>): Promise<number> {
-    if (events.length === 0) return 0;
     const k = this.keys(stream);
     const g = k.group(group);
-    const slots = new Map<number, number>();
-    const args: Array<string | number> = [mode, this.clock.now()];
-    for (const e of events) {
-      if (!slots.has(e.partition)) slots.set(e.partition, slots.size);
-      args.push(slots.get(e.partition)!, e.partition, e.sequence, e.id);
+    let n = 0;
+    for (let from = 0; from < events.length; from += REOPEN_PER_CALL) {
+      const slots = new Map<number, number>();
+      const args: Array<string | number> = [mode, this.clock.now()];
+      for (let i = from; i < Math.min(from + REOPEN_PER_CALL, events.length); i++) {
+        const e = events[i];
+        if (!slots.has(e.partition)) slots.set(e.partition, slots.size);
+        args.push(slots.get(e.partition)!, e.partition, e.sequence, e.id);
+      }
+      const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, ...this.slotKeys(g, [...slots.keys()])];
+      n += Number(await this.run('write', 'reopen', keys, args, { stream, group }));
     }
-    const keys = [g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, ...this.slotKeys(g, [...slots.keys()])];
-    return Number(await this.run('write', 'reopen', keys, args));
+    return n;
   }
 
   async reset(stream: string, group: string, start: ResolvedStart): Promise<void> {
@@ -564,52 +752,81 @@ export class RedisBackend implements Backend {
     const g = k.group(group);
     const { mode, after } = await this.startArgs(stream, P, start);
     const all = Array.from({ length: P }, (_, p) => p);
-    await this.run('write', 'reset', [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, ...this.slotKeys(g, all)], [mode, ...after]);
+    const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, ...this.slotKeys(g, all)];
+    await this.run('write', 'reset', keys, [mode, ...after], { stream, group });
   }
 
+  /**
+   * `all`: page through the dead letters in (partition, sequence) order, one
+   * bounded script call per page, each resuming after the last member of the
+   * previous one. By id: look the records up and re-open them, in bounded calls.
+   */
   async redrive(stream: string, group: string, eventIds: string[] | 'all'): Promise<number> {
+    const P = await this.partitions(stream);
     await this.config(stream, group);
-    const g = this.keys(stream).group(group);
-    let records: Array<[string, string | null]>;
+    const k = this.keys(stream);
+    const g = k.group(group);
     if (eventIds === 'all') {
-      records = Object.entries(await this.call('read', () => this.redis().hgetall(g.dead)));
-    } else {
-      const ids = [...new Set(eventIds)];
-      const recs = await this.call('read', () => this.redis().hmget(g.dead, ...ids));
-      records = ids.map((id, i) => [id, recs[i]]);
+      const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, ...this.slotKeys(g, Array.from({ length: P }, (_, p) => p))];
+      let total = 0;
+      let start = '-';
+      for (;;) {
+        const [n, last] = (await this.run('write', 'redrive', keys, [this.clock.now(), start, REOPEN_PER_CALL], { stream, group })) as [number, string];
+        total += Number(n);
+        if (Number(n) < REOPEN_PER_CALL) return total;
+        start = `(${last}`;
+      }
     }
-    const events = records
-      .filter((r): r is [string, string] => r[1] !== null)
-      .map(([id, rec]) => {
+    const ids = [...new Set(eventIds)];
+    let total = 0;
+    for (let from = 0; from < ids.length; from += REOPEN_PER_CALL) {
+      const chunk = ids.slice(from, from + REOPEN_PER_CALL);
+      const recs = await this.call('read', () => this.redis().hmget(g.dead, ...chunk));
+      const events: Array<{ id: string; partition: number; sequence: number }> = [];
+      chunk.forEach((id, i) => {
+        const rec = recs[i];
+        if (rec === null) return;
         const d = parseDeadRecord(rec);
-        return { id, partition: d.partition, sequence: d.sequence };
+        events.push({ id, partition: d.partition, sequence: d.sequence });
       });
-    return this.reopen(stream, group, 'redrive', events);
+      total += await this.reopen(stream, group, 'redrive', events);
+    }
+    return total;
   }
 
   // ------------------------------------------------------------ inspection
 
+  /** One consistent read; work found unfinished (a cut-short walk, a rewind) is finished and the read repeated. */
   private async inspect(stream: string, group: string): Promise<{ lag: Lag; inflight: number; dead: number; oldest: number | null; now: number }> {
+    const first = await this.inspectOnce(stream, group);
+    if (first.pending.length === 0) return first;
+    await this.tidy(stream, group, first.pending);
+    return this.inspectOnce(stream, group);
+  }
+
+  private async inspectOnce(stream: string, group: string): Promise<{ lag: Lag; inflight: number; dead: number; oldest: number | null; now: number; pending: number[] }> {
     const P = await this.partitions(stream);
     const k = this.keys(stream);
     const g = k.group(group);
-    const keys = [k.meta, g.cfg, g.dead];
+    const keys = [k.meta, g.cfg, g.deliveries, g.dead];
     for (let p = 0; p < P; p++) keys.push(g.leased(p), k.log(p));
     const now = this.clock.now();
-    const out = (await this.run('read', 'inspect', keys, [now])) as Array<number | string>;
+    const out = (await this.run('read', 'inspect', keys, [now], { stream, group })) as Array<number | string>;
     const partitions = [];
+    const pending: number[] = [];
     let inflight = 0;
     let oldest: number | null = null;
     for (let p = 0; p < P; p++) {
-      const [hw, f, live, ts] = out.slice(1 + 4 * p, 5 + 4 * p);
+      const [hw, f, live, ts, unfinished] = out.slice(1 + 5 * p, 6 + 5 * p);
       const highWatermark = Number(hw);
       const frontier = Number(f);
       partitions.push({ partition: p, frontier, highWatermark, lag: Math.max(0, highWatermark - frontier) });
       inflight += Number(live);
       if (ts !== '' && (oldest === null || Number(ts) < oldest)) oldest = Number(ts);
+      if (Number(unfinished) === 1) pending.push(p);
     }
     const lag: Lag = { stream, group, lag: partitions.reduce((n, x) => n + x.lag, 0), partitions };
-    return { lag, inflight, dead: Number(out[0]), oldest, now };
+    return { lag, inflight, dead: Number(out[0]), oldest, now, pending };
   }
 
   async lag(stream: string, group: string): Promise<Lag> {
@@ -627,6 +844,7 @@ export class RedisBackend implements Backend {
       deadLetters: dead,
       oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
       config: copyConfig(config),
+      ...(this.durabilityWarnings.length > 0 ? { warnings: [...this.durabilityWarnings] } : {}),
     };
   }
 
@@ -634,8 +852,8 @@ export class RedisBackend implements Backend {
     const P = await this.partitions(stream);
     const k = this.keys(stream);
     const g = k.group(group);
-    const keys = [g.cfg, g.dead, g.deadOrder, ...Array.from({ length: P }, (_, p) => k.log(p))];
-    const out = (await this.run('read', 'deadLetters', keys, [limit, after ?? '']).catch((err: RheoError) => {
+    const keys = [k.meta, g.cfg, g.dead, g.deadOrder, ...Array.from({ length: P }, (_, p) => k.log(p))];
+    const out = (await this.run('read', 'deadLetters', keys, [limit, after ?? ''], { stream, group }).catch((err: RheoError) => {
       throw err.code === 'invalid_argument' ? RheoError.invalid('after', `is not a dead-lettered event id of group "${group}"`) : err;
     })) as unknown[];
     const letters: DeadLetter[] = [];
@@ -686,6 +904,26 @@ export class RedisBackend implements Backend {
       this.listener = new WakeListener(this.blocker, (id) => this.redis().client('UNBLOCK', id));
     }
     return this.listener;
+  }
+}
+
+/** One CONFIG GET value; ioredis answers `[name, value]` (RESP2 and RESP3 alike), or a map. */
+async function configValue(client: Redis, name: string): Promise<string> {
+  const reply = (await client.config('GET', name)) as unknown;
+  const value = Array.isArray(reply) ? reply[1] : (reply as Record<string, unknown> | null)?.[name];
+  if (value === undefined || value === null) throw new Error(`CONFIG GET ${name} answered nothing`);
+  return String(value);
+}
+
+/** KEYS of RENEW / SETTLE / RELEASE for the partitions of one call (scripts.ts documents each layout). */
+function bulkKeys(name: 'renew' | 'settle' | 'release', k: StreamKeys, g: GroupKeys, parts: number[]): string[] {
+  switch (name) {
+    case 'renew':
+      return [k.meta, g.cfg, g.deliveries, ...parts.map((p) => g.leased(p))];
+    case 'settle':
+      return [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, ...parts.flatMap((p) => [g.leased(p), g.available(p), k.log(p)])];
+    case 'release':
+      return [k.meta, g.cfg, g.deliveries, k.wake, ...parts.flatMap((p) => [g.leased(p), g.available(p)])];
   }
 }
 

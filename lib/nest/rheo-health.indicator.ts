@@ -1,5 +1,6 @@
 import type { ModuleRef } from '@nestjs/core';
 import { RheoError, toRheoError } from '../core/errors';
+import { loadOptionalPeer } from '../core/optional-peer';
 import { checkInt, checkObject } from '../core/validate';
 import type { RheoInstance } from './rheo-instance';
 import type { RheoServer } from './rheo-server';
@@ -60,13 +61,10 @@ export class RheoHealthIndicator {
 
   private indicators(): HealthIndicatorServiceLike {
     if (this.service) return this.service;
-    let terminus: { HealthIndicatorService: new () => HealthIndicatorServiceLike };
-    try {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
-      terminus = require('@nestjs/terminus');
-    } catch (err) {
-      throw new RheoError('failed', 'RheoHealthIndicator needs @nestjs/terminus: npm install @nestjs/terminus and import TerminusModule', { cause: err });
-    }
+    const terminus = loadOptionalPeer<{ HealthIndicatorService: new () => HealthIndicatorServiceLike }>(
+      '@nestjs/terminus',
+      'RheoHealthIndicator (import TerminusModule too)',
+    );
     try {
       this.service = this.moduleRef.get(terminus.HealthIndicatorService, { strict: false });
     } catch {

@@ -9,7 +9,7 @@ describe('the Nest layer without @nestjs/terminus installed', () => {
     expect(JSON.parse(out.trim().split('\n').pop()!)).toEqual({
       terminusBlocked: true,
       consumed: true,
-      health: { code: 'failed', message: 'RheoHealthIndicator needs @nestjs/terminus: npm install @nestjs/terminus and import TerminusModule' },
+      health: { code: 'invalid_argument', message: 'RheoHealthIndicator (import TerminusModule too) needs the optional dependency "@nestjs/terminus": npm install @nestjs/terminus' },
     });
   });
 });

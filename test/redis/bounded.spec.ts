@@ -238,7 +238,7 @@ describe('redis: the frontier and rewinds move in bounded slices', () => {
 describe('redis: a process that dies between slices leaves a consistent state, finished by the next fetch or lag', () => {
   // One slice is run by hand with the real script (what a process does right before it
   // dies); the loop that would finish the work never runs. Key names and script
-  // arguments follow the layouts documented in keys.ts and scripts.ts.
+  // arguments follow the layouts documented in keys.ts and scripts/*.ts.
   const admin = new Redis(REDIS_URL);
   afterAll(() => admin.disconnect());
   const base = (stream: string) => `${prefix}:{${stream}}`;

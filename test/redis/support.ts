@@ -32,7 +32,7 @@ const SCRIPT_BY_SHA = new Map(Object.entries(SCRIPTS).map(([name, lua]) => [crea
 /** One SLOWLOG entry of a script call (EVALSHA/EVAL) on keys under a prefix. */
 export interface SlowCall {
   micros: number;
-  /** The script's name in scripts.ts (by its SHA), or the command when it is not one of ours. */
+  /** The script's name in the scripts/ registry (by its SHA), or the command when it is not one of ours. */
   script: string;
   /** The first key the call declared (names the script's stream and group). */
   key: string;

@@ -2,10 +2,22 @@ import type { EventMetadata, JsonValue, RheoEvent } from '../../core/types';
 import type { NewEvent } from '../backend';
 
 /**
- * Stream entry fields of an event: `i` id, `t` timestamp (ms), `m` metadata JSON,
- * `d` payload JSON, `k` key and `y` type when present. Partition and sequence are
- * not stored in the entry: they are the log key and the entry id (`0-<sequence>`).
+ * Stream entry fields of an event (stored names, one letter each: existing logs
+ * have them). `key` and `type` are stored only when present. Partition and
+ * sequence are not stored in the entry: they are the log key and the entry id
+ * (`0-<sequence>`). The append script writes these names, fetch and settle read `i`,
+ * inspect reads `t`.
  */
+export const ENTRY_FIELDS = {
+  id: 'i',
+  timestamp: 't',
+  key: 'k',
+  type: 'y',
+  metadata: 'm',
+  payload: 'd',
+} as const;
+
+/** An event from its log entry's flat field list (see {@link ENTRY_FIELDS}). */
 export function eventFromEntry(stream: string, partition: number, sequence: number, fields: unknown): RheoEvent {
   const f = fields as string[];
   let id = '';
@@ -17,22 +29,22 @@ export function eventFromEntry(stream: string, partition: number, sequence: numb
   for (let i = 0; i + 1 < f.length; i += 2) {
     const v = String(f[i + 1]);
     switch (String(f[i])) {
-      case 'i':
+      case ENTRY_FIELDS.id:
         id = v;
         break;
-      case 't':
+      case ENTRY_FIELDS.timestamp:
         ts = Number(v);
         break;
-      case 'k':
+      case ENTRY_FIELDS.key:
         key = v;
         break;
-      case 'y':
+      case ENTRY_FIELDS.type:
         type = v;
         break;
-      case 'm':
+      case ENTRY_FIELDS.metadata:
         metadata = v;
         break;
-      case 'd':
+      case ENTRY_FIELDS.payload:
         payload = v;
         break;
     }
@@ -50,7 +62,7 @@ export function eventFromEntry(stream: string, partition: number, sequence: numb
   };
 }
 
-/** The APPEND script's arguments for one event (see scripts.ts). */
+/** The append script's arguments for one event (scripts/append.ts). */
 export function appendArgs(e: NewEvent, slot: number): string[] {
   return [
     e.id,
@@ -64,7 +76,7 @@ export function appendArgs(e: NewEvent, slot: number): string[] {
   ];
 }
 
-/** A dead-letter record: `partition|sequence|attempt|at|reason`. */
+/** A dead-letter record: `partition|sequence|attempt|at|reason` (written by scripts/settle.ts, see scripts/includes/dead-letter.ts). */
 export interface DeadRecord {
   partition: number;
   sequence: number;

@@ -6,7 +6,7 @@ export type CallKind = 'read' | 'write';
 /** Redis replies that mean "the server cannot serve right now", not "your command is wrong". */
 const UNAVAILABLE_REPLIES = /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|NOREPLICAS|MISCONF)\b/;
 
-/** `RHEO:<code>[:<detail>]`, the error replies of our scripts (scripts.ts). */
+/** `RHEO:<code>[:<detail>]`, the error replies of our scripts (scripts/includes/error.ts). */
 const SCRIPT_ERROR = /RHEO:([a-z_]+)(?::([A-Za-z0-9.:_]+))?/;
 
 /**

@@ -1,2 +1,3 @@
 export { RedisBackend, redisBackend } from './redis-backend';
 export type { RedisBackendOptions } from './redis-backend';
+export type { RedisClient, RedisClientOptions } from './external';

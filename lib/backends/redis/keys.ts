@@ -63,11 +63,14 @@ export class StreamKeys {
 export class GroupKeys {
   constructor(private readonly base: string) {}
 
-  /** HASH: config, `f:<p>` frontier, `c:<p>` cursor (next never-delivered sequence), `rr` fetch rotation. */
+  /**
+   * HASH: the group's config (stored field names in group-config.ts), `f:<p>` frontier,
+   * `c:<p>` cursor (next never-delivered sequence), `rw:<p>` rewind target, `rr` fetch rotation.
+   */
   get cfg(): string {
     return `${this.base}:cfg`;
   }
-  /** HASH: `<p>:<seq>` -> `state|attempt|leaseId|expiresAt` for every delivered event above the frontier. */
+  /** HASH: `<p>:<seq>` -> `state|attempt|leaseId|expiresAt` for every delivered event above the frontier (scripts/includes/record.ts). */
   get deliveries(): string {
     return `${this.base}:dl`;
   }
@@ -88,6 +91,16 @@ export class GroupKeys {
     return `${this.base}:avail:${p}`;
   }
 }
+
+/**
+ * Fields of a stream's `meta` hash: the partition count, the creation time, and
+ * per partition p `hw:<p>`, its high watermark (the last sequence appended).
+ */
+export const META_FIELDS = {
+  partitions: 'partitions',
+  createdAt: 'createdAt',
+  highWatermark: (p: number) => `hw:${p}`,
+} as const;
 
 /** The registry of stream names (the only key outside any stream's hash tag). */
 export function registryKey(prefix: string): string {

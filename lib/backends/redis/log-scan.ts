@@ -1,12 +1,9 @@
-import type { Redis } from 'ioredis';
 import type { RheoEvent } from '../../core/types';
 import type { QueryRequest } from '../backend';
-import { eventFromEntry } from './codec';
-import type { StreamKeys } from './keys';
+import { ENTRY_FIELDS, eventFromEntry } from './codec';
+import type { RedisClient, RedisStreamEntry } from './external';
+import { META_FIELDS, type StreamKeys } from './keys';
 import { queryFilter } from './query-filter';
-
-/** A stream entry as ioredis returns it: id and flat field list. */
-export type Entry = [string, string[]];
 
 /** The sequence of a log entry id `0-<sequence>`. */
 export const seqOf = (entryId: string): number => Number(entryId.slice(entryId.indexOf('-') + 1));
@@ -21,14 +18,14 @@ const SCAN_CHUNK = 500;
  * watermark + 1 when none). Caller-supplied timestamps need not be monotonic, so
  * this scans the partition in chunks, as the memory backend does.
  */
-export async function firstAtOrAfter(redis: Redis, log: string, t: number): Promise<number> {
+export async function firstAtOrAfter(redis: RedisClient, log: string, t: number): Promise<number> {
   let from = '-';
   let last = 0;
   for (;;) {
-    const entries = (await redis.xrange(log, from, '+', 'COUNT', SCAN_CHUNK)) as Entry[];
+    const entries = (await redis.xrange(log, from, '+', 'COUNT', SCAN_CHUNK)) as RedisStreamEntry[];
     for (const [id, fields] of entries) {
       last = seqOf(id);
-      const i = fields.indexOf('t');
+      const i = fields.indexOf(ENTRY_FIELDS.timestamp);
       if (i >= 0 && Number(fields[i + 1]) >= t) return last;
     }
     if (entries.length < SCAN_CHUNK) return last + 1;
@@ -41,11 +38,11 @@ export async function firstAtOrAfter(redis: Redis, log: string, t: number): Prom
  * (bounded by the request and the keyset cursor) in chunks, keep the first
  * `limit` matches, then merge by (sequence, partition).
  */
-export async function scanQuery(redis: Redis, keys: StreamKeys, req: QueryRequest, partitions: number): Promise<RheoEvent[]> {
+export async function scanQuery(redis: RedisClient, keys: StreamKeys, req: QueryRequest, partitions: number): Promise<RheoEvent[]> {
   const asc = req.order === 'asc';
   const matches = queryFilter(req);
   const parts = req.where.partition === undefined ? Array.from({ length: partitions }, (_, p) => p) : [req.where.partition];
-  const hws = await redis.hmget(keys.meta, ...parts.map((p) => `hw:${p}`));
+  const hws = await redis.hmget(keys.meta, ...parts.map((p) => META_FIELDS.highWatermark(p)));
   const found: RheoEvent[] = [];
   for (const [i, p] of parts.entries()) {
     const hw = Number(hws[i] ?? 0);
@@ -62,7 +59,7 @@ export async function scanQuery(redis: Redis, keys: StreamKeys, req: QueryReques
         asc
           ? await redis.xrange(keys.log(p), entryId(lo), entryId(hi), 'COUNT', SCAN_CHUNK)
           : await redis.xrevrange(keys.log(p), entryId(hi), entryId(lo), 'COUNT', SCAN_CHUNK)
-      ) as Entry[];
+      ) as RedisStreamEntry[];
       if (entries.length === 0) break;
       for (const [id, fields] of entries) {
         const e = eventFromEntry(req.stream, p, seqOf(id), fields);

@@ -1,9 +1,8 @@
-import type { Redis, RedisOptions } from 'ioredis';
 import { backoffDelay } from '../../core/backoff';
 import { Clock, systemClock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import { newId } from '../../core/ids';
-import type { DeadLetter, GroupConfig, GroupInfo, Lag, Lease, Ordering, RheoEvent, StreamInfo } from '../../core/types';
+import type { DeadLetter, GroupConfig, GroupInfo, Lag, Lease, RheoEvent, StreamInfo } from '../../core/types';
 import type {
   Backend,
   CreateGroupRequest,
@@ -20,10 +19,13 @@ import type {
 } from '../backend';
 import { createCapabilities } from '../capabilities';
 import { appendArgs, eventFromEntry, parseDeadRecord } from './codec';
-import { BLOCKER_OVERRIDES, CREATED_CLIENT_DEFAULTS, disconnect, loadIoredis, ScriptRunner, sleep } from './connection';
+import { BLOCKER_OVERRIDES, CREATED_CLIENT_DEFAULTS, disconnect, loadIoredis, sleep } from './connection';
 import { CallKind, mapRedisError, scriptDetail } from './errors';
-import { checkPrefix, GroupKeys, KeyCache, registryKey, StreamKeys } from './keys';
-import { type Entry, entryId, firstAtOrAfter, scanQuery, seqOf } from './log-scan';
+import type { RedisClient, RedisClientOptions, RedisPipelineResult, RedisStreamEntry } from './external';
+import { decodeGroupConfig, encodeGroupConfig, STORED_GROUP_FIELD_NAMES } from './group-config';
+import { checkPrefix, GroupKeys, KeyCache, META_FIELDS, registryKey, StreamKeys } from './keys';
+import { entryId, firstAtOrAfter, scanQuery, seqOf } from './log-scan';
+import { type ScriptCall, ScriptRunner } from './script-runner';
 import type { ScriptName } from './scripts';
 import { WakeListener } from './wake-listener';
 
@@ -34,10 +36,11 @@ export interface RedisBackendOptions {
   /**
    * A connected or lazy ioredis 6 client to borrow: it is never closed by the
    * backend, and its options (offline queue, retries) are left as they are.
+   * (Typed by the shape the backend uses, external.ts, so these typings need no ioredis.)
    */
-  client?: Redis;
+  client?: RedisClient;
   /** ioredis options for a client the backend creates (merged over the fail-fast defaults). */
-  options?: RedisOptions;
+  options?: RedisClientOptions;
   /** Key prefix, default `rheo`. No braces or whitespace. */
   prefix?: string;
   /** Time source for timestamps, lease expiry and retry delays. Default: the system clock. */
@@ -80,8 +83,8 @@ export class RedisBackend implements Backend {
 
   private readonly options: RedisBackendOptions;
   private readonly owned: boolean;
-  private client?: Redis;
-  private blocker?: Redis;
+  private client?: RedisClient;
+  private blocker?: RedisClient;
   private listener?: WakeListener;
   private readonly scripts = new ScriptRunner(() => this.redis());
   private ready?: Promise<void>;
@@ -119,7 +122,7 @@ export class RedisBackend implements Backend {
 
   // ------------------------------------------------------------ connection
 
-  private redis(): Redis {
+  private redis(): RedisClient {
     if (this.closed) throw new RheoError('backend_unavailable', 'the redis backend is closed');
     if (!this.client) {
       const IORedis = loadIoredis();
@@ -170,7 +173,7 @@ export class RedisBackend implements Backend {
    * (managed services, ACLs) is not an error: durability is then unverified, and
    * said so.
    */
-  private async checkDurability(client: Redis): Promise<void> {
+  private async checkDurability(client: RedisClient): Promise<void> {
     const found: string[] = [];
     try {
       const appendonly = await configValue(client, 'appendonly');
@@ -219,8 +222,8 @@ export class RedisBackend implements Backend {
     await Promise.all(closing);
   }
 
-  /** Run `fn`, turning whatever ioredis throws into a RheoError. */
-  private async call<T>(kind: CallKind, fn: () => Promise<T>): Promise<T> {
+  /** Run `fn` (ioredis calls), turning whatever ioredis throws into a RheoError. */
+  private async withMappedErrors<T>(kind: CallKind, fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (err) {
@@ -228,10 +231,10 @@ export class RedisBackend implements Backend {
     }
   }
 
-  /** Run a script; with `on`, a missing stream or group is explained in its terms (see {@link explain}). */
-  private async run(kind: CallKind, name: ScriptName, keys: string[], args: Array<string | number>, on?: { stream: string; group?: string }): Promise<unknown> {
+  /** Run a script, errors mapped; with `on`, a missing stream or group is explained in its terms (see {@link explain}). */
+  private async runScript(kind: CallKind, name: ScriptName, keys: string[], args: Array<string | number>, on?: { stream: string; group?: string }): Promise<unknown> {
     try {
-      return await this.call(kind, () => this.scripts.run(name, keys, args));
+      return await this.withMappedErrors(kind, () => this.scripts.callScript(name, keys, args));
     } catch (err) {
       throw on ? this.explain(err as RheoError, on.stream, on.group) : err;
     }
@@ -265,7 +268,7 @@ export class RedisBackend implements Backend {
       );
     }
     if (err.code === 'group_not_found' && group !== undefined) {
-      if (!this.groupConfigs.has(`${stream}\u0000${group}`)) {
+      if (!this.groupConfigs.has(groupId(stream, group))) {
         return new RheoError('group_not_found', `group "${group}" does not exist on stream "${stream}"`, { cause: err });
       }
       return new RheoError(
@@ -298,7 +301,7 @@ export class RedisBackend implements Backend {
   }
 
   private async config(stream: string, group: string): Promise<GroupConfig> {
-    const cached = this.groupConfigs.get(`${stream}\u0000${group}`);
+    const cached = this.groupConfigs.get(groupId(stream, group));
     if (cached) return cached;
     const cfg = await this.getGroup(stream, group);
     if (!cfg) throw new RheoError('group_not_found', `group "${group}" does not exist on stream "${stream}"`);
@@ -312,9 +315,9 @@ export class RedisBackend implements Backend {
     const k = this.keys(stream);
     // The registry is an index in another slot, written after the creation (see keys.ts). It is
     // written on already_exists too, so a creation whose registry write was lost is repaired by a retry.
-    const registered = () => this.call('write', () => this.redis().sadd(registryKey(this.prefix), stream));
+    const registered = () => this.withMappedErrors('write', () => this.redis().sadd(registryKey(this.prefix), stream));
     try {
-      await this.run('write', 'createStream', [k.meta], [partitions, createdAt]);
+      await this.runScript('write', 'createStream', [k.meta], [partitions, createdAt]);
     } catch (err) {
       if ((err as RheoError).code !== 'already_exists') throw err;
       await registered();
@@ -330,7 +333,9 @@ export class RedisBackend implements Backend {
     // (the facade asks on every call: this saves a round trip per fetch and append).
     const known = this.streamInfos.get(stream);
     if (known) return { ...known, createdAt: new Date(known.createdAt.getTime()) };
-    const [partitions, createdAt] = await this.call('read', () => this.redis().hmget(this.keys(stream).meta, 'partitions', 'createdAt'));
+    const [partitions, createdAt] = await this.withMappedErrors('read', () =>
+      this.redis().hmget(this.keys(stream).meta, META_FIELDS.partitions, META_FIELDS.createdAt),
+    );
     if (partitions === null) return null;
     const info = { name: stream, partitions: Number(partitions), createdAt: new Date(Number(createdAt)) };
     this.remember(info);
@@ -338,7 +343,7 @@ export class RedisBackend implements Backend {
   }
 
   async listStreams(): Promise<StreamInfo[]> {
-    const names = await this.call('read', () => this.redis().smembers(registryKey(this.prefix)));
+    const names = await this.withMappedErrors('read', () => this.redis().smembers(registryKey(this.prefix)));
     const infos = await Promise.all(names.map((n) => this.getStream(n)));
     return infos.filter((i): i is StreamInfo => i !== null).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
@@ -349,19 +354,6 @@ export class RedisBackend implements Backend {
     const g = k.group(req.group);
     const createdAt = this.clock.now();
     const { mode, after } = await this.startArgs(req.stream, P, req.start);
-    await this.run('write', 'createGroup', [k.meta, g.cfg, k.groups], [
-      req.group,
-      req.maxAttempts,
-      req.retry.initialMs,
-      req.retry.factor,
-      req.retry.maxMs,
-      req.ordering,
-      createdAt,
-      mode,
-      ...after,
-    ], { stream: req.stream }).catch((err: RheoError) => {
-      throw err.code === 'already_exists' ? new RheoError('already_exists', `group "${req.group}" already exists on stream "${req.stream}"`) : err;
-    });
     const config: GroupConfig = {
       stream: req.stream,
       group: req.group,
@@ -370,7 +362,13 @@ export class RedisBackend implements Backend {
       ordering: req.ordering,
       createdAt: new Date(createdAt),
     };
-    this.groupConfigs.set(`${req.stream}\u0000${req.group}`, config);
+    const stored = encodeGroupConfig(config);
+    await this.runScript('write', 'createGroup', [k.meta, g.cfg, k.groups], [req.group, mode, stored.length, ...stored, ...after], {
+      stream: req.stream,
+    }).catch((err: RheoError) => {
+      throw err.code === 'already_exists' ? new RheoError('already_exists', `group "${req.group}" already exists on stream "${req.stream}"`) : err;
+    });
+    this.groupConfigs.set(groupId(req.stream, req.group), config);
     return copyConfig(config);
   }
 
@@ -381,7 +379,7 @@ export class RedisBackend implements Backend {
     for (let p = 0; p < P; p++) {
       if (start.kind === 'beginning') after.push(0);
       else if (start.kind === 'after') after.push(typeof start.sequences === 'number' ? start.sequences : start.sequences[p] ?? 0);
-      else after.push((await this.call('read', () => firstAtOrAfter(this.redis(), this.keys(stream).log(p), start.time.getTime()))) - 1);
+      else after.push((await this.withMappedErrors('read', () => firstAtOrAfter(this.redis(), this.keys(stream).log(p), start.time.getTime()))) - 1);
     }
     return { mode: 'after', after };
   }
@@ -389,28 +387,19 @@ export class RedisBackend implements Backend {
   async getGroup(stream: string, group: string): Promise<GroupConfig | null> {
     // Like a stream's registration, a group's config never changes and groups are never deleted, so a
     // known one is answered from memory; if its keys vanished, the group's scripts say so (see explain).
-    const known = this.groupConfigs.get(`${stream}\u0000${group}`);
+    const known = this.groupConfigs.get(groupId(stream, group));
     if (known) return copyConfig(known);
     const g = this.keys(stream).group(group);
-    const [maxAttempts, ri, rf, rm, ord, createdAt] = await this.call('read', () =>
-      this.redis().hmget(g.cfg, 'maxAttempts', 'ri', 'rf', 'rm', 'ord', 'createdAt'),
-    );
-    if (maxAttempts === null) return null;
-    const config: GroupConfig = {
-      stream,
-      group,
-      maxAttempts: Number(maxAttempts),
-      retry: { initialMs: Number(ri), factor: Number(rf), maxMs: Number(rm) },
-      ordering: ord as Ordering,
-      createdAt: new Date(Number(createdAt)),
-    };
-    this.groupConfigs.set(`${stream}\u0000${group}`, config);
+    const values = await this.withMappedErrors('read', () => this.redis().hmget(g.cfg, ...STORED_GROUP_FIELD_NAMES));
+    const config = decodeGroupConfig(stream, group, values);
+    if (!config) return null;
+    this.groupConfigs.set(groupId(stream, group), config);
     return copyConfig(config);
   }
 
   async listGroups(stream: string): Promise<GroupConfig[]> {
     await this.partitions(stream);
-    const names = await this.call('read', () => this.redis().smembers(this.keys(stream).groups));
+    const names = await this.withMappedErrors('read', () => this.redis().smembers(this.keys(stream).groups));
     const configs = await Promise.all(names.map((n) => this.getGroup(stream, n)));
     return configs.filter((c): c is GroupConfig => c !== null).sort((a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
   }
@@ -432,7 +421,7 @@ export class RedisBackend implements Backend {
       args.push(...appendArgs(e, slots.get(e.partition)!));
     }
     const keys = [k.meta, k.ids, k.wake, ...[...slots.keys()].map((p) => k.log(p))];
-    const result = (await this.run('write', 'append', keys, args, { stream })) as Array<number | string>;
+    const result = (await this.runScript('write', 'append', keys, args, { stream })) as Array<number | string>;
     const known = new Map<string, RheoEvent>();
     const lookups = result.filter((r): r is string => typeof r === 'string' && !known.has(r));
     if (lookups.length) {
@@ -442,9 +431,9 @@ export class RedisBackend implements Backend {
         const [part, seq] = ref.split(':').map(Number);
         p.xrange(k.log(part), entryId(seq), entryId(seq));
       }
-      const rows = await this.call('read', async () => (await p.exec()) ?? []);
+      const rows = await this.withMappedErrors('read', async () => (await p.exec()) ?? []);
       unique.forEach((ref, i) => {
-        const [err, entries] = rows[i] as [Error | null, Entry[]];
+        const [err, entries] = rows[i] as [Error | null, RedisStreamEntry[]];
         if (err || !entries?.[0]) throw new RheoError('failed', `redis: event ${ref} is indexed but missing from the log`);
         const [part, seq] = ref.split(':').map(Number);
         known.set(ref, eventFromEntry(stream, part, seq, entries[0][1]));
@@ -468,15 +457,15 @@ export class RedisBackend implements Backend {
   }
 
   async read(req: ReadRequest): Promise<RheoEvent[]> {
-    const entries = (await this.call('read', () =>
+    const entries = (await this.withMappedErrors('read', () =>
       this.redis().xrange(this.keys(req.stream).log(req.partition), entryId(req.afterSequence + 1), '+', 'COUNT', req.limit),
-    )) as Entry[];
+    )) as RedisStreamEntry[];
     return entries.map(([id, fields]) => eventFromEntry(req.stream, req.partition, seqOf(id), fields));
   }
 
   async query(req: QueryRequest): Promise<RheoEvent[]> {
     const P = await this.partitions(req.stream);
-    return this.call('read', () => scanQuery(this.redis(), this.keys(req.stream), req, P));
+    return this.withMappedErrors('read', () => scanQuery(this.redis(), this.keys(req.stream), req, P));
   }
 
   // ------------------------------------------------------------ leases
@@ -507,9 +496,9 @@ export class RedisBackend implements Backend {
     for (let call = 0; leases.length < req.limit; call++) {
       const want = Math.min(FETCH_PER_CALL, req.limit - leases.length);
       const now = this.clock.now();
-      const out = (await this.run('write', 'fetch', keys, [now, want, req.leaseMs, newId(), ...parts], req)) as unknown[];
+      const out = (await this.runScript('write', 'fetch', keys, [now, want, req.leaseMs, newId(), ...parts], req)) as unknown[];
       // The first call's wake id: wait() then wakes for anything written since this fetch began.
-      if (call === 0) this.lastWake.set(`${req.stream}\u0000${req.group}`, String(out[0]));
+      if (call === 0) this.lastWake.set(groupId(req.stream, req.group), String(out[0]));
       if (Number(out[1]) === 1) pending = true;
       let got = 0;
       for (let i = 2; i + 4 < out.length; i += 5) {
@@ -544,7 +533,7 @@ export class RedisBackend implements Backend {
     let left = parts;
     while (left.length > 0) {
       const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, ...this.slotKeys(g, left)];
-      left = ((await this.run('write', 'tidy', keys, [SLICE, ...left], { stream, group })) as unknown[]).map(Number);
+      left = ((await this.runScript('write', 'tidy', keys, [SLICE, ...left], { stream, group })) as unknown[]).map(Number);
     }
   }
 
@@ -567,12 +556,13 @@ export class RedisBackend implements Backend {
     const results: R[] = new Array(items.length);
     const byGroup = new Map<string, number[]>();
     items.forEach((it, i) => {
-      const key = `${it.lease.stream}\u0000${it.lease.group}`;
+      const key = groupId(it.lease.stream, it.lease.group);
       const list = byGroup.get(key);
       if (list) list.push(i);
       else byGroup.set(key, [i]);
     });
-    type Call = { name: ScriptName; keys: string[]; args: Array<string | number>; index: number[]; stream: string; group: string; parts: number[] };
+    /** One script call, and what it answers for: the items at `index`, of one group, on `parts`. */
+    type Call = ScriptCall & { index: number[]; stream: string; group: string; parts: number[] };
     const calls: Call[] = [];
     for (const indexes of byGroup.values()) {
       const { stream, group } = items[indexes[0]].lease;
@@ -608,11 +598,11 @@ export class RedisBackend implements Backend {
       }
     }
     if (calls.length === 0) return results;
-    let answers: Array<[Error | null, unknown]>;
+    let answers: RedisPipelineResult[];
     try {
-      answers = await this.call('write', async () => {
+      answers = await this.withMappedErrors('write', async () => {
         const p = this.redis().pipeline();
-        for (const c of calls) this.scripts.queue(p, c.name, c.keys, c.args);
+        for (const c of calls) this.scripts.queueScript(p, c);
         return this.scripts.execPipeline(p, calls);
       });
     } catch (err) {
@@ -627,9 +617,9 @@ export class RedisBackend implements Backend {
         else if (codes[j] === 'ok') results[i] = ok(now);
         else results[i] = fail(this.opError(name, String(codes[j]), c.stream, c.group));
       });
-      // SETTLE ends with a flag: 1 when its frontier walk was cut short by the budget.
+      // The settle script ends with a flag: 1 when its frontier walk was cut short by the budget.
       if (!err && name === 'settle' && Number(codes[c.index.length]) === 1) {
-        const key = `${c.stream}\u0000${c.group}`;
+        const key = groupId(c.stream, c.group);
         const u = unfinished.get(key) ?? { stream: c.stream, group: c.group, parts: new Set<number>() };
         for (const p of c.parts) u.parts.add(p);
         unfinished.set(key, u);
@@ -696,14 +686,14 @@ export class RedisBackend implements Backend {
 
   // ------------------------------------------------------------ replay, reset, redrive
 
-  /** KEYS shared by REOPEN / REDRIVE / RESET / TIDY: per partition slot, leased then available. */
+  /** KEYS shared by reopen / redrive / reset / tidy: per partition slot, leased then available. */
   private slotKeys(g: GroupKeys, parts: number[]): string[] {
     return parts.flatMap((p) => [g.leased(p), g.available(p)]);
   }
 
   /**
-   * Replay by sequence or time rewinds partitions: REPLAY records the target (or
-   * applies it at once when nothing was delivered above it) and TIDY brings the
+   * Replay by sequence or time rewinds partitions: the replay script records the target (or
+   * applies it at once when nothing was delivered above it) and tidy brings the
    * cursor down in bounded slices. Replay by events re-opens them in bounded calls.
    */
   async replay(req: ReplayRequest): Promise<number> {
@@ -719,9 +709,9 @@ export class RedisBackend implements Backend {
     await this.tidy(req.stream, req.group, parts);
     const args: Array<string | number> = [req.kind === 'sequence' ? 'sequence' : 'after'];
     for (const p of parts) {
-      args.push(p, req.kind === 'sequence' ? req.afterSequence : (await this.call('read', () => firstAtOrAfter(this.redis(), k.log(p), req.from.getTime()))) - 1);
+      args.push(p, req.kind === 'sequence' ? req.afterSequence : (await this.withMappedErrors('read', () => firstAtOrAfter(this.redis(), k.log(p), req.from.getTime()))) - 1);
     }
-    const out = (await this.run('write', 'replay', [k.meta, g.cfg, k.wake], args, req)) as unknown[];
+    const out = (await this.runScript('write', 'replay', [k.meta, g.cfg, k.wake], args, req)) as unknown[];
     await this.tidy(req.stream, req.group, out.slice(1).map(Number));
     return Number(out[0]);
   }
@@ -740,7 +730,7 @@ export class RedisBackend implements Backend {
         args.push(slots.get(e.partition)!, e.partition, e.sequence, e.id);
       }
       const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, ...this.slotKeys(g, [...slots.keys()])];
-      n += Number(await this.run('write', 'reopen', keys, args, { stream, group }));
+      n += Number(await this.runScript('write', 'reopen', keys, args, { stream, group }));
     }
     return n;
   }
@@ -753,7 +743,7 @@ export class RedisBackend implements Backend {
     const { mode, after } = await this.startArgs(stream, P, start);
     const all = Array.from({ length: P }, (_, p) => p);
     const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, ...this.slotKeys(g, all)];
-    await this.run('write', 'reset', keys, [mode, ...after], { stream, group });
+    await this.runScript('write', 'reset', keys, [mode, ...after], { stream, group });
   }
 
   /**
@@ -771,7 +761,7 @@ export class RedisBackend implements Backend {
       let total = 0;
       let start = '-';
       for (;;) {
-        const [n, last] = (await this.run('write', 'redrive', keys, [this.clock.now(), start, REOPEN_PER_CALL], { stream, group })) as [number, string];
+        const [n, last] = (await this.runScript('write', 'redrive', keys, [this.clock.now(), start, REOPEN_PER_CALL], { stream, group })) as [number, string];
         total += Number(n);
         if (Number(n) < REOPEN_PER_CALL) return total;
         start = `(${last}`;
@@ -781,7 +771,7 @@ export class RedisBackend implements Backend {
     let total = 0;
     for (let from = 0; from < ids.length; from += REOPEN_PER_CALL) {
       const chunk = ids.slice(from, from + REOPEN_PER_CALL);
-      const recs = await this.call('read', () => this.redis().hmget(g.dead, ...chunk));
+      const recs = await this.withMappedErrors('read', () => this.redis().hmget(g.dead, ...chunk));
       const events: Array<{ id: string; partition: number; sequence: number }> = [];
       chunk.forEach((id, i) => {
         const rec = recs[i];
@@ -811,7 +801,7 @@ export class RedisBackend implements Backend {
     const keys = [k.meta, g.cfg, g.deliveries, g.dead];
     for (let p = 0; p < P; p++) keys.push(g.leased(p), k.log(p));
     const now = this.clock.now();
-    const out = (await this.run('read', 'inspect', keys, [now], { stream, group })) as Array<number | string>;
+    const out = (await this.runScript('read', 'inspect', keys, [now], { stream, group })) as Array<number | string>;
     const partitions = [];
     const pending: number[] = [];
     let inflight = 0;
@@ -853,7 +843,7 @@ export class RedisBackend implements Backend {
     const k = this.keys(stream);
     const g = k.group(group);
     const keys = [k.meta, g.cfg, g.dead, g.deadOrder, ...Array.from({ length: P }, (_, p) => k.log(p))];
-    const out = (await this.run('read', 'deadLetters', keys, [limit, after ?? ''], { stream, group }).catch((err: RheoError) => {
+    const out = (await this.runScript('read', 'deadLetters', keys, [limit, after ?? ''], { stream, group }).catch((err: RheoError) => {
       throw err.code === 'invalid_argument' ? RheoError.invalid('after', `is not a dead-lettered event id of group "${group}"`) : err;
     })) as unknown[];
     const letters: DeadLetter[] = [];
@@ -887,9 +877,9 @@ export class RedisBackend implements Backend {
     if (this.closed || req.signal.aborted) return;
     const key = this.keys(req.stream).wake;
     try {
-      let lastId = this.lastWake.get(`${req.stream}\u0000${req.group}`);
+      let lastId = this.lastWake.get(groupId(req.stream, req.group));
       if (lastId === undefined) {
-        const last = (await this.redis().xrevrange(key, '+', '-', 'COUNT', 1)) as Entry[];
+        const last = (await this.redis().xrevrange(key, '+', '-', 'COUNT', 1)) as RedisStreamEntry[];
         lastId = last[0]?.[0] ?? '0-0';
       }
       await this.wakeListener().wait(key, lastId, req.timeoutMs, req.signal);
@@ -908,14 +898,14 @@ export class RedisBackend implements Backend {
 }
 
 /** One CONFIG GET value; ioredis answers `[name, value]` (RESP2 and RESP3 alike), or a map. */
-async function configValue(client: Redis, name: string): Promise<string> {
+async function configValue(client: RedisClient, name: string): Promise<string> {
   const reply = (await client.config('GET', name)) as unknown;
   const value = Array.isArray(reply) ? reply[1] : (reply as Record<string, unknown> | null)?.[name];
   if (value === undefined || value === null) throw new Error(`CONFIG GET ${name} answered nothing`);
   return String(value);
 }
 
-/** KEYS of RENEW / SETTLE / RELEASE for the partitions of one call (scripts.ts documents each layout). */
+/** KEYS of renew / settle / release for the partitions of one call (each script's module documents its layout). */
 function bulkKeys(name: 'renew' | 'settle' | 'release', k: StreamKeys, g: GroupKeys, parts: number[]): string[] {
   switch (name) {
     case 'renew':
@@ -925,6 +915,11 @@ function bulkKeys(name: 'renew' | 'settle' | 'release', k: StreamKeys, g: GroupK
     case 'release':
       return [k.meta, g.cfg, g.deliveries, k.wake, ...parts.flatMap((p) => [g.leased(p), g.available(p)])];
   }
+}
+
+/** The in-process map key of a (stream, group); names never contain NUL (core/validate.ts). */
+function groupId(stream: string, group: string): string {
+  return `${stream}\u0000${group}`;
 }
 
 /** A caller's copy of a (cached) group config: nothing shared with the cache. */

@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import { compareEntryIds } from './codec';
+import type { RedisClient } from './external';
 
 interface Waiter {
   key: string;
@@ -34,7 +34,7 @@ export class WakeListener {
   private closed = false;
 
   constructor(
-    private readonly blocker: Redis,
+    private readonly blocker: RedisClient,
     private readonly unblock: (clientId: number) => Promise<unknown>,
   ) {
     blocker.on('close', () => {
@@ -66,7 +66,7 @@ export class WakeListener {
       let set = this.waiters.get(key);
       if (!set) this.waiters.set(key, (set = new Set()));
       set.add(waiter);
-      this.kick(waiter);
+      this.cover(waiter);
     });
   }
 
@@ -76,7 +76,8 @@ export class WakeListener {
     for (const set of [...this.waiters.values()]) for (const w of [...set]) w.done();
   }
 
-  private kick(w: Waiter): void {
+  /** Get a new waiter's key read: start the loop, or interrupt a blocking read that does not cover it. */
+  private cover(w: Waiter): void {
     if (!this.running) {
       this.running = true;
       void this.loop();

@@ -1,0 +1,74 @@
+/**
+ * The few shapes of ioredis the Redis backend uses, written out by hand (as
+ * @nestjs/microservices does in its `external/` folder) so that no typing of this
+ * backend imports 'ioredis'. The driver is an optional peer: a project that
+ * compiles with `skipLibCheck: false` and has not installed it must still compile.
+ *
+ * An ioredis 6 `Redis` client satisfies {@link RedisClient}, and ioredis
+ * `RedisOptions` satisfy {@link RedisClientOptions} (test/redis/external.typecheck.ts
+ * checks both against the installed ioredis). Replies the backend reads are typed
+ * `unknown` here and narrowed where they are used: ioredis types them per protocol
+ * (RESP2 / RESP3), which this file does not reproduce.
+ */
+
+/** A stream entry as the backend reads it: entry id and flat field list. */
+export type RedisStreamEntry = [id: string, fields: string[]];
+
+/** One answer of a pipeline: the command's error, or null and its reply. */
+export type RedisPipelineResult = [error: Error | null, reply: unknown];
+
+/**
+ * Options of an ioredis client (ioredis `RedisOptions`). The ones the backend sets
+ * on the clients it creates are named; every other ioredis option (host, port,
+ * password, tls, db, sentinels, protocol, ...) is passed through as given.
+ */
+export interface RedisClientOptions {
+  lazyConnect?: boolean;
+  enableOfflineQueue?: boolean;
+  maxRetriesPerRequest?: number | null;
+  connectTimeout?: number;
+  commandTimeout?: number;
+  retryStrategy?: ((times: number) => number | void | null) | null;
+  /** Any other ioredis option. `any`, not `unknown`: only an `any` index signature accepts an ioredis `RedisOptions` value. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  [option: string]: any;
+}
+
+/** A pipeline (ioredis `ChainableCommander`): the commands the backend queues on one, and `exec`. */
+export interface RedisPipeline {
+  evalsha(sha: string, numKeys: number, keysAndArgs: string[]): unknown;
+  script(subcommand: 'LOAD', script: string): unknown;
+  xrange(key: string, start: string, end: string): unknown;
+  exec(): Promise<RedisPipelineResult[] | null>;
+}
+
+/** A client (ioredis `Redis`): the connection calls and commands the backend sends. */
+export interface RedisClient {
+  /** 'wait' (lazy, not connected yet), 'connecting', 'ready', ..., 'end'. */
+  readonly status: string;
+  connect(): Promise<void>;
+  disconnect(): void;
+  /** A new client with the same options, `overrides` applied. */
+  duplicate(overrides?: RedisClientOptions): RedisClient;
+  on(event: 'error' | 'close' | 'end', listener: (...args: unknown[]) => void): unknown;
+  once(event: 'error' | 'close' | 'end', listener: (...args: unknown[]) => void): unknown;
+  pipeline(): RedisPipeline;
+  evalsha(sha: string, numKeys: number, keysAndArgs: string[]): Promise<unknown>;
+  eval(script: string, numKeys: number, keysAndArgs: string[]): Promise<unknown>;
+  ping(): Promise<unknown>;
+  config(subcommand: 'GET', parameter: string): Promise<unknown>;
+  client(subcommand: 'ID'): Promise<unknown>;
+  client(subcommand: 'UNBLOCK', clientId: number): Promise<unknown>;
+  hmget(key: string, ...fields: string[]): Promise<Array<string | null>>;
+  sadd(key: string, member: string): Promise<unknown>;
+  smembers(key: string): Promise<string[]>;
+  xrange(key: string, start: string, end: string, countToken: 'COUNT', count: number): Promise<unknown>;
+  xrevrange(key: string, end: string, start: string, countToken: 'COUNT', count: number): Promise<unknown>;
+  xread(blockToken: 'BLOCK', ms: number, streamsToken: 'STREAMS', ...keysThenIds: string[]): Promise<unknown>;
+}
+
+/** The ioredis `Redis` constructor, as the backend calls it once the driver is loaded. */
+export interface RedisClientConstructor {
+  new (url: string, options: RedisClientOptions): RedisClient;
+  new (options: RedisClientOptions): RedisClient;
+}

@@ -1,0 +1,61 @@
+/**
+ * append: append events, allocating each partition's sequences (HINCRBY of the
+ * high watermark) and XADDing with entry id `0-<sequence>` in the same step, so
+ * log order = sequence order. Idempotent by event id. Not sliced: a batch is
+ * atomic by contract, and the facade caps it at 10,000 events.
+ *
+ * KEYS[1]    meta   HASH    the stream's meta (`hw:<p>` incremented)
+ * KEYS[2]    ids    HASH    event id -> `<p>:<seq>` (read and written)
+ * KEYS[3]    wake   STREAM  bumped when anything was written
+ * KEYS[4+j]  log    STREAM  the log of the partition in slot j
+ *
+ * ARGV[1]  n  the number of events; then per event i (at b = 2 + 8i):
+ * ARGV[b]    id         event id
+ * ARGV[b+1]  slot       j, the KEYS slot of its partition's log
+ * ARGV[b+2]  partition
+ * ARGV[b+3]  timestamp  ms
+ * ARGV[b+4]  key        '' = none
+ * ARGV[b+5]  type       '' = none
+ * ARGV[b+6]  metadata   JSON
+ * ARGV[b+7]  payload    JSON
+ * (built by appendArgs in ../codec.ts; entry fields as listed there)
+ *
+ * Returns per event its new sequence (integer), or `<p>:<seq>` (string) when the id
+ * was already stored (the backend then reads that entry back).
+ * Errors:
+ *   RHEO:stream_not_found  no meta hash -> RheoError stream_not_found (explained)
+ */
+import { CHECK_GROUP } from './includes/check-group';
+import { ERROR } from './includes/error';
+import { WAKE } from './includes/wake';
+
+export const APPEND =
+  ERROR +
+  CHECK_GROUP +
+  WAKE +
+  `
+local gone = missing(KEYS[1])
+if gone then return rheoError(gone) end
+local out = {}
+local wrote = false
+for i = 0, tonumber(ARGV[1]) - 1 do
+  local b = 2 + 8 * i
+  local id = ARGV[b]
+  local known = redis.call('HGET', KEYS[2], id)
+  if known then
+    out[#out + 1] = known
+  else
+    local p = ARGV[b + 2]
+    local seq = redis.call('HINCRBY', KEYS[1], 'hw:' .. p, 1)
+    local f = { 'i', id, 't', ARGV[b + 3], 'm', ARGV[b + 6], 'd', ARGV[b + 7] }
+    if ARGV[b + 4] ~= '' then f[#f + 1] = 'k'; f[#f + 1] = ARGV[b + 4] end
+    if ARGV[b + 5] ~= '' then f[#f + 1] = 'y'; f[#f + 1] = ARGV[b + 5] end
+    redis.call('XADD', KEYS[4 + tonumber(ARGV[b + 1])], '0-' .. seq, unpack(f))
+    redis.call('HSET', KEYS[2], id, p .. ':' .. seq)
+    out[#out + 1] = seq
+    wrote = true
+  end
+end
+if wrote then wake(KEYS[3]) end
+return out
+`;

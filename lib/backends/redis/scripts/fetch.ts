@@ -1,0 +1,197 @@
+/**
+ * fetch: claim up to `limit` events for one group: due redeliveries and expired
+ * leases first (the earliest-due `limit` of a partition, then taken in sequence
+ * order), then never-delivered events from the cursor; partitions interleaved
+ * round-robin from a rotating start (`rr`). With ordering 'partition' only
+ * frontier + 1 of a partition with no live lease is claimable. A partition under a
+ * rewind (`rw:<p>`, see replay) is left alone until the rewind is done. Nothing is
+ * written before every claimed entry was read.
+ *
+ * KEYS[1]     meta    HASH    the stream's meta (hw:<p>)
+ * KEYS[2]     cfg     HASH    the group's config (ord), positions (f:, c:, rw:), rr (incremented)
+ * KEYS[3]     dl      HASH    delivery records (written: a leased record per claim)
+ * KEYS[4]     wake    STREAM  read: its last entry id is returned
+ * KEYS[5+3j]  log     STREAM  the log of the partition in slot j
+ * KEYS[6+3j]  leased  ZSET    its leased sequences by expiry (written)
+ * KEYS[7+3j]  avail   ZSET    its sequences waiting for redelivery by due time (claimed ones removed)
+ *
+ * ARGV[1]    now          ms, from the backend's clock
+ * ARGV[2]    limit        at most this many claims (the backend sends at most 100)
+ * ARGV[3]    leaseMs      lease duration
+ * ARGV[4]    leaseIdBase  lease n of this call gets the id `<leaseIdBase>.<n>`
+ * ARGV[5+j]  partition    the partition of slot j
+ *
+ * Returns { wakeId ('0-0' when none), pending (1 when a frontier walk or a rewind is
+ * left unfinished: the backend runs tidy, then fetches again if nothing was claimed),
+ * then per lease: partition, sequence, leaseId, attempt, entry fields }.
+ * Errors:
+ *   RHEO:stream_not_found            no meta hash -> RheoError stream_not_found (explained)
+ *   RHEO:group_not_found             no config -> RheoError group_not_found (explained)
+ *   RHEO:failed:log:<p>:<seq>        an entry below the high watermark is missing from the log
+ *                                    -> RheoError failed naming the event (explained)
+ */
+import { CHECK_GROUP } from './includes/check-group';
+import { CHUNKED } from './includes/chunked';
+import { ERROR } from './includes/error';
+import { FRONTIER } from './includes/frontier';
+import { LOG_ENTRY } from './includes/log-entry';
+import { RECORD } from './includes/record';
+
+export const FETCH =
+  ERROR +
+  CHECK_GROUP +
+  CHUNKED +
+  RECORD +
+  FRONTIER +
+  LOG_ENTRY +
+  `
+local now = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+local exp = now + tonumber(ARGV[3])
+local np = #ARGV - 4
+local gone = missing(KEYS[1])
+if gone then return rheoError(gone) end
+local cfgFields, hwFields = { 'ord' }, {}
+for j = 0, np - 1 do
+  local p = ARGV[5 + j]
+  cfgFields[#cfgFields + 1] = 'f:' .. p
+  cfgFields[#cfgFields + 1] = 'c:' .. p
+  cfgFields[#cfgFields + 1] = 'rw:' .. p
+  hwFields[#hwFields + 1] = 'hw:' .. p
+end
+local cfg = redis.call('HMGET', KEYS[2], unpack(cfgFields))
+if not cfg[1] then return rheoError('group_not_found') end
+local hws = redis.call('HMGET', KEYS[1], unpack(hwFields))
+-- The record at frontier + 1 of each partition tells whether a frontier walk was left unfinished.
+local heads = {}
+for j = 0, np - 1 do heads[j + 1] = ARGV[5 + j] .. ':' .. (tonumber(cfg[2 + 3 * j]) + 1) end
+local headRecs = redis.call('HMGET', KEYS[3], unpack(heads))
+local strict = cfg[1] == 'partition'
+local pending = 0
+local queues = {}
+for j = 0, np - 1 do
+  local p = ARGV[5 + j]
+  local leased, avail = KEYS[6 + 3 * j], KEYS[7 + 3 * j]
+  local hw = tonumber(hws[j + 1] or '0')
+  local f = tonumber(cfg[2 + 3 * j])
+  local c = tonumber(cfg[3 + 3 * j])
+  if walkLeft(f, c, headRecs[j + 1]) then pending = 1 end
+  local seqs = {}
+  if cfg[4 + 3 * j] then
+    -- Mid-rewind: claiming here would move the cursor the rewind is bringing down.
+    pending = 1
+  elseif strict then
+    local nxt = f + 1
+    if nxt <= hw and #redis.call('ZRANGEBYSCORE', leased, '(' .. now, '+inf', 'LIMIT', 0, 1) == 0 then
+      if nxt >= c then
+        seqs[1] = nxt
+      else
+        local sa = redis.call('ZSCORE', avail, nxt)
+        local sl = redis.call('ZSCORE', leased, nxt)
+        if (sa and tonumber(sa) <= now) or (sl and tonumber(sl) <= now) then seqs[1] = nxt end
+      end
+    end
+  else
+    local open = {}
+    for _, s in ipairs(redis.call('ZRANGEBYSCORE', avail, '-inf', now, 'LIMIT', 0, limit)) do open[#open + 1] = tonumber(s) end
+    for _, s in ipairs(redis.call('ZRANGEBYSCORE', leased, '-inf', now, 'LIMIT', 0, limit)) do open[#open + 1] = tonumber(s) end
+    table.sort(open)
+    for i = 1, math.min(#open, limit) do seqs[#seqs + 1] = open[i] end
+    local s = c
+    while s <= hw and #seqs < limit do
+      seqs[#seqs + 1] = s
+      s = s + 1
+    end
+  end
+  if #seqs > 0 then queues[#queues + 1] = { j = j, p = p, seqs = seqs, c0 = c, c = c, picks = {} } end
+end
+local last = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)
+local out = { last[1] and last[1][1] or '0-0', pending }
+if #queues == 0 then return out end
+-- 1. Choose: round-robin over partitions from a rotating start.
+local picks = {}
+local start = 0
+if #queues > 1 then start = (redis.call('HINCRBY', KEYS[2], 'rr', 1) - 1) % #queues end
+local round = 1
+while #picks < limit do
+  local took = false
+  for i = 0, #queues - 1 do
+    if #picks >= limit then break end
+    local q = queues[((start + i) % #queues) + 1]
+    local seq = q.seqs[round]
+    if seq then
+      picks[#picks + 1] = { q = q, seq = seq }
+      q.picks[#q.picks + 1] = seq
+      took = true
+    end
+  end
+  if not took then break end
+  round = round + 1
+end
+-- 2. Read the entries: one XRANGE per partition for its never-delivered run, one per redelivery.
+local entries = {}
+for _, q in ipairs(queues) do
+  local lo, hi = nil, nil
+  for _, seq in ipairs(q.picks) do
+    if seq >= q.c0 then
+      if not lo or seq < lo then lo = seq end
+      if not hi or seq > hi then hi = seq end
+    end
+  end
+  q.entries = {}
+  if lo then
+    for _, e in ipairs(redis.call('XRANGE', KEYS[5 + 3 * q.j], '0-' .. lo, '0-' .. hi)) do
+      q.entries[tonumber(string.sub(e[1], 3))] = e[2]
+    end
+    q.c = hi + 1
+  end
+end
+-- 3. Grant: one HSET for every delivery record, one ZADD (and ZREM) per partition. Nothing is
+-- written before every entry was found: an entry missing below the high watermark means the log
+-- lost keys (eviction, a manual DEL), which is reported instead of delivered as an empty event.
+local records, cursors = {}, {}
+for n, pick in ipairs(picks) do
+  local q, seq = pick.q, pick.seq
+  local k = q.p .. ':' .. seq
+  local attempt = 1
+  local fields = q.entries[seq]
+  if seq < q.c0 then
+    local rec = redis.call('HGET', KEYS[3], k)
+    if rec then
+      local _, att = parseRecord(rec)
+      attempt = att + 1
+    end
+    local e = logEntry(KEYS[5 + 3 * q.j], seq)
+    fields = e and e[2]
+    q.redelivered = q.redelivered or {}
+    q.redelivered[#q.redelivered + 1] = seq
+  end
+  if not fields then return rheoError('failed:log:' .. q.p .. ':' .. seq) end
+  local lid = ARGV[4] .. '.' .. n
+  records[#records + 1] = k
+  records[#records + 1] = leasedRecord(attempt, lid, exp)
+  out[#out + 1] = q.p
+  out[#out + 1] = seq
+  out[#out + 1] = lid
+  out[#out + 1] = attempt
+  out[#out + 1] = fields
+end
+chunked('HSET', KEYS[3], records, 1000)
+for _, q in ipairs(queues) do
+  if #q.picks > 0 then
+    local z = {}
+    for _, seq in ipairs(q.picks) do
+      z[#z + 1] = exp
+      z[#z + 1] = seq
+    end
+    chunked('ZADD', KEYS[6 + 3 * q.j], z, 1000)
+    if q.redelivered then chunked('ZREM', KEYS[7 + 3 * q.j], q.redelivered, 1000) end
+    if q.c ~= q.c0 then
+      cursors[#cursors + 1] = 'c:' .. q.p
+      cursors[#cursors + 1] = q.c
+    end
+  end
+end
+if #cursors > 0 then chunked('HSET', KEYS[2], cursors, 1000) end
+return out
+`;

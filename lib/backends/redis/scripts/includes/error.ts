@@ -1,0 +1,12 @@
+/**
+ * `rheoError(code)`: the error reply of a script, `RHEO:<code>[:<detail>]`. The
+ * backend's `mapRedisError` (../../errors.ts) turns it into a RheoError of that code.
+ *
+ * Needs: nothing.
+ */
+export const ERROR = `
+-- An error the caller sees as a RheoError of this code: RHEO:<code>[:<detail>].
+local function rheoError(code)
+  return redis.error_reply('RHEO:' .. code)
+end
+`;

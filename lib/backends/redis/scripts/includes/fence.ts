@@ -1,0 +1,23 @@
+/**
+ * `fence(dl, p, seq, leaseId, receipt, now)`: the attempt of the lease `leaseId`
+ * on sequence `seq` of partition `p`, or nil and why it is not held:
+ *   'stale_lease'      no record, not leased, leased under another lease id, or
+ *                      (when `now` is given) expired at `now`;
+ *   'receipt_mismatch' the receipt is not the entry id `0-<seq>`.
+ * renew and settle pass `now`; release passes none, fencing by lease id alone (an
+ * expired lease nobody claimed since still holds the record: a claim rewrites it
+ * with a new lease id).
+ *
+ * Needs: record.
+ */
+export const FENCE = `
+-- The attempt of the live lease, or nil and the portable reason it is not live.
+local function fence(dl, p, seq, lid, receipt, now)
+  local rec = redis.call('HGET', dl, p .. ':' .. seq)
+  if not rec then return nil, 'stale_lease' end
+  local st, att, l, ex = parseRecord(rec)
+  if st ~= 'L' or l ~= lid or (now and ex <= now) then return nil, 'stale_lease' end
+  if receipt ~= '0-' .. seq then return nil, 'receipt_mismatch' end
+  return att
+end
+`;

@@ -1,0 +1,32 @@
+/**
+ * The delivery record: HASH `dl`, field `<p>:<seq>`, value
+ * `state|attempt|leaseId|expiresAt`, with state
+ *   L  leased (leaseId and expiresAt set),
+ *   A  available: waiting in `avail:<p>` for (re)delivery (leaseId '' and expiresAt 0),
+ *   T  terminal (acked or dead-lettered) above the frontier (leaseId '' and expiresAt 0).
+ * A sequence below the cursor with no record is terminal and already passed by the frontier.
+ *
+ * `parseRecord(rec)` -> state, attempt, leaseId, expiresAt; `leasedRecord`,
+ * `availableRecord`, `terminalRecord` build one; `isTerminal(rec)`.
+ *
+ * Needs: nothing.
+ */
+export const RECORD = `
+-- Delivery record: state|attempt|leaseId|expiresAt (state L leased, A available, T terminal).
+local function parseRecord(rec)
+  local st, att, lid, ex = string.match(rec, '^(%a)|(%d+)|([^|]*)|(%d+)$')
+  return st, tonumber(att), lid, tonumber(ex)
+end
+local function leasedRecord(att, lid, exp)
+  return 'L|' .. att .. '|' .. lid .. '|' .. exp
+end
+local function availableRecord(att)
+  return 'A|' .. att .. '||0'
+end
+local function terminalRecord(att)
+  return 'T|' .. att .. '||0'
+end
+local function isTerminal(rec)
+  return string.sub(rec, 1, 1) == 'T'
+end
+`;

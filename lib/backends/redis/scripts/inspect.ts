@@ -1,0 +1,58 @@
+/**
+ * inspect: lag and health figures of one group in one consistent read (lag,
+ * groupInfo). Work found unfinished is reported; the backend finishes it (tidy)
+ * and reads again.
+ *
+ * KEYS[1]     meta    HASH    the stream's meta (partitions, hw:<p>)
+ * KEYS[2]     cfg     HASH    the group's positions (f:, c:, rw:)
+ * KEYS[3]     dl      HASH    delivery records (the record at frontier + 1)
+ * KEYS[4]     dead    HASH    dead letters (counted)
+ * KEYS[5+2p]  leased  ZSET    the leased set of partition p (live leases counted; every partition)
+ * KEYS[6+2p]  log     STREAM  the log of partition p (the timestamp of frontier + 1)
+ *
+ * ARGV[1]  now  ms (a lease expiring after it is live)
+ *
+ * Returns { dead-letter count, then per partition: high watermark, frontier, live leases,
+ * timestamp of frontier + 1 or '', 1 when a frontier walk or rewind is left unfinished else 0 }.
+ * Errors:
+ *   RHEO:stream_not_found / RHEO:group_not_found  keys gone -> that RheoError (explained)
+ */
+import { CHECK_GROUP } from './includes/check-group';
+import { CHUNKED } from './includes/chunked';
+import { ERROR } from './includes/error';
+import { FRONTIER } from './includes/frontier';
+import { LOG_ENTRY } from './includes/log-entry';
+import { RECORD } from './includes/record';
+
+export const INSPECT =
+  ERROR +
+  CHECK_GROUP +
+  CHUNKED +
+  RECORD +
+  FRONTIER +
+  LOG_ENTRY +
+  `
+local gone = missing(KEYS[1], KEYS[2])
+if gone then return rheoError(gone) end
+local P = tonumber(redis.call('HGET', KEYS[1], 'partitions'))
+local out = { redis.call('HLEN', KEYS[4]) }
+for p = 0, P - 1 do
+  local hw = tonumber(redis.call('HGET', KEYS[1], 'hw:' .. p) or '0')
+  local v = redis.call('HMGET', KEYS[2], 'f:' .. p, 'c:' .. p, 'rw:' .. p)
+  local f, c = tonumber(v[1]), tonumber(v[2])
+  out[#out + 1] = hw
+  out[#out + 1] = f
+  out[#out + 1] = redis.call('ZCOUNT', KEYS[5 + 2 * p], '(' .. ARGV[1], '+inf')
+  local ts = ''
+  if f < hw then ts = entryField(logEntry(KEYS[6 + 2 * p], f + 1), 't') or '' end
+  out[#out + 1] = ts
+  local pending = 0
+  if v[3] then
+    pending = 1
+  elseif f + 1 < c and walkLeft(f, c, redis.call('HGET', KEYS[3], p .. ':' .. (f + 1))) then
+    pending = 1
+  end
+  out[#out + 1] = pending
+end
+return out
+`;

@@ -1,0 +1,59 @@
+/**
+ * redrive: redrive every dead letter of one group, one page per call: the first
+ * `limit` dead letters after a position in (partition, sequence) order, each
+ * re-opened as reopen does. The backend walks the positions forward, so an event
+ * dead-lettered again while the redrive runs is not redriven twice by it.
+ *
+ * KEYS[1]     meta    HASH    the stream's meta (existence)
+ * KEYS[2]     cfg     HASH    the group's positions (frontiers written)
+ * KEYS[3]     dl      HASH    delivery records (written: available)
+ * KEYS[4]     dead    HASH    dead letters (the page's removed)
+ * KEYS[5]     deadz   ZSET    dead-letter order (read; the page's removed)
+ * KEYS[6]     wake    STREAM  bumped when the page was not empty
+ * KEYS[7+2p]  leased  ZSET    the leased set of partition p (every partition, in order)
+ * KEYS[8+2p]  avail   ZSET    the retry set of partition p
+ *
+ * ARGV[1]  now    ms
+ * ARGV[2]  start  '-', or '(' followed by the last member of the previous page
+ * ARGV[3]  limit  dead letters per page
+ *
+ * Returns { dead letters redriven, the last member of this page or '' }.
+ * Errors:
+ *   RHEO:stream_not_found / RHEO:group_not_found  keys gone -> that RheoError (explained)
+ */
+import { CHECK_GROUP } from './includes/check-group';
+import { CHUNKED } from './includes/chunked';
+import { DEAD_LETTER } from './includes/dead-letter';
+import { ERROR } from './includes/error';
+import { POSITIONS } from './includes/positions';
+import { RECORD } from './includes/record';
+import { REOPEN_ONE } from './includes/reopen-one';
+import { WAKE } from './includes/wake';
+
+export const REDRIVE =
+  ERROR +
+  CHECK_GROUP +
+  CHUNKED +
+  RECORD +
+  POSITIONS +
+  REOPEN_ONE +
+  DEAD_LETTER +
+  WAKE +
+  `
+local gone = missing(KEYS[1], KEYS[2])
+if gone then return rheoError(gone) end
+local now = ARGV[1]
+local members = redis.call('ZRANGEBYLEX', KEYS[5], ARGV[2], '+', 'LIMIT', 0, tonumber(ARGV[3]))
+if #members == 0 then return { 0, '' } end
+local ids = {}
+for i, m in ipairs(members) do
+  local p = deadMemberPartition(m)
+  ids[i] = deadMemberId(m)
+  reopen(KEYS[2], KEYS[3], KEYS[7 + 2 * p], KEYS[8 + 2 * p], now, p, deadMemberSequence(m))
+end
+chunked('HDEL', KEYS[4], ids, 500)
+chunked('ZREM', KEYS[5], members, 500)
+saveFrontiers(KEYS[2])
+wake(KEYS[6])
+return { #members, members[#members] }
+`;

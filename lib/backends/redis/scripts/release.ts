@@ -1,0 +1,69 @@
+/**
+ * release: give leases back unhandled: each event is available now, and the
+ * attempt its fetch counted is taken back. Fenced by lease id alone, not by expiry:
+ * an expired lease that nobody claimed since still holds the record (a claim
+ * rewrites it with a new lease id). Waiting consumers are woken as by a nack with
+ * no delay. Batched by the backend as settle is.
+ *
+ * KEYS[1]     meta    HASH    the stream's meta (existence)
+ * KEYS[2]     cfg     HASH    the group's config (existence)
+ * KEYS[3]     dl      HASH    delivery records (written: available, attempt - 1)
+ * KEYS[4]     wake    STREAM  bumped when anything was released
+ * KEYS[5+2j]  leased  ZSET    the leased set of the partition in slot j (released ones removed)
+ * KEYS[6+2j]  avail   ZSET    its retry set (released ones added, due now)
+ *
+ * ARGV[1]  now  ms
+ * then per lease (at b = 2 + 5i): ARGV[b] slot j, ARGV[b+1] partition, ARGV[b+2] sequence,
+ * ARGV[b+3] leaseId, ARGV[b+4] receipt.
+ *
+ * Returns per lease 'ok' or a code: 'stale_lease' | 'receipt_mismatch' | 'stream_not_found' |
+ * 'group_not_found', mapped to that RheoError code for that lease (RedisBackend.opError).
+ * Errors: none raised.
+ */
+import { CHECK_GROUP } from './includes/check-group';
+import { CHUNKED } from './includes/chunked';
+import { FENCE } from './includes/fence';
+import { RECORD } from './includes/record';
+import { WAKE } from './includes/wake';
+
+export const RELEASE =
+  CHECK_GROUP +
+  CHUNKED +
+  RECORD +
+  FENCE +
+  WAKE +
+  `
+local now = ARGV[1]
+local out = {}
+local gone = missing(KEYS[1], KEYS[2])
+local unleased, due = {}, {}
+for b = 2, #ARGV, 5 do
+  if gone then
+    out[#out + 1] = gone
+  else
+    local j, p, seq, lid = tonumber(ARGV[b]), ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
+    -- No now: an expired lease is still ours to release while nobody claimed it since.
+    local att, why = fence(KEYS[3], p, seq, lid, ARGV[b + 4])
+    if not att then
+      out[#out + 1] = why
+    else
+      redis.call('HSET', KEYS[3], p .. ':' .. seq, availableRecord(math.max(0, att - 1)))
+      unleased[j] = unleased[j] or {}
+      unleased[j][#unleased[j] + 1] = seq
+      due[j] = due[j] or {}
+      due[j][#due[j] + 1] = now
+      due[j][#due[j] + 1] = seq
+      out[#out + 1] = 'ok'
+    end
+  end
+end
+local woke = false
+for j, seqs in pairs(unleased) do
+  chunked('ZREM', KEYS[5 + 2 * j], seqs, 1000)
+  chunked('ZADD', KEYS[6 + 2 * j], due[j], 1000)
+  woke = true
+end
+-- Waiting consumers are woken as by a nack with no delay: the events are claimable now.
+if woke then wake(KEYS[4]) end
+return out
+`;

@@ -1,0 +1,55 @@
+/**
+ * replay: start a rewind of one group (replay by sequence or time). Per partition,
+ * every delivery above `after` is to be forgotten (fresh again), the cursor moved
+ * to after + 1 and the frontier back to at most `after`. When nothing was
+ * delivered above `after` that happens here; otherwise the target is recorded as
+ * `rw:<p>` and tidy brings the cursor down in slices, from the top. A target
+ * already recorded by an unfinished rewind is merged by keeping the lower one
+ * (both rewinds' events are re-opened).
+ *
+ * KEYS[1]  meta  HASH    the stream's meta (hw:<p>)
+ * KEYS[2]  cfg   HASH    the group's positions (written: c:, f:, rw:)
+ * KEYS[3]  wake  STREAM  bumped
+ *
+ * ARGV[1]  mode  'sequence' (a value above the high watermark is capped at it) | 'after' (used as is)
+ * then per partition (at b = 2 + 2i): ARGV[b] partition, ARGV[b+1] the sequence to rewind after.
+ *
+ * Returns { how many events were rewound over, then each partition left to tidy }.
+ * Errors:
+ *   RHEO:stream_not_found / RHEO:group_not_found  keys gone -> that RheoError (explained)
+ */
+import { CHECK_GROUP } from './includes/check-group';
+import { ERROR } from './includes/error';
+import { WAKE } from './includes/wake';
+
+export const REPLAY =
+  ERROR +
+  CHECK_GROUP +
+  WAKE +
+  `
+local gone = missing(KEYS[1], KEYS[2])
+if gone then return rheoError(gone) end
+local out = { 0 }
+local total = 0
+for b = 2, #ARGV, 2 do
+  local p = ARGV[b]
+  local hw = tonumber(redis.call('HGET', KEYS[1], 'hw:' .. p) or '0')
+  local after = tonumber(ARGV[b + 1])
+  if ARGV[1] == 'sequence' and after > hw then after = hw end
+  total = total + math.max(0, hw - after)
+  local v = redis.call('HMGET', KEYS[2], 'f:' .. p, 'c:' .. p, 'rw:' .. p)
+  local f, c = tonumber(v[1]), tonumber(v[2])
+  local t = after
+  if v[3] then t = math.min(t, tonumber(v[3])) end
+  if c - 1 <= t then
+    redis.call('HSET', KEYS[2], 'c:' .. p, t + 1, 'f:' .. p, math.min(f, t))
+    redis.call('HDEL', KEYS[2], 'rw:' .. p)
+  else
+    redis.call('HSET', KEYS[2], 'rw:' .. p, t)
+    out[#out + 1] = tonumber(p)
+  end
+end
+out[1] = total
+wake(KEYS[3])
+return out
+`;

@@ -1,0 +1,110 @@
+/**
+ * settle: ack / nack / reject leases of one group, each fenced and applied in the
+ * same step. Dead-lettering and the retry delay follow the STORED attempt, and a
+ * dead letter is filed under the STORED event id: the lease object's copies are not
+ * trusted. An ack (or dead letter) at frontier + 1 walks the frontier, bounded by
+ * `budget` records for the whole call; a walk cut short is finished by tidy. The
+ * backend sends at most 100 ops per call, every call of one bulk settle in one pipeline.
+ *
+ * KEYS[1]     meta    HASH    the stream's meta (existence)
+ * KEYS[2]     cfg     HASH    the group's config (maxAttempts), frontiers f:<p> (written)
+ * KEYS[3]     dl      HASH    delivery records (written)
+ * KEYS[4]     dead    HASH    dead letters by event id (written)
+ * KEYS[5]     deadz   ZSET    dead letters in (partition, sequence) order (written)
+ * KEYS[6]     wake    STREAM  bumped when a nack makes an event available again
+ * KEYS[7+3j]  leased  ZSET    the leased set of the partition in slot j (settled ones removed)
+ * KEYS[8+3j]  avail   ZSET    its retry set (a nacked sequence added, due at now + delay)
+ * KEYS[9+3j]  log     STREAM  its log (read: the stored event id of a dead letter)
+ *
+ * ARGV[1]     now     ms
+ * ARGV[2]     budget  records the frontier walk may look at in this call
+ * ARGV[3]     n       how many backoff delays follow
+ * ARGV[4..3+n]        the group's delay after attempt 1..n (core's backoffDelay; n = maxAttempts);
+ *                     a later attempt takes the n-th
+ * then per op (at b = 4 + n + 8i): ARGV[b] kind (a ack | n nack | r reject), ARGV[b+1] slot j,
+ * ARGV[b+2] partition, ARGV[b+3] sequence, ARGV[b+4] leaseId, ARGV[b+5] receipt,
+ * ARGV[b+6] reason (reject, or a nack that dead-letters), ARGV[b+7] delayMs ('' = backoff).
+ *
+ * Returns per op 'ok' or a code: 'stale_lease' | 'receipt_mismatch' | 'stream_not_found' |
+ * 'group_not_found' (mapped to that RheoError code for that op by RedisBackend.opError), then
+ * one more element: 1 when the frontier walk was cut short (the backend runs tidy), else 0.
+ * Errors: none raised.
+ */
+import { CHECK_GROUP } from './includes/check-group';
+import { CHUNKED } from './includes/chunked';
+import { DEAD_LETTER } from './includes/dead-letter';
+import { FENCE } from './includes/fence';
+import { FRONTIER } from './includes/frontier';
+import { LOG_ENTRY } from './includes/log-entry';
+import { POSITIONS } from './includes/positions';
+import { RECORD } from './includes/record';
+import { WAKE } from './includes/wake';
+
+export const SETTLE =
+  CHECK_GROUP +
+  CHUNKED +
+  RECORD +
+  FENCE +
+  FRONTIER +
+  POSITIONS +
+  DEAD_LETTER +
+  LOG_ENTRY +
+  WAKE +
+  `
+local now = tonumber(ARGV[1])
+local budget = tonumber(ARGV[2])
+local nd = tonumber(ARGV[3])
+local out = {}
+local gone = missing(KEYS[1], KEYS[2])
+local maxAttempts = tonumber(redis.call('HGET', KEYS[2], 'maxAttempts') or '-1')
+local woke = false
+local cut = false
+-- Make sequence seq of p terminal and walk the frontier over terminal sequences.
+local function terminal(p, seq, k, att)
+  local s = position(KEYS[2], p)
+  if tonumber(seq) ~= s.f + 1 then
+    redis.call('HSET', KEYS[3], k, terminalRecord(att))
+    return
+  end
+  redis.call('HDEL', KEYS[3], k)
+  local more
+  s.f, budget, more = walkFrontier(KEYS[3], p, s.f + 1, s.c, budget)
+  if more then cut = true end
+end
+local unleased = {}
+for b = 4 + nd, #ARGV, 8 do
+  if gone then
+    out[#out + 1] = gone
+  else
+    local kind, j, p, seq, lid = ARGV[b], tonumber(ARGV[b + 1]), ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
+    local att, why = fence(KEYS[3], p, seq, lid, ARGV[b + 5], now)
+    if not att then
+      out[#out + 1] = why
+    else
+      local k = p .. ':' .. seq
+      unleased[j] = unleased[j] or {}
+      unleased[j][#unleased[j] + 1] = seq
+      if kind == 'a' then
+        terminal(p, seq, k, att)
+      elseif kind == 'r' or att >= maxAttempts then
+        local id = entryField(logEntry(KEYS[9 + 3 * j], seq), 'i') or ''
+        redis.call('HSET', KEYS[4], id, deadRecord(p, seq, att, now, ARGV[b + 6]))
+        redis.call('ZADD', KEYS[5], 0, deadMember(p, seq, id))
+        terminal(p, seq, k, att)
+      else
+        local delay = ARGV[b + 7]
+        if delay == '' then delay = ARGV[3 + math.min(att, nd)] or '0' end
+        redis.call('HSET', KEYS[3], k, availableRecord(att))
+        redis.call('ZADD', KEYS[8 + 3 * j], now + tonumber(delay), seq)
+        woke = true
+      end
+      out[#out + 1] = 'ok'
+    end
+  end
+end
+for j, seqs in pairs(unleased) do chunked('ZREM', KEYS[7 + 3 * j], seqs, 1000) end
+saveFrontiers(KEYS[2])
+if woke then wake(KEYS[6]) end
+out[#out + 1] = cut and 1 or 0
+return out
+`;

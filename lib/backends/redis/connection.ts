@@ -1,4 +1,4 @@
-import { RheoError } from '../../core/errors';
+import { loadOptionalPeer } from '../../core/optional-peer';
 import type { RedisClient, RedisClientConstructor, RedisClientOptions } from './external';
 
 /**
@@ -6,13 +6,7 @@ import type { RedisClient, RedisClientConstructor, RedisClientOptions } from './
  * (it is an optional peer dependency).
  */
 export function loadIoredis(): RedisClientConstructor {
-  let mod: { default?: unknown; Redis?: unknown };
-  try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    mod = require('ioredis');
-  } catch (err) {
-    throw new RheoError('invalid_argument', 'the redis backend needs the "ioredis" package: npm install ioredis@^6', { cause: err });
-  }
+  const mod = loadOptionalPeer<{ default?: unknown; Redis?: unknown }>('ioredis', 'the redis backend', 'ioredis@^6');
   return (mod.Redis ?? mod.default ?? mod) as RedisClientConstructor;
 }
 

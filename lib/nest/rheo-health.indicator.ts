@@ -1,6 +1,7 @@
 import type { ModuleRef } from '@nestjs/core';
 import { RheoError, toRheoError } from '../core/errors';
 import { loadOptionalPeer } from '../core/optional-peer';
+import { consumerKey } from './consumer-options';
 import { checkInt, checkObject } from '../core/validate';
 import type { RheoInstance } from './rheo-instance';
 import type { RheoServer } from './rheo-server';
@@ -88,11 +89,11 @@ export class RheoHealthIndicator {
     } catch (err) {
       return result({ message: `backend unreachable: ${toRheoError(err, 'backend_unavailable').message}` }, false);
     }
-    const local = new Map(this.server.consumers().map((c) => [`${c.stream}/${c.group}`, c]));
+    const local = new Map(this.server.consumers().map((c) => [consumerKey(c.stream, c.group), c]));
     const groups: Record<string, RheoGroupHealth> = {};
     const failing: string[] = [];
     for (const { stream, group } of await this.targets(options.groups, [...local.values()])) {
-      const name = `${stream}/${group}`;
+      const name = consumerKey(stream, group);
       try {
         const info = await rheo.groupInfo(stream, group);
         const figures: RheoGroupHealth = {

@@ -380,6 +380,10 @@ describe('postgres backend', () => {
       expect(mapDriverError(pg('23505'), 'write', 'op').code).toBe('already_exists');
       expect(mapDriverError(pg('22P02'), 'write', 'op').code).toBe('failed');
       expect(mapDriverError(pg('SQLITE_BUSY'), 'write', 'op').code).toBe('backend_unavailable');
+      // Extended codes by their primary code.
+      expect(mapDriverError(pg('SQLITE_BUSY_SNAPSHOT'), 'write', 'op').code).toBe('backend_unavailable');
+      expect(mapDriverError(pg('SQLITE_IOERR_WRITE'), 'write', 'op').code).toBe('backend_unavailable');
+      expect(mapDriverError(pg('SQLITE_CONSTRAINT_NOTNULL'), 'write', 'op').code).toBe('failed');
       expect(mapDriverError(pg('SQLITE_CONSTRAINT_UNIQUE'), 'write', 'op').code).toBe('already_exists');
       const wrapped = Object.assign(new Error('query failed'), { driverError: pg('40P01') });
       const mapped = mapDriverError(wrapped, 'write', 'op');

@@ -32,7 +32,8 @@ export function mapDriverError(err: unknown, kind: StatementKind, what: string):
   if (code === '57014') return new RheoError('ambiguous', `${text} (statement timeout: the write may have happened)`, { cause: err });
   if (lost) return new RheoError(kind === 'write' ? 'ambiguous' : 'backend_unavailable', text, { cause: err });
   if (code.startsWith('08') || PG_UNAVAILABLE_STATES.has(code) || NODE_UNAVAILABLE.has(code)) return new RheoError('backend_unavailable', text, { cause: err });
-  if (SQLITE_UNAVAILABLE.has(code.replace(/_[A-Z_]+$/, '')) || SQLITE_UNAVAILABLE.has(code)) return new RheoError('backend_unavailable', text, { cause: err });
+  // SQLite's extended codes name their primary one first: SQLITE_BUSY_RECOVERY, SQLITE_IOERR_WRITE...
+  if (SQLITE_UNAVAILABLE.has(/^SQLITE_[A-Z]+/.exec(code)?.[0] ?? '')) return new RheoError('backend_unavailable', text, { cause: err });
   if (/not (yet )?(established|connected|open)|pool .*(ended|destroyed)|Cannot use a pool after calling end|database connection is not open|DataSource is not initialized/i.test(message)) {
     return new RheoError('backend_unavailable', text, { cause: err });
   }

@@ -6,6 +6,7 @@ import { loadDriver } from './load';
 import { checkSchemaName } from './names';
 import { PostgresBackend } from './pg-backend';
 import { SqliteBackend } from './sqlite-backend';
+import { DEFAULT_LOCK_TIMEOUT_MS, MAX_LOCK_TIMEOUT_MS, SQLITE_BUSY_TIMEOUT_MS } from './sqlite-locks';
 
 /** When the tables are created. */
 export type InstallMode = 'auto' | 'none';
@@ -27,6 +28,12 @@ export interface TypeormBackendOptions {
    */
   install?: InstallMode;
   clock?: Clock;
+  /**
+   * SQLite only: how long, in all, an operation waits for a lock another
+   * connection holds before failing with `backend_unavailable`. Default 5000.
+   * The wait never blocks the event loop (see docs/sql.md).
+   */
+  lockTimeoutMs?: number;
 }
 
 /** Options of {@link postgresBackend}. */
@@ -47,6 +54,12 @@ export interface SqliteBackendOptions {
   database: string;
   install?: InstallMode;
   clock?: Clock;
+  /**
+   * How long, in all, an operation waits for a lock another connection (another
+   * process on the file) holds before failing with `backend_unavailable`. Default
+   * 5000. The wait never blocks the event loop (see docs/sql.md).
+   */
+  lockTimeoutMs?: number;
 }
 
 function common(field: string, o: { install?: unknown; clock?: unknown }): { install: InstallMode; clock: Clock } {
@@ -55,6 +68,10 @@ function common(field: string, o: { install?: unknown; clock?: unknown }): { ins
   const clock = (o.clock ?? systemClock) as Clock;
   if (typeof clock !== 'object' || typeof clock.now !== 'function') throw RheoError.invalid(`${field}.clock`, 'must be a Clock ({ now(): number })');
   return { install, clock };
+}
+
+function lockTimeout(field: string, value: unknown): number {
+  return value === undefined ? DEFAULT_LOCK_TIMEOUT_MS : checkInt(field, value, 0, MAX_LOCK_TIMEOUT_MS);
 }
 
 /**
@@ -75,11 +92,13 @@ export function typeormBackend(options: TypeormBackendOptions): PostgresBackend 
   const type = ds.options.type;
   if (type === 'postgres') {
     const schema = o.schema === undefined ? 'public' : checkSchemaName('options.schema', o.schema);
+    if (o.lockTimeoutMs !== undefined) throw RheoError.invalid('options.lockTimeoutMs', 'is SQLite only (PostgreSQL waits for row locks in the server)');
     return new PostgresBackend({ dataSource: ds, owned: false, schema, install, clock });
   }
   if (type === 'better-sqlite3') {
     if (o.schema !== undefined) throw RheoError.invalid('options.schema', 'is PostgreSQL only (SQLite has no schemas)');
-    return new SqliteBackend({ dataSource: ds, owned: false, install, clock });
+    const lockTimeoutMs = lockTimeout('options.lockTimeoutMs', o.lockTimeoutMs);
+    return new SqliteBackend({ dataSource: ds, owned: false, install, clock, lockTimeoutMs });
   }
   throw RheoError.invalid('options.dataSource', `has type "${String(type)}": only "postgres" and "better-sqlite3" are supported`);
 }
@@ -102,15 +121,18 @@ export function postgresBackend(options: PostgresBackendOptions): PostgresBacken
 
 /**
  * SQLite: the embedded durable default, one file, no server. Creates and owns its
- * DataSource (WAL, 5 s busy timeout; destroyed on close). Single node: several
- * processes may share the file, but it is not a distributed store.
+ * DataSource (WAL; destroyed on close). Single node: several processes may share
+ * the file, but it is not a distributed store.
  */
 export function sqliteBackend(options: SqliteBackendOptions): SqliteBackend {
   const o = checkObject('options', options) as unknown as SqliteBackendOptions;
   if (typeof o.database !== 'string' || o.database.length === 0) throw RheoError.invalid('options.database', 'must be a file path or \':memory:\'');
   const { install, clock } = common('options', o);
+  const lockTimeoutMs = lockTimeout('options.lockTimeoutMs', o.lockTimeoutMs);
   const { DataSource } = loadDriver<typeof import('typeorm')>('typeorm', 'sqliteBackend');
   loadDriver('better-sqlite3', 'sqliteBackend');
-  const dataSource = new DataSource({ type: 'better-sqlite3', database: o.database, enableWAL: true, timeout: 5000 });
-  return new SqliteBackend({ dataSource, owned: true, install, clock });
+  // SQLite's busy timeout is a synchronous sleep on the event loop: a few ms only, the rest of a lock
+  // wait is the backend's, on timers. WAL is switched on by the backend's init, under the same wait.
+  const dataSource = new DataSource({ type: 'better-sqlite3', database: o.database, timeout: SQLITE_BUSY_TIMEOUT_MS });
+  return new SqliteBackend({ dataSource, owned: true, install, clock, lockTimeoutMs });
 }

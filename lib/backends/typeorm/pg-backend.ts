@@ -1,5 +1,4 @@
 import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import type { ClientConfig } from 'pg';
 import type { Clock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import type { AppendOptions, DeadLetter, GroupConfig, GroupInfo, Lag, Lease, RheoEvent, StreamInfo } from '../../core/types';
@@ -20,11 +19,11 @@ import type {
 import { createCapabilities } from '../capabilities';
 import { isUniqueViolation, mapDriverError, StatementKind } from './errors';
 import { notifyChannel, pgTables } from './names';
-import { PgListener } from './pg-listener';
+import { listenerClientConfig, PgDataSourceOptions, PgListener } from './pg-listener';
 import { WakeBoard } from './wake-board';
 import { PG_INSTALL_LOCK, pgInstall, pgPlans, pgQuery } from './pg-plans';
 import { copyGroup, EventRow, lagOf, GroupRow, toDeadLetter, toEvent, toGroup, toStream } from './rows';
-import { backoffTable, leasePosition, planSettles, receiptMismatch, settled, staleRenewals } from './settle-plan';
+import { backoffTable, leasePosition, planLeases, planSettles, receiptMismatch, settled, staleRenewals } from './settle-plan';
 import { SqlBackendBase } from './sql-backend-base';
 import { columnFilters, filteredQuery } from './query-filter';
 import { transactionManager } from './transaction';
@@ -85,7 +84,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     await this.initializeDataSource(this.ds, this.settings.owned);
     if (this.settings.install === 'auto') await this.install();
     const driver = this.ds.driver as unknown as { postgres: ConstructorParameters<typeof PgListener>[0] };
-    this.listener = new PgListener(driver.postgres, this.listenerConfig(), this.channel, this.board);
+    this.listener = new PgListener(driver.postgres, listenerClientConfig(this.ds.options as PgDataSourceOptions, this.schema), this.channel, this.board);
   }
 
   /** Create the tables if missing, under a transaction-scoped advisory lock so that concurrent starts queue up. */
@@ -103,22 +102,6 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     } finally {
       await qr.release().catch(() => undefined);
     }
-  }
-
-  /** The LISTEN connection uses the DataSource's own connection settings. */
-  private listenerConfig(): ClientConfig {
-    const o = this.ds.options as unknown as Record<string, unknown>;
-    return {
-      connectionString: o.url as string | undefined,
-      host: o.host as string | undefined,
-      port: o.port as number | undefined,
-      user: o.username as string | undefined,
-      password: o.password as string | undefined,
-      database: o.database as string | undefined,
-      ssl: o.ssl as ClientConfig['ssl'],
-      application_name: `rheo_listener_${this.schema}`,
-      connectionTimeoutMillis: 10_000,
-    };
   }
 
   async ping(): Promise<void> {
@@ -367,7 +350,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     const { planned, answered } = planSettles(ops, (s, g) => this.cachedGroup(s, g));
     // Errors are built only for the ops that fail (a RheoError captures a stack: not free on the hot path).
     const results: Array<SettleResult | undefined> = new Array(ops.length);
-    if (planned.length === 0) return settled(ops, results, answered);
+    if (planned.length === 0) return settled(results, answered, (i) => ops[i].kind);
     const { groupIndex, rows: backoff } = backoffTable(planned);
     const rows = await this.q(
       this.plans.settle,
@@ -397,7 +380,41 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       const i = Number(r.i);
       results[i] = r.receipt_ok ? { ok: true } : { ok: false, error: receiptMismatch(ops[i].kind) };
     }
-    return settled(ops, results, answered);
+    return settled(results, answered, (i) => ops[i].kind);
+  }
+
+  async release(leases: Lease<unknown>[]): Promise<SettleResult[]> {
+    const now = this.clock.now();
+    for (const l of leases) await this.group(l.stream, l.group);
+    const { planned, answered } = planLeases(leases, () => 'release', (s, g) => this.cachedGroup(s, g));
+    const results: Array<SettleResult | undefined> = new Array(leases.length);
+    if (planned.length > 0) {
+      const rows = await this.q(
+        this.plans.release,
+        [
+          now,
+          planned.map((p) => p.i),
+          planned.map((p) => p.stream),
+          planned.map((p) => p.group),
+          planned.map((p) => p.partition),
+          planned.map((p) => p.sequence),
+          planned.map((p) => p.leaseId),
+          planned.map((p) => p.receipt),
+          this.channel,
+        ],
+        'write',
+        'release',
+      );
+      const woken = new Set<string>();
+      for (const r of rows) {
+        const i = Number(r.i);
+        results[i] = r.receipt_ok ? { ok: true } : { ok: false, error: receiptMismatch('release') };
+        if (r.receipt_ok) woken.add(leases[i].stream);
+      }
+      // Same-process consumers need not wait for the NOTIFY round trip.
+      for (const stream of woken) this.board.wake(stream);
+    }
+    return settled(results, answered, () => 'release');
   }
 
   // ---------------------------------------------------------------- replay, reset, redrive
@@ -446,13 +463,9 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
 
   async redrive(stream: string, group: string, eventIds: string[] | 'all'): Promise<number> {
     await this.mustGroup(stream, group);
-    const n = await this.tx('redrive', async (qr) => {
-      const dead = (await qr.query(this.plans.deadPositions, [stream, group, eventIds === 'all' ? null : eventIds])) as Row[];
-      if (dead.length === 0) return 0;
-      const rows = (await qr.query(this.plans.reopen, [stream, group, dead.map((r) => r.partition), dead.map((r) => r.sequence)])) as Row[];
-      return rows.length;
-    });
-    if (n > 0) await this.notify(stream);
+    const [row] = await this.q(this.plans.redrive, [stream, group, eventIds === 'all' ? null : eventIds, this.channel], 'write', 'redrive');
+    const n = Number(row.n);
+    if (n > 0) this.board.wake(stream);
     return n;
   }
 

@@ -1,11 +1,55 @@
 import type { Client, ClientConfig, Notification } from 'pg';
-import { quoteIdent } from './names';
+import type { DataSourceOptions } from 'typeorm';
+import { listenerApplicationName, quoteIdent } from './names';
 import type { WakeBoard } from './wake-board';
 
 type PgModule = { Client: new (config: ClientConfig) => Client };
 
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5000;
+/** Connect timeout of the LISTEN connection when the DataSource sets none (pg's default is to wait forever). */
+const LISTENER_CONNECT_TIMEOUT_MS = 10_000;
+
+/** A TypeORM postgres DataSource's options. */
+export type PgDataSourceOptions = Extract<DataSourceOptions, { type: 'postgres' }>;
+
+/**
+ * The pg Client settings of the LISTEN connection: exactly what TypeORM's
+ * PostgresDriver hands each pooled connection (its createPool: the credentials,
+ * `connectTimeoutMS`, `applicationName`, then `extra` over them), so the listener
+ * reaches the server the way the host's pool does (TLS, socket options, startup
+ * parameters, custom stream...). With replication, the master's credentials:
+ * NOTIFY is delivered on the primary only. Then:
+ * - `keepAlive: true`, always: the LISTEN connection only ever reads, and sits idle
+ *   between notifications for hours; without TCP keepalive a peer that vanished
+ *   (NAT or firewall timeout, host gone) leaves it waiting forever, deaf, instead
+ *   of erroring and reconnecting;
+ * - `application_name`: the DataSource's own when it sets one, else
+ *   `rheo_listener_<schema>`;
+ * - a 10 s connect timeout when the DataSource sets none.
+ */
+export function listenerClientConfig(options: PgDataSourceOptions, schema: string): ClientConfig {
+  const credentials = options.replication?.master ?? options;
+  const config: ClientConfig & Record<string, unknown> = {
+    connectionString: credentials.url,
+    host: credentials.host,
+    user: credentials.username,
+    password: credentials.password,
+    database: credentials.database,
+    port: credentials.port,
+    // TypeORM types it as TlsOptions, pg as ConnectionOptions: the same object reaches pg's pool unchanged.
+    ssl: credentials.ssl as ClientConfig['ssl'],
+    connectionTimeoutMillis: options.connectTimeoutMS,
+    application_name: options.applicationName ?? credentials.applicationName,
+    ...((options.extra as Record<string, unknown> | undefined) ?? {}),
+  };
+  // Pool sizing means nothing to a single Client; drop it so the config reads as what it is.
+  for (const poolOnly of ['max', 'min', 'idleTimeoutMillis', 'maxUses', 'maxLifetimeSeconds', 'allowExitOnIdle']) delete config[poolOnly];
+  config.application_name ??= listenerApplicationName(schema);
+  config.connectionTimeoutMillis ??= LISTENER_CONNECT_TIMEOUT_MS;
+  config.keepAlive = true;
+  return config;
+}
 
 /**
  * The LISTEN side of wake-ups: one dedicated connection per backend (a pooled one

@@ -1,28 +1,21 @@
-import { jsonEqual } from '../../core/json-equal';
-import type { JsonValue, RheoEvent } from '../../core/types';
+import type { RheoEvent } from '../../core/types';
 import type { QueryRequest } from '../backend';
+import { jsonFieldsFilter } from '../json-filter';
 
 /** A page of events in query order, strictly after keyset position `after`. */
 export type PageReader = (after: QueryRequest['after'], pageSize: number) => Promise<RheoEvent[]>;
 
 /**
  * Run a query whose column filters (type, key, partition, time, sequence) are in
- * SQL, and whose payload and metadata filters are checked here with core's
- * jsonEqual, page by page, until `limit` matches. Both databases would otherwise
- * bend JSON equality: PostgreSQL's jsonb refuses strings holding \u0000, SQLite's
- * json_extract makes true equal 1.
+ * SQL, and whose payload and metadata filters are checked here with the shared
+ * own-key filter (core's jsonEqual), page by page, until `limit` matches. Both
+ * databases would otherwise bend JSON equality: PostgreSQL's jsonb refuses strings
+ * holding \u0000, SQLite's json_extract makes true equal 1.
  */
 export async function filteredQuery(req: QueryRequest, readPage: PageReader): Promise<RheoEvent[]> {
-  const metadata = Object.entries(req.where.metadata ?? {});
-  const payload = Object.entries(req.where.payload ?? {});
-  const matches = (e: RheoEvent): boolean => {
-    if (!metadata.every(([k, v]) => k in e.metadata && jsonEqual(e.metadata[k] as JsonValue, v))) return false;
-    if (payload.length === 0) return true;
-    const p = e.payload;
-    if (typeof p !== 'object' || p === null || Array.isArray(p)) return false;
-    return payload.every(([k, v]) => k in p && jsonEqual((p as Record<string, JsonValue>)[k], v));
-  };
-  const filtered = metadata.length + payload.length > 0;
+  const fields = jsonFieldsFilter(req.where);
+  const matches = fields ? (e: RheoEvent) => fields(e.metadata, e.payload) : () => true;
+  const filtered = fields !== null;
   const pageSize = filtered ? Math.max(req.limit, 500) : req.limit;
   const out: RheoEvent[] = [];
   let after = req.after;

@@ -10,8 +10,9 @@ import type { RenewResult, SettleOp, SettleResult } from '../backend';
  */
 export type SettleAction = 'ack' | 'nack' | 'reject';
 
-/** One settle op, resolved to a row and an action. */
-export interface PlannedSettle {
+/** A lease resolved to the delivery row it names. */
+export interface PlannedLease {
+  /** Index of the op in the caller's batch. */
   i: number;
   stream: string;
   group: string;
@@ -19,6 +20,10 @@ export interface PlannedSettle {
   sequence: number;
   leaseId: string;
   receipt: string;
+}
+
+/** One settle op, resolved to a row and an action. */
+export interface PlannedSettle extends PlannedLease {
   action: SettleAction;
   /** For 'nack': the explicit delay, or null for the group's backoff at the stored attempt. */
   delayMs: number | null;
@@ -40,46 +45,61 @@ export function leasePosition(lease: Lease<unknown>): { partition: number; seque
 }
 
 /**
- * Resolve settle ops to rows. Ops the store need not see are answered here: an
+ * Resolve leases to rows. Leases the store need not see are answered here: an
  * unknown group, a lease that cannot name a delivery, or a second op on the same
- * lease in one batch (the first one settles it, so the second finds it stale).
+ * lease in one batch (the first one settles or releases it, so the second finds it
+ * stale). `what(i)` names the operation of lease i in its error.
  */
-export function planSettles(
-  ops: SettleOp[],
+export function planLeases(
+  leases: Array<Lease<unknown>>,
+  what: (i: number) => string,
   groupOf: (stream: string, group: string) => GroupConfig | null,
-): { planned: PlannedSettle[]; answered: Map<number, RheoError> } {
-  const planned: PlannedSettle[] = [];
+): { planned: Array<PlannedLease & { config: GroupConfig }>; answered: Map<number, RheoError> } {
+  const planned: Array<PlannedLease & { config: GroupConfig }> = [];
   const answered = new Map<number, RheoError>();
   const seen = new Set<string>();
-  ops.forEach((op, i) => {
-    const lease = op.lease;
-    const g = groupOf(lease.stream, lease.group);
-    if (!g) {
+  leases.forEach((lease, i) => {
+    const config = groupOf(lease.stream, lease.group);
+    if (!config) {
       answered.set(i, new RheoError('group_not_found', `group "${lease.group}" does not exist on stream "${lease.stream}"`));
       return;
     }
     const pos = leasePosition(lease);
     const key = pos && `${lease.stream}\u0000${lease.group}\u0000${pos.partition}\u0000${pos.sequence}`;
     if (!pos || !key || seen.has(key)) {
-      answered.set(i, staleLease(op.kind));
+      answered.set(i, staleLease(what(i)));
       return;
     }
     seen.add(key);
-    planned.push({
-      i,
-      stream: lease.stream,
-      group: lease.group,
-      ...pos,
-      leaseId: lease.leaseId,
-      receipt: lease.receipt,
-      action: op.kind,
-      delayMs: op.kind === 'nack' && op.delayMs !== undefined ? op.delayMs : null,
-      reason: op.kind === 'ack' ? null : op.reason,
-      maxAttempts: g.maxAttempts,
-      retry: g.retry,
-    });
+    planned.push({ i, stream: lease.stream, group: lease.group, ...pos, leaseId: lease.leaseId, receipt: lease.receipt, config });
   });
   return { planned, answered };
+}
+
+/** Resolve settle ops to rows and actions (see {@link planLeases} for the ops answered without the store). */
+export function planSettles(
+  ops: SettleOp[],
+  groupOf: (stream: string, group: string) => GroupConfig | null,
+): { planned: PlannedSettle[]; answered: Map<number, RheoError> } {
+  const { planned, answered } = planLeases(
+    ops.map((op) => op.lease),
+    (i) => ops[i].kind,
+    groupOf,
+  );
+  return {
+    planned: planned.map(({ config, ...p }) => {
+      const op = ops[p.i];
+      return {
+        ...p,
+        action: op.kind,
+        delayMs: op.kind === 'nack' && op.delayMs !== undefined ? op.delayMs : null,
+        reason: op.kind === 'ack' ? null : op.reason,
+        maxAttempts: config.maxAttempts,
+        retry: config.retry,
+      };
+    }),
+    answered,
+  };
 }
 
 /**
@@ -109,9 +129,9 @@ export function backoffTable(planned: PlannedSettle[]): { groupIndex: number[]; 
   return { groupIndex, rows };
 }
 
-/** Fill in the ops no row answered: the error planSettles gave them, else stale_lease. */
-export function settled(ops: SettleOp[], results: Array<SettleResult | undefined>, answered: Map<number, RheoError>): SettleResult[] {
-  return ops.map((op, i) => results[i] ?? { ok: false, error: answered.get(i) ?? staleLease(op.kind) });
+/** Fill in the ops no row answered (`results` has one slot per op): the error planning gave them, else stale_lease. */
+export function settled(results: Array<SettleResult | undefined>, answered: Map<number, RheoError>, what: (i: number) => string): SettleResult[] {
+  return Array.from(results, (r, i) => r ?? { ok: false, error: answered.get(i) ?? staleLease(what(i)) });
 }
 
 /** Renewals no row answered are stale. */

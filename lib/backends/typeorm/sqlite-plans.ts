@@ -85,6 +85,10 @@ export function sqlitePlans(t: TableNames) {
   return {
     ping: `SELECT 1`,
 
+    /** The connection's busy timeout (SQLite's own synchronous wait for a lock), and setting it; see sqlite-locks.ts. */
+    busyTimeout: `PRAGMA busy_timeout`,
+    setBusyTimeout: (ms: number) => `PRAGMA busy_timeout = ${Math.trunc(ms)}`,
+
     insertStream: `INSERT INTO ${t.streams} (name, partitions, created_at) VALUES (?, ?, ?)`,
     insertPartition: `INSERT INTO ${t.partitions} (stream, partition, hwm) VALUES (?, ?, 0)`,
     getStream: `SELECT name, partitions, created_at FROM ${t.streams} WHERE name = ?`,
@@ -146,6 +150,19 @@ export function sqlitePlans(t: TableNames) {
       WHERE e.stream = ? AND e.partition = ? AND e.sequence BETWEEN ? AND ? ORDER BY e.sequence`,
     moveCursor: `UPDATE ${t.groupPartitions} SET cursor = ? WHERE stream = ? AND group_name = ? AND partition = ?`,
 
+    /**
+     * Give a lease back unhandled: due now, and the attempt its fetch counted taken
+     * back. Fenced by lease id alone, not by expiry: a claim since gave the row a new
+     * lease id, a settle cleared it. (PostgreSQL's plan explains the rest.)
+     */
+    release: `
+      UPDATE ${t.deliveries} SET state = 'available', lease_id = NULL, attempt = max(attempt - 1, 0), due_at = ?
+      WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ? AND lease_id = ? AND state = 'leased'`,
+    /** The delivery a lease names, while that lease id is on it, expired or not (a release's receipt check). */
+    leasedBy: `
+      SELECT lease_id FROM ${t.deliveries}
+      WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ? AND lease_id = ? AND state = 'leased'`,
+
     /** The delivery a lease names, when that lease is still live. */
     held: `
       SELECT lease_id, attempt FROM ${t.deliveries}
@@ -176,11 +193,15 @@ export function sqlitePlans(t: TableNames) {
       ON CONFLICT (stream, group_name, partition, sequence)
       DO UPDATE SET state = 'available', attempt = 0, lease_id = NULL, consumer_id = NULL, leased_at = NULL,
                     due_at = 0, reason = NULL, dead_at = NULL`,
+    /** Redrive every dead letter of a group in one statement (what reopen does to each). */
+    redriveAll: `
+      UPDATE ${t.deliveries} SET state = 'available', attempt = 0, lease_id = NULL, consumer_id = NULL, leased_at = NULL,
+                                 due_at = 0, reason = NULL, dead_at = NULL
+      WHERE stream = ? AND group_name = ? AND state = 'dead'`,
     deadById: `
       SELECT d.partition, d.sequence FROM ${t.events} e
       JOIN ${t.deliveries} d ON d.stream = e.stream AND d.group_name = ? AND d.partition = e.partition AND d.sequence = e.sequence
       WHERE e.stream = ? AND e.id = ? AND d.state = 'dead'`,
-    allDead: `SELECT partition, sequence FROM ${t.deliveries} WHERE stream = ? AND group_name = ? AND state = 'dead' ORDER BY partition, sequence`,
     resetDeliveries: `DELETE FROM ${t.deliveries} WHERE stream = ? AND group_name = ?`,
 
     // ---------------------------------------------------------------- inspection

@@ -54,7 +54,11 @@ export async function benchConsume(
   let settled = 0;
   let onAll!: () => void;
   const all = new Promise<void>((r) => (onAll = r));
-  const g = new Group(rheo, { stream, group, maxDemand: options.maxDemand, concurrency: options.concurrency, pollMs: options.pollMs ?? 50 }, async () => undefined);
+  const g = new Group(
+    rheo,
+    { stream, group, maxDemand: options.maxDemand, concurrency: options.concurrency, pollMs: options.pollMs ?? 50 },
+    async () => undefined,
+  );
   g.on('settled', () => {
     if (++settled === n) onAll();
   });
@@ -88,13 +92,17 @@ export async function benchLatency(
   const sent = new Map<number, number>();
   const latencies: number[] = [];
   let handled: (() => void) | null = null;
-  const g = new Group(rheo, { stream, group, pollMs: options.pollMs, leaseMs: Math.max(30_000, options.pollMs * 2), maxDemand: 1, concurrency: 1 }, async (lease) => {
-    const at = performance.now();
-    const i = (lease.event.payload as { id: number }).id;
-    const t0 = sent.get(i);
-    if (t0 !== undefined) latencies.push(at - t0);
-    handled?.();
-  });
+  const g = new Group(
+    rheo,
+    { stream, group, pollMs: options.pollMs, leaseMs: Math.max(30_000, options.pollMs * 2), maxDemand: 1, concurrency: 1 },
+    async (lease) => {
+      const at = performance.now();
+      const i = (lease.event.payload as { id: number }).id;
+      const t0 = sent.get(i);
+      if (t0 !== undefined) latencies.push(at - t0);
+      handled?.();
+    },
+  );
   g.start();
   for (let i = 0; i < samples; i++) {
     // Let the Group settle the last event and go idle before the next append.
@@ -158,16 +166,36 @@ export function printTable(figures: BenchLine[] = lines): void {
     'p50Ms' in l
       ? [l.backend, l.op, String(l.events), `p50 ${l.p50Ms} ms / p99 ${l.p99Ms} ms`, '']
       : 'peer' in l
-        ? [l.backend, `${l.op} (peer)`, String(l.events), `${l.eventsPerSec.toLocaleString('en-US')} events/s`, `ours = ${l.oursPerPeer.toFixed(2)}x this peer`]
-        : [l.backend, l.raw ? `${l.op} (raw driver)` : l.op, String(l.events), `${l.eventsPerSec.toLocaleString('en-US')} events/s`, l.ratio === undefined ? '' : `${l.ratio.toFixed(2)} of raw`],
+        ? [
+            l.backend,
+            `${l.op} (peer)`,
+            String(l.events),
+            `${l.eventsPerSec.toLocaleString('en-US')} events/s`,
+            `ours = ${l.oursPerPeer.toFixed(2)}x this peer`,
+          ]
+        : [
+            l.backend,
+            l.raw ? `${l.op} (raw driver)` : l.op,
+            String(l.events),
+            `${l.eventsPerSec.toLocaleString('en-US')} events/s`,
+            l.ratio === undefined ? '' : `${l.ratio.toFixed(2)} of raw`,
+          ],
   );
   const head = ['backend', 'op', 'events', 'result', 'vs raw / peer'];
   const widths = head.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c].length)));
-  const fmt = (r: string[]) => r.map((cell, c) => cell.padEnd(widths[c])).join('  ').trimEnd();
+  const fmt = (r: string[]) =>
+    r
+      .map((cell, c) => cell.padEnd(widths[c]))
+      .join('  ')
+      .trimEnd();
   console.log('');
   console.log(fmt(head));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const r of rows) console.log(fmt(r));
   // The figures are only comparable with the load they were taken under.
-  console.log(`\n${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(2)).join(' / ')} (1/5/15 min), Node ${process.version}`);
+  console.log(
+    `\n${cpus().length} CPUs, load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' / ')} (1/5/15 min), Node ${process.version}`,
+  );
 }

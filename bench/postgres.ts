@@ -25,7 +25,10 @@ async function rawAppend(pool: Pool, schema: string): Promise<number> {
         values.push(`($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7}, $${b + 8}, $${b + 9})`);
         params.push('raw', 0, j + 1, `id-${j}`, Date.now(), `k${j % 64}`, 'quote', '{}', JSON.stringify(payload(j)));
       }
-      await pool.query(`INSERT INTO "${schema}".raw_events (stream, partition, sequence, id, ts, key, type, metadata, payload) VALUES ${values.join(',')}`, params);
+      await pool.query(
+        `INSERT INTO "${schema}".raw_events (stream, partition, sequence, id, ts, key, type, metadata, payload) VALUES ${values.join(',')}`,
+        params,
+      );
     }
   });
   return rate(N, ms);

@@ -15,7 +15,22 @@ async function rawAppend(redis: Redis, key: string): Promise<number> {
     for (let i = 0; i < N; i += BATCH) {
       const p = redis.pipeline();
       for (let j = i; j < Math.min(N, i + BATCH); j++) {
-        p.xadd(key, '*', 'i', `id-${j}`, 't', String(Date.now()), 'y', 'quote', 'k', `k${j % 64}`, 'm', '{}', 'd', JSON.stringify(payload(j)));
+        p.xadd(
+          key,
+          '*',
+          'i',
+          `id-${j}`,
+          't',
+          String(Date.now()),
+          'y',
+          'quote',
+          'k',
+          `k${j % 64}`,
+          'm',
+          '{}',
+          'd',
+          JSON.stringify(payload(j)),
+        );
       }
       await p.exec();
     }
@@ -28,7 +43,9 @@ async function rawConsume(redis: Redis, key: string): Promise<number> {
   let consumed = 0;
   const { ms } = await timeIt(async () => {
     while (consumed < N) {
-      const res = (await redis.xreadgroup('GROUP', 'raw', 'c1', 'COUNT', 100, 'STREAMS', key, '>')) as Array<[string, Array<[string, string[]]>]> | null;
+      const res = (await redis.xreadgroup('GROUP', 'raw', 'c1', 'COUNT', 100, 'STREAMS', key, '>')) as Array<
+        [string, Array<[string, string[]]>]
+      > | null;
       const entries = res?.[0]?.[1] ?? [];
       for (const [, fields] of entries) JSON.parse(fields[fields.indexOf('d') + 1]);
       if (entries.length) await redis.xack(key, 'raw', ...entries.map(([id]) => id));

@@ -36,7 +36,8 @@ function rawAppend(file: string): number {
   const t0 = performance.now();
   for (let i = 0; i < N; i += BATCH) {
     db.transaction(() => {
-      for (let j = i; j < Math.min(N, i + BATCH); j++) insert.run('raw', 0, j + 1, `id-${j}`, Date.now(), `k${j % 64}`, 'quote', '{}', JSON.stringify(payload(j)));
+      for (let j = i; j < Math.min(N, i + BATCH); j++)
+        insert.run('raw', 0, j + 1, `id-${j}`, Date.now(), `k${j % 64}`, 'quote', '{}', JSON.stringify(payload(j)));
     }).immediate();
   }
   const ms = performance.now() - t0;
@@ -58,11 +59,13 @@ function rawConsume(file: string): number {
   const t0 = performance.now();
   for (;;) {
     const now = Date.now();
-    const rows = db.transaction(() => {
-      const got = pick.all(now, CLAIM);
-      for (const r of got) lock.run(now + 30_000, r.id);
-      return got.map((r) => ({ id: r.id, payload: JSON.parse(r.payload as string) }));
-    }).immediate();
+    const rows = db
+      .transaction(() => {
+        const got = pick.all(now, CLAIM);
+        for (const r of got) lock.run(now + 30_000, r.id);
+        return got.map((r) => ({ id: r.id, payload: JSON.parse(r.payload as string) }));
+      })
+      .immediate();
     if (rows.length === 0) break;
     db.transaction(() => {
       for (const r of rows) ack.run(r.id);
@@ -96,4 +99,3 @@ export async function main(): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
 }
-

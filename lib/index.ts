@@ -39,5 +39,20 @@ export * from './runtime';
 export * from './nest';
 export { RedisBackend, redisBackend } from './backends/redis';
 export type { RedisBackendOptions } from './backends/redis';
-export { typeormBackend, postgresBackend, sqliteBackend, PostgresBackend, SqliteBackend, rheoMigrations, rheoEntities } from './backends/typeorm';
-export type { TypeormBackendOptions, PostgresBackendOptions, SqliteBackendOptions, InstallMode, RheoMigrationsOptions, RheoEntitiesOptions } from './backends/typeorm';
+export {
+  typeormBackend,
+  postgresBackend,
+  sqliteBackend,
+  PostgresBackend,
+  SqliteBackend,
+  rheoMigrations,
+  rheoEntities,
+} from './backends/typeorm';
+export type {
+  TypeormBackendOptions,
+  PostgresBackendOptions,
+  SqliteBackendOptions,
+  InstallMode,
+  RheoMigrationsOptions,
+  RheoEntitiesOptions,
+} from './backends/typeorm';

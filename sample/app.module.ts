@@ -10,8 +10,11 @@ import { StatsService } from './stats.service';
 import { SurveillanceController } from './surveillance.controller';
 
 @Module({
-  imports: [// Built at bootstrap (not at import), so the database path can come from the environment.
-    RheoModule.forRootAsync({ useFactory: () => ({ backend: createBackend(), streams: [{ name: MARKET_EVENTS, partitions: 4 }] }) }), TerminusModule],
+  imports: [
+    // Built at bootstrap (not at import), so the database path can come from the environment.
+    RheoModule.forRootAsync({ useFactory: () => ({ backend: createBackend(), streams: [{ name: MARKET_EVENTS, partitions: 4 }] }) }),
+    TerminusModule,
+  ],
   controllers: [EventsController, HealthController, RiskController, SurveillanceController],
   providers: [StatsService],
 })

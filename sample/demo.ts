@@ -27,30 +27,47 @@ async function main(): Promise<number> {
   const stats = app.get(StatsService);
   const rheo = app.get(Rheo);
   const post = async (path: string, body: unknown): Promise<{ id: string }> => {
-    const res = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     if (!res.ok) throw new Error(`POST ${path}: ${res.status} ${await res.text()}`);
     return (await res.json()) as { id: string };
   };
-  console.log(`nestjs-rheo demo: ${rheo.backend.name} backend, stream "${MARKET_EVENTS}" (4 partitions), groups risk + surveillance, ${base}`);
+  console.log(
+    `nestjs-rheo demo: ${rheo.backend.name} backend, stream "${MARKET_EVENTS}" (4 partitions), groups risk + surveillance, ${base}`,
+  );
 
   // A surveillance worker on another node takes the first event and dies holding its lease.
   await rheo.createGroup(MARKET_EVENTS, 'surveillance', { ifNotExists: true });
   // The log is durable: a second run finds the first run's dead letters, so look at this run's only.
   const runStart = new Date();
   const first = await post('/events', marketEvent(0));
-  const [crashed] = await rheo.fetch(MARKET_EVENTS, 'surveillance', { limit: 1, leaseMs: CRASHED_LEASE_MS, consumerId: 'node-b (crashed)' });
-  console.log(`node-b leased event ${crashed.event.id} (attempt ${crashed.attempt}) for ${CRASHED_LEASE_MS} ms, then crashed without settling it`);
+  const [crashed] = await rheo.fetch(MARKET_EVENTS, 'surveillance', {
+    limit: 1,
+    leaseMs: CRASHED_LEASE_MS,
+    consumerId: 'node-b (crashed)',
+  });
+  console.log(
+    `node-b leased event ${crashed.event.id} (attempt ${crashed.attempt}) for ${CRASHED_LEASE_MS} ms, then crashed without settling it`,
+  );
 
   await app.startAllMicroservices();
   for (let i = 1; i < EVENTS; i += 100) {
-    await post('/events/batch', Array.from({ length: Math.min(100, EVENTS - i) }, (_, k) => marketEvent(i + k)));
+    await post(
+      '/events/batch',
+      Array.from({ length: Math.min(100, EVENTS - i) }, (_, k) => marketEvent(i + k)),
+    );
   }
   console.log(`appended ${EVENTS} events over HTTP; consuming:`);
 
   const started = Date.now();
   for (;;) {
     const lag = (await (await fetch(`${base}/events/lag`)).json()) as { risk: number; surveillance: number };
-    console.log(`  +${String(Date.now() - started).padStart(5)} ms  lag risk=${String(lag.risk).padStart(3)}  surveillance=${String(lag.surveillance).padStart(3)}  handled risk=${stats.handled.risk} surveillance=${stats.handled.surveillance}`);
+    console.log(
+      `  +${String(Date.now() - started).padStart(5)} ms  lag risk=${String(lag.risk).padStart(3)}  surveillance=${String(lag.surveillance).padStart(3)}  handled risk=${stats.handled.risk} surveillance=${stats.handled.surveillance}`,
+    );
     if (lag.risk === 0 && lag.surveillance === 0) break;
     if (Date.now() - started > 60_000) throw new Error('consumers did not catch up within 60 s');
     await sleep(250);
@@ -64,7 +81,9 @@ async function main(): Promise<number> {
   );
   const dead = (await rheo.deadLetters(MARKET_EVENTS, 'surveillance', { limit: 1000 })).filter((d) => d.deadLetteredAt >= runStart);
   for (const d of dead) console.log(`dead letter: surveillance ${d.eventId} after ${d.attempt} attempt(s): ${d.reason}`);
-  console.log(`surveillance alerts: ${stats.alerts.length}; risk exposure: ${[...stats.exposure].map(([k, v]) => `${k}=${Math.round(v)}`).join(' ')}`);
+  console.log(
+    `surveillance alerts: ${stats.alerts.length}; risk exposure: ${[...stats.exposure].map(([k, v]) => `${k}=${Math.round(v)}`).join(' ')}`,
+  );
   const health = await fetch(`${base}/health`);
   console.log(`GET /health -> ${health.status} ${JSON.stringify(await health.json())}`);
 

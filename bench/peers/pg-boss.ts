@@ -32,7 +32,10 @@ export async function benchPgBoss(url: string, n: number): Promise<{ append: num
         while (done < n) {
           const jobs = await boss.fetch(queue, { batchSize: 50 });
           if (jobs.length === 0) continue;
-          await boss.complete(queue, jobs.map((j) => j.id));
+          await boss.complete(
+            queue,
+            jobs.map((j) => j.id),
+          );
           done += jobs.length;
         }
         onAll();

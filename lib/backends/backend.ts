@@ -36,10 +36,7 @@ export interface NewEvent {
 
 /** A start position resolved by the facade: per partition, the last sequence to skip, or a time. */
 export type ResolvedStart =
-  | { kind: 'beginning' }
-  | { kind: 'end' }
-  | { kind: 'after'; sequences: Record<number, number> | number }
-  | { kind: 'at'; time: Date };
+  { kind: 'beginning' } | { kind: 'end' } | { kind: 'after'; sequences: Record<number, number> | number } | { kind: 'at'; time: Date };
 
 export interface CreateGroupRequest {
   stream: string;

@@ -30,11 +30,7 @@ export class RheoRetry extends Error {
 }
 
 /** How a handler's result settles its lease. */
-export type Outcome =
-  | { kind: 'ack' }
-  | { kind: 'nack'; reason: string; delayMs?: number }
-  | { kind: 'reject'; reason: string };
-
+export type Outcome = { kind: 'ack' } | { kind: 'nack'; reason: string; delayMs?: number } | { kind: 'reject'; reason: string };
 
 /** A diagnostic string for anything thrown, bounded to {@link MAX_REASON_LENGTH}. */
 export function reasonOf(err: unknown): string {

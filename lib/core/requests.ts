@@ -163,14 +163,16 @@ export function checkFetchOptions(options: FetchOptions): { limit: number; lease
 /** The settings a group is created with (the start position is resolved against the stream later). */
 export function checkGroupOptions(options: GroupOptions): Pick<GroupConfig, 'maxAttempts' | 'retry' | 'ordering'> {
   checkObject('options', options);
-  const maxAttempts = options.maxAttempts === undefined ? DEFAULT_MAX_ATTEMPTS : checkInt('maxAttempts', options.maxAttempts, 1, MAX_ATTEMPTS_LIMIT);
+  const maxAttempts =
+    options.maxAttempts === undefined ? DEFAULT_MAX_ATTEMPTS : checkInt('maxAttempts', options.maxAttempts, 1, MAX_ATTEMPTS_LIMIT);
   const retry = { ...DEFAULT_RETRY };
   if (options.retry !== undefined) {
     const r = checkObject('retry', options.retry);
     if (r.initialMs !== undefined) retry.initialMs = checkInt('retry.initialMs', r.initialMs, 0, MAX_DELAY_MS);
     if (r.maxMs !== undefined) retry.maxMs = checkInt('retry.maxMs', r.maxMs, 0, MAX_DELAY_MS);
     if (r.factor !== undefined) {
-      if (typeof r.factor !== 'number' || !(r.factor >= 1 && r.factor <= 100)) throw RheoError.invalid('retry.factor', 'must be a number between 1 and 100');
+      if (typeof r.factor !== 'number' || !(r.factor >= 1 && r.factor <= 100))
+        throw RheoError.invalid('retry.factor', 'must be a number between 1 and 100');
       retry.factor = r.factor;
     }
     if (retry.maxMs < retry.initialMs) throw RheoError.invalid('retry.maxMs', 'must be >= retry.initialMs');
@@ -184,7 +186,8 @@ export function checkGroupOptions(options: GroupOptions): Pick<GroupConfig, 'max
 export function resolveStart(field: string, start: StartPosition | undefined, partitions: number): ResolvedStart {
   if (start === undefined || start === 'beginning') return { kind: 'beginning' };
   if (start === 'end') return { kind: 'end' };
-  if (typeof start !== 'object' || start === null) throw RheoError.invalid(field, "must be 'beginning', 'end', { afterSequence } or { at }");
+  if (typeof start !== 'object' || start === null)
+    throw RheoError.invalid(field, "must be 'beginning', 'end', { afterSequence } or { at }");
   if ('at' in start) return { kind: 'at', time: checkDate(`${field}.at`, start.at) };
   if ('afterSequence' in start) {
     const s = start.afterSequence;
@@ -224,7 +227,8 @@ export function checkQuery(query: Query): QueryRequest {
   checkObject('query', query);
   checkName('query.stream', query.stream);
   const where = query.where === undefined ? {} : checkObject('query.where', query.where);
-  for (const k of Object.keys(where)) if (!FILTERS.includes(k)) throw RheoError.invalid(`query.where.${k}`, `is not a filter (use ${FILTERS.join(', ')})`);
+  for (const k of Object.keys(where))
+    if (!FILTERS.includes(k)) throw RheoError.invalid(`query.where.${k}`, `is not a filter (use ${FILTERS.join(', ')})`);
   if (where.type !== undefined) checkName('query.where.type', where.type);
   if (where.key !== undefined) checkName('query.where.key', where.key);
   if (where.metadata !== undefined) checkMetadata('query.where.metadata', where.metadata);

@@ -320,7 +320,12 @@ export class Rheo {
       }
       request = { stream, group, kind: 'events', events };
     } else {
-      request = checkReplayRange(stream, group, options as { afterSequence?: unknown; from?: unknown; partitions?: unknown }, info.partitions);
+      request = checkReplayRange(
+        stream,
+        group,
+        options as { afterSequence?: unknown; from?: unknown; partitions?: unknown },
+        info.partitions,
+      );
     }
     return this.backend.replay(request);
   }

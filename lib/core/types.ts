@@ -61,11 +61,7 @@ export interface StreamInfo {
 }
 
 /** Where a new (or reset) group starts reading, per partition. */
-export type StartPosition =
-  | 'beginning'
-  | 'end'
-  | { afterSequence: number | Record<number, number> }
-  | { at: Date };
+export type StartPosition = 'beginning' | 'end' | { afterSequence: number | Record<number, number> } | { at: Date };
 
 /** How nack without an explicit delay spaces redeliveries. */
 export interface RetryBackoff {

@@ -9,7 +9,8 @@ function markers(scanner: MetadataScanner, proto: object | null | undefined): Rh
   const found: RheoConsumerMarker[] = [];
   for (const name of scanner.getAllMethodNames(proto)) {
     const method = (proto as Record<string, unknown>)[name];
-    const marker = typeof method === 'function' ? (Reflect.getMetadata(RHEO_CONSUMER_METADATA, method) as RheoConsumerMarker | undefined) : undefined;
+    const marker =
+      typeof method === 'function' ? (Reflect.getMetadata(RHEO_CONSUMER_METADATA, method) as RheoConsumerMarker | undefined) : undefined;
     if (marker) found.push(marker);
   }
   return found;
@@ -27,7 +28,9 @@ export function checkConsumerPlacement(discovery: DiscoveryService, scanner: Met
   for (const w of discovery.getProviders()) {
     if (!w.instance || w.isAlias) continue;
     for (const m of markers(scanner, Object.getPrototypeOf(w.instance))) {
-      problems.push(`${m.handlerName}: @RheoConsumer is on a provider; Nest runs transport handlers on controllers only (add the class to a module's controllers)`);
+      problems.push(
+        `${m.handlerName}: @RheoConsumer is on a provider; Nest runs transport handlers on controllers only (add the class to a module's controllers)`,
+      );
     }
   }
   for (const w of discovery.getControllers()) {
@@ -35,7 +38,9 @@ export function checkConsumerPlacement(discovery: DiscoveryService, scanner: Met
     for (const m of markers(scanner, proto)) {
       const name = m.options.instance ?? DEFAULT_RHEO_INSTANCE;
       if (!instances.has(name)) {
-        problems.push(`${m.handlerName}: @RheoConsumer names instance "${name}" but no RheoModule registers it (registered: ${[...instances].join(', ') || 'none'})`);
+        problems.push(
+          `${m.handlerName}: @RheoConsumer names instance "${name}" but no RheoModule registers it (registered: ${[...instances].join(', ') || 'none'})`,
+        );
       }
     }
   }

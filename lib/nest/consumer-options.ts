@@ -75,7 +75,10 @@ export function checkSettings(field: string, value: unknown, allowIdentity = fal
   const o = checkObject(field, value);
   for (const k of Object.keys(o)) {
     if (!(SETTINGS as string[]).includes(k) && !(allowIdentity && IDENTITY.includes(k))) {
-      throw RheoError.invalid(`${field}.${k}`, `is not a consumer option (use ${[...(allowIdentity ? IDENTITY : []), ...SETTINGS].join(', ')})`);
+      throw RheoError.invalid(
+        `${field}.${k}`,
+        `is not a consumer option (use ${[...(allowIdentity ? IDENTITY : []), ...SETTINGS].join(', ')})`,
+      );
     }
   }
   return o as RheoConsumerSettings;

@@ -52,9 +52,13 @@ export class RheoClient extends ClientProxy<Record<never, Function>, RheoClientS
   override send<TResult = never, TInput = unknown>(pattern: unknown, data: TInput): Observable<TResult> {
     void pattern;
     void data;
-    throw new RheoError('invalid_argument', 'RheoClient does not support send() (request/response); use emit(stream, payload) or append(stream, event)', {
-      field: 'send',
-    });
+    throw new RheoError(
+      'invalid_argument',
+      'RheoClient does not support send() (request/response); use emit(stream, payload) or append(stream, event)',
+      {
+        field: 'send',
+      },
+    );
   }
 
   /** `emit(stream, payload)`: appends `{ payload }` to `stream`; the Observable emits the stored event. */
@@ -64,7 +68,10 @@ export class RheoClient extends ClientProxy<Record<never, Function>, RheoClientS
 
   protected publish(packet: ReadPacket, callback: (packet: WritePacket) => void): () => void {
     void packet;
-    callback({ err: new RheoError('invalid_argument', 'RheoClient does not support request/response', { field: 'send' }), isDisposed: true });
+    callback({
+      err: new RheoError('invalid_argument', 'RheoClient does not support request/response', { field: 'send' }),
+      isDisposed: true,
+    });
     return () => undefined;
   }
 

@@ -27,7 +27,11 @@ export function RheoConsumer(options: RheoConsumerOptions): MethodDecorator {
   return (target: object, key: string | symbol, descriptor: PropertyDescriptor) => {
     const o = (options ?? {}) as RheoConsumerOptions;
     const marker: RheoConsumerMarker = { options: o, handlerName: `${target.constructor.name}.${String(key)}` };
-    EventPattern({ stream: o.stream, group: o.group }, rheoTransportId(o.instance), { [RHEO_CONSUMER_EXTRAS]: marker })(target, key, descriptor);
+    EventPattern({ stream: o.stream, group: o.group }, rheoTransportId(o.instance), { [RHEO_CONSUMER_EXTRAS]: marker })(
+      target,
+      key,
+      descriptor,
+    );
     UseInterceptors(rheoOutcomeInterceptor)(target, key, descriptor);
     Reflect.defineMetadata(RHEO_CONSUMER_METADATA, marker, descriptor.value);
     return descriptor;

@@ -80,7 +80,8 @@ export class RheoHealthIndicator {
     checkObject('options', options);
     if (options.maxLag !== undefined) checkInt('maxLag', options.maxLag, 0);
     if (options.maxOldestUnackedMs !== undefined) checkInt('maxOldestUnackedMs', options.maxOldestUnackedMs, 0);
-    if (options.groups !== undefined && !Array.isArray(options.groups)) throw RheoError.invalid('groups', "must be an array of 'stream/group' or { stream, group }");
+    if (options.groups !== undefined && !Array.isArray(options.groups))
+      throw RheoError.invalid('groups', "must be an array of 'stream/group' or { stream, group }");
     const session = this.indicators().check(key);
     const result = (data: Record<string, unknown>, up: boolean) => (up ? session.up(data) : session.down(data)) as RheoHealthResult<K>;
     const rheo = this.instance.rheo;
@@ -112,7 +113,8 @@ export class RheoHealthIndicator {
         if (options.maxOldestUnackedMs !== undefined && age !== null && age > options.maxOldestUnackedMs) {
           failing.push(`${name}: oldest unsettled event ${age} ms old > ${options.maxOldestUnackedMs} ms`);
         }
-        if (consumer?.state === 'backing_off') failing.push(`${name}: consumer backing off: ${consumer.lastError?.message ?? 'fetch failed'}`);
+        if (consumer?.state === 'backing_off')
+          failing.push(`${name}: consumer backing off: ${consumer.lastError?.message ?? 'fetch failed'}`);
         // Leases that cannot be renewed expire under their handlers: events get handled twice.
         if (consumer?.renewError) failing.push(`${name}: lease renewals failing: ${consumer.renewError.message}`);
       } catch (err) {
@@ -122,7 +124,10 @@ export class RheoHealthIndicator {
     return failing.length === 0 ? result({ groups }, true) : result({ groups, failing }, false);
   }
 
-  private async targets(given: RheoHealthGroup[] | undefined, local: Array<{ stream: string; group: string }>): Promise<Array<{ stream: string; group: string }>> {
+  private async targets(
+    given: RheoHealthGroup[] | undefined,
+    local: Array<{ stream: string; group: string }>,
+  ): Promise<Array<{ stream: string; group: string }>> {
     if (given !== undefined) {
       return given.map((g, i) => {
         if (typeof g === 'object' && g !== null) return { stream: g.stream, group: g.group };

@@ -112,9 +112,13 @@ export class RheoHttpExceptionFilter implements ExceptionFilter<RheoError> {
       return;
     }
     if (typeof res.status !== 'function') {
-      throw new RheoError('failed', 'RheoHttpExceptionFilter: this HTTP adapter has no response.status(); construct the filter with app.get(HttpAdapterHost)', {
-        cause: body,
-      });
+      throw new RheoError(
+        'failed',
+        'RheoHttpExceptionFilter: this HTTP adapter has no response.status(); construct the filter with app.get(HttpAdapterHost)',
+        {
+          cause: body,
+        },
+      );
     }
     res.status(body.statusCode).send(body);
   }

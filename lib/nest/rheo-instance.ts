@@ -8,7 +8,12 @@ import type { RheoModuleOptions, RheoStreamDeclaration } from './rheo-module-opt
 
 /** A Backend, as opposed to module options (which hold one). */
 export function isBackend(value: unknown): value is Backend {
-  return typeof value === 'object' && value !== null && typeof (value as Backend).fetch === 'function' && typeof (value as Backend).settle === 'function';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Backend).fetch === 'function' &&
+    typeof (value as Backend).settle === 'function'
+  );
 }
 
 /**
@@ -31,13 +36,16 @@ export class RheoInstance {
       const options = isBackend(input) ? { backend: input } : (checkObject('options', input) as unknown as RheoModuleOptions);
       if (!isBackend(options.backend)) throw RheoError.invalid('backend', 'must be a Backend (e.g. memoryBackend())');
       const known = ['backend', 'streams', 'defaults', 'consumers', 'maxPayloadBytes', 'drainTimeoutMs', 'name', 'isGlobal'];
-      for (const k of Object.keys(options)) if (!known.includes(k)) throw RheoError.invalid(k, `is not a RheoModule option (use ${known.join(', ')})`);
+      for (const k of Object.keys(options))
+        if (!known.includes(k)) throw RheoError.invalid(k, `is not a RheoModule option (use ${known.join(', ')})`);
       if (options.defaults !== undefined) checkSettings('defaults', options.defaults);
       if (options.consumers !== undefined) {
-        for (const [key, settings] of Object.entries(checkObject('consumers', options.consumers))) checkSettings(`consumers["${key}"]`, settings);
+        for (const [key, settings] of Object.entries(checkObject('consumers', options.consumers)))
+          checkSettings(`consumers["${key}"]`, settings);
       }
       if (options.drainTimeoutMs !== undefined) checkInt('drainTimeoutMs', options.drainTimeoutMs, 0, MAX_DURATION_MS);
-      if (options.streams !== undefined && !Array.isArray(options.streams)) throw RheoError.invalid('streams', 'must be an array of { name, partitions }');
+      if (options.streams !== undefined && !Array.isArray(options.streams))
+        throw RheoError.invalid('streams', 'must be an array of { name, partitions }');
       this.streams = (options.streams ?? []).map((s, i) => {
         checkObject(`streams[${i}]`, s);
         return {

@@ -72,7 +72,6 @@ interface Running {
   group: Group;
 }
 
-
 /**
  * The nestjs-rheo transport: runs one runtime `Group` per `@RheoConsumer` handler
  * of its instance. Provided by `RheoModule` (so it is built with the instance's
@@ -120,7 +119,8 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
 
   private async start(): Promise<void> {
     try {
-      if (this.closing) throw new RheoError('failed', `RheoServer(${this.instance.name}) is closed; build a new application to listen again`);
+      if (this.closing)
+        throw new RheoError('failed', `RheoServer(${this.instance.name}) is closed; build a new application to listen again`);
       const consumers = this.collectConsumers();
       this.warnUnmatchedConfiguration(consumers);
       const rheo = this.instance.rheo;
@@ -128,7 +128,9 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
         await rheo.ping();
       } catch (err) {
         const e = toRheoError(err, 'backend_unavailable');
-        throw new RheoError(e.code, `RheoServer(${this.instance.name}): the ${rheo.backend.name} backend is unreachable: ${e.message}`, { cause: err });
+        throw new RheoError(e.code, `RheoServer(${this.instance.name}): the ${rheo.backend.name} backend is unreachable: ${e.message}`, {
+          cause: err,
+        });
       }
       await this.instance.ensureStreams();
       await this.checkStreams(consumers);
@@ -152,25 +154,36 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     for (const [pattern, handler] of this.messageHandlers) {
       const marker = handler.extras?.[RHEO_CONSUMER_EXTRAS] as RheoConsumerMarker | undefined;
       if (!marker) {
-        this.logger.warn(`Ignoring handler for pattern ${pattern}: not a @RheoConsumer (give other transports' handlers their transportId)`);
+        this.logger.warn(
+          `Ignoring handler for pattern ${pattern}: not a @RheoConsumer (give other transports' handlers their transportId)`,
+        );
         continue;
       }
       try {
         if (handler.next) {
-          const other = ((handler.next as MessageHandler).extras?.[RHEO_CONSUMER_EXTRAS] as RheoConsumerMarker | undefined)?.handlerName ?? 'another handler';
-          throw new RheoError('invalid_argument', `${other} already consumes ${marker.options.stream}/${marker.options.group}: one handler per (stream, group); use another group name`, {
-            field: 'group',
-          });
+          const other =
+            ((handler.next as MessageHandler).extras?.[RHEO_CONSUMER_EXTRAS] as RheoConsumerMarker | undefined)?.handlerName ??
+            'another handler';
+          throw new RheoError(
+            'invalid_argument',
+            `${other} already consumes ${marker.options.stream}/${marker.options.group}: one handler per (stream, group); use another group name`,
+            {
+              field: 'group',
+            },
+          );
         }
         const consumer = resolveConsumer(marker.handlerName, marker.options, this.instance.options);
         consumers.push(consumer);
         this.handlers.set(consumer.key, handler);
       } catch (err) {
-        problems.push(err instanceof RheoError && err.message.startsWith(`${marker.handlerName}:`) ? err : prefixed(marker.handlerName, err));
+        problems.push(
+          err instanceof RheoError && err.message.startsWith(`${marker.handlerName}:`) ? err : prefixed(marker.handlerName, err),
+        );
       }
     }
     if (problems.length === 1) throw problems[0];
-    if (problems.length > 1) throw new RheoError('invalid_argument', problems.map((p) => p.message).join('\n'), { field: problems[0].field });
+    if (problems.length > 1)
+      throw new RheoError('invalid_argument', problems.map((p) => p.message).join('\n'), { field: problems[0].field });
     return consumers;
   }
 
@@ -178,7 +191,8 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
   private warnUnmatchedConfiguration(consumers: ResolvedConsumer[]): void {
     const keys = new Set(consumers.map((c) => c.key));
     for (const key of Object.keys(this.instance.options.consumers ?? {})) {
-      if (!keys.has(key)) this.logger.warn(`consumers["${key}"] matches no @RheoConsumer of instance "${this.instance.name}" in this app; ignored`);
+      if (!keys.has(key))
+        this.logger.warn(`consumers["${key}"] matches no @RheoConsumer of instance "${this.instance.name}" in this app; ignored`);
     }
   }
 
@@ -194,9 +208,13 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       }
       for (const p of c.run.partitions ?? []) {
         if (p >= info.partitions) {
-          throw new RheoError('invalid_argument', `${c.handlerName}: partitions: stream "${info.name}" has ${info.partitions} partition(s), no partition ${p}`, {
-            field: 'partitions',
-          });
+          throw new RheoError(
+            'invalid_argument',
+            `${c.handlerName}: partitions: stream "${info.name}" has ${info.partitions} partition(s), no partition ${p}`,
+            {
+              field: 'partitions',
+            },
+          );
         }
       }
     }
@@ -240,7 +258,9 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       this.emitter.emit('settle_error', ref, lease, outcome, error);
     });
     group.on('lease_lost', (lease) => {
-      this.logger.warn(`${consumer.key}: lease on event ${lease.event.id} lost (expired and taken over); the result of this attempt is discarded`);
+      this.logger.warn(
+        `${consumer.key}: lease on event ${lease.event.id} lost (expired and taken over); the result of this attempt is discarded`,
+      );
       this.emitter.emit('lease_lost', ref, lease);
     });
     group.on('renew_error', ({ error, leases, consecutive }) => {
@@ -253,7 +273,9 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       this.emitter.emit('renew_recovered', ref);
     });
     group.on('late_settle', ({ lease, outcome }) => {
-      this.logger.warn(`${consumer.key}: event ${lease.event.id} finished (${outcome.kind}) after the drain timed out; not settled, it will be redelivered`);
+      this.logger.warn(
+        `${consumer.key}: event ${lease.event.id} finished (${outcome.kind}) after the drain timed out; not settled, it will be redelivered`,
+      );
       this.emitter.emit('late_settle', ref, lease, outcome);
     });
     this.running.set(consumer.key, { consumer, group });
@@ -311,7 +333,9 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       [...this.running.values()].map(async ({ consumer, group }) => {
         const result = await group.drain(timeoutMs);
         if (result === 'timeout') {
-          this.logger.warn(`${consumer.key}: drain timed out after ${timeoutMs} ms with ${group.inflight} lease(s) unsettled; they will be redelivered after expiry`);
+          this.logger.warn(
+            `${consumer.key}: drain timed out after ${timeoutMs} ms with ${group.inflight} lease(s) unsettled; they will be redelivered after expiry`,
+          );
         }
         return result;
       }),
@@ -334,10 +358,10 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
   }
 
   /** Subscribe to transport events (`fetch_error`, `recovered`, `settled`, `settle_error`, `lease_lost`, `renew_error`, `renew_recovered`, `late_settle`). */
-  on<EventKey extends keyof RheoServerEvents = keyof RheoServerEvents, EventCallback extends RheoServerEvents[EventKey] = RheoServerEvents[EventKey]>(
-    event: EventKey,
-    callback: EventCallback,
-  ): this {
+  on<
+    EventKey extends keyof RheoServerEvents = keyof RheoServerEvents,
+    EventCallback extends RheoServerEvents[EventKey] = RheoServerEvents[EventKey],
+  >(event: EventKey, callback: EventCallback): this {
     this.emitter.on(event, callback as (...args: unknown[]) => void);
     return this;
   }

@@ -45,7 +45,8 @@ export class RheoModule {
   /** Options from a factory (e.g. `ConfigService`): `{ imports, inject, useFactory, name, isGlobal }`. */
   static forRootAsync(options: RheoModuleAsyncOptions): DynamicModule {
     const { name, isGlobal } = registration(options);
-    if (typeof options?.useFactory !== 'function') throw RheoError.invalid('useFactory', 'must be a function returning the module options or a backend');
+    if (typeof options?.useFactory !== 'function')
+      throw RheoError.invalid('useFactory', 'must be a function returning the module options or a backend');
     return RheoModule.build(name, isGlobal, options.imports ?? [], {
       provide: getRheoOptionsToken(name),
       useFactory: options.useFactory,
@@ -53,7 +54,12 @@ export class RheoModule {
     });
   }
 
-  private static build(name: string, isGlobal: boolean, imports: NonNullable<DynamicModule['imports']>, optionsProvider: Provider): DynamicModule {
+  private static build(
+    name: string,
+    isGlobal: boolean,
+    imports: NonNullable<DynamicModule['imports']>,
+    optionsProvider: Provider,
+  ): DynamicModule {
     const instance = getRheoInstanceToken(name);
     const server = getRheoServerToken(name);
     const providers: Provider[] = [

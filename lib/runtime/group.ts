@@ -80,7 +80,8 @@ export class Group extends EventEmitter<GroupEvents> {
     private readonly handler: GroupHandler,
   ) {
     super();
-    if (!rheo || !rheo.backend || typeof rheo.fetch !== 'function' || typeof rheo.settleMany !== 'function') throw RheoError.invalid('rheo', 'must be a Rheo instance');
+    if (!rheo || !rheo.backend || typeof rheo.fetch !== 'function' || typeof rheo.settleMany !== 'function')
+      throw RheoError.invalid('rheo', 'must be a Rheo instance');
     if (typeof handler !== 'function') throw RheoError.invalid('handler', 'must be a function');
     this.options = resolveGroupOptions(options);
     const leaseMs = this.options.leaseMs;
@@ -102,7 +103,11 @@ export class Group extends EventEmitter<GroupEvents> {
       },
       afterRound: () => this.sweep(),
     });
-    this.settler = new SettleBatcher((requests) => this.rheo.settleMany(requests), MAX_BATCH, () => this.checkDrained());
+    this.settler = new SettleBatcher(
+      (requests) => this.rheo.settleMany(requests),
+      MAX_BATCH,
+      () => this.checkDrained(),
+    );
   }
 
   // ------------------------------------------------------------------ public surface
@@ -213,7 +218,12 @@ export class Group extends EventEmitter<GroupEvents> {
     let call: Promise<Lease[]>;
     try {
       // The facade only reads `partitions` (it validates into a new array).
-      call = this.rheo.fetch(stream, group, { limit: Math.min(room, MAX_FETCH_LIMIT), leaseMs, consumerId, partitions: partitions as number[] | undefined });
+      call = this.rheo.fetch(stream, group, {
+        limit: Math.min(room, MAX_FETCH_LIMIT),
+        leaseMs,
+        consumerId,
+        partitions: partitions as number[] | undefined,
+      });
     } catch (err) {
       call = Promise.reject(err);
     }
@@ -274,10 +284,13 @@ export class Group extends EventEmitter<GroupEvents> {
     this.setState('backing_off');
     this.notify('fetch_error', error);
     this.phase = 'backoff';
-    this.pollTimer = setTimeout(() => {
-      this.pollTimer = null;
-      if (this.phase === 'backoff' && this.fetching) this.fetchNow();
-    }, backoffDelay(FETCH_BACKOFF, this.fetchFailures));
+    this.pollTimer = setTimeout(
+      () => {
+        this.pollTimer = null;
+        if (this.phase === 'backoff' && this.fetching) this.fetchNow();
+      },
+      backoffDelay(FETCH_BACKOFF, this.fetchFailures),
+    );
   }
 
   /** Nothing to fetch: wait for the backend's wake-up hint or the poll timer, whichever first. */
@@ -370,7 +383,9 @@ export class Group extends EventEmitter<GroupEvents> {
     }
     for (const entry of this.held.all()) {
       if (entry.abort && !entry.abort.signal.aborted && entry.expiresAt <= now) {
-        entry.abort.abort(new RheoError('stale_lease', `lease on event ${entry.lease.event.id} expired: renewals failed, another consumer may hold it now`));
+        entry.abort.abort(
+          new RheoError('stale_lease', `lease on event ${entry.lease.event.id} expired: renewals failed, another consumer may hold it now`),
+        );
       }
     }
   }
@@ -505,7 +520,8 @@ export class Group extends EventEmitter<GroupEvents> {
 
   private checkDrained(): void {
     if (this.current !== 'draining') return;
-    if (this.handlersRunning === 0 && this.held.size === 0 && this.phase !== 'fetching' && this.settler.idle && this.releasing === 0) this.finish('drained');
+    if (this.handlersRunning === 0 && this.held.size === 0 && this.phase !== 'fetching' && this.settler.idle && this.releasing === 0)
+      this.finish('drained');
   }
 
   private finish(result: DrainResult): void {
@@ -517,7 +533,9 @@ export class Group extends EventEmitter<GroupEvents> {
     this.ready.length = 0; // given back when the drain began
     // Handlers still running lose their leases to expiry: tell them to stop.
     for (const entry of this.held.all()) {
-      entry.abort?.abort(new RheoError('failed', `drain timed out: the lease on event ${entry.lease.event.id} is given up and will be redelivered`));
+      entry.abort?.abort(
+        new RheoError('failed', `drain timed out: the lease on event ${entry.lease.event.id} is given up and will be redelivered`),
+      );
     }
     // What is still held stays counted in `inflight` (the leases given up), but is
     // no longer renewed or settled: it expires and is redelivered.
@@ -537,7 +555,9 @@ export class Group extends EventEmitter<GroupEvents> {
     try {
       (this.emit as (e: K, ...a: GroupEvents[K]) => boolean)(event, ...args);
     } catch (err) {
-      process.emitWarning(`nestjs-rheo: a '${String(event)}' listener of group "${this.options.group}" threw: ${err instanceof Error ? err.message : String(err)}`);
+      process.emitWarning(
+        `nestjs-rheo: a '${String(event)}' listener of group "${this.options.group}" threw: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
   }
 }

@@ -36,7 +36,9 @@ export function outcomeOfValue(value: unknown): Outcome | RheoError {
       return delayMs === undefined ? { kind: 'nack', reason } : { kind: 'nack', reason, delayMs };
     }
   }
-  return new RheoError('invalid_argument', `the handler resolved with ${reasonOf(value)}; expected nothing or an Outcome`, { field: 'outcome' });
+  return new RheoError('invalid_argument', `the handler resolved with ${reasonOf(value)}; expected nothing or an Outcome`, {
+    field: 'outcome',
+  });
 }
 
 /** An outcome of a throw, with its delay bounded like {@link outcomeOfValue}'s. */

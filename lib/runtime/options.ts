@@ -85,9 +85,21 @@ export function resolveGroupOptions(options: unknown): ResolvedGroupOptions {
   const consumerId = o.consumerId === undefined ? newId() : checkName('consumerId', o.consumerId);
   let partitions: number[] | undefined;
   if (o.partitions !== undefined) {
-    if (!Array.isArray(o.partitions) || o.partitions.length === 0) throw RheoError.invalid('partitions', 'must be a non-empty array of partition numbers');
+    if (!Array.isArray(o.partitions) || o.partitions.length === 0)
+      throw RheoError.invalid('partitions', 'must be a non-empty array of partition numbers');
     partitions = [...new Set(o.partitions.map((p, i) => checkInt(`partitions[${i}]`, p, 0)))].sort((a, b) => a - b);
   }
-  const drainTimeoutMs = o.drainTimeoutMs === undefined ? GROUP_DEFAULTS.drainTimeoutMs : checkDrainTimeout('drainTimeoutMs', o.drainTimeoutMs);
-  return Object.freeze({ stream, group, maxDemand, concurrency, leaseMs, pollMs, consumerId, partitions: partitions && Object.freeze(partitions), drainTimeoutMs }) as ResolvedGroupOptions;
+  const drainTimeoutMs =
+    o.drainTimeoutMs === undefined ? GROUP_DEFAULTS.drainTimeoutMs : checkDrainTimeout('drainTimeoutMs', o.drainTimeoutMs);
+  return Object.freeze({
+    stream,
+    group,
+    maxDemand,
+    concurrency,
+    leaseMs,
+    pollMs,
+    consumerId,
+    partitions: partitions && Object.freeze(partitions),
+    drainTimeoutMs,
+  }) as ResolvedGroupOptions;
 }

@@ -83,7 +83,10 @@ export class Renewals {
       const chunk = entries.slice(i, i + MAX_BATCH);
       this.rounds++;
       try {
-        const results = await this.rheo.renewMany(chunk.map((e) => e.lease), { leaseMs: this.leaseMs });
+        const results = await this.rheo.renewMany(
+          chunk.map((e) => e.lease),
+          { leaseMs: this.leaseMs },
+        );
         if (this.stopped) return;
         chunk.forEach((entry, k) => {
           const result = results[k];

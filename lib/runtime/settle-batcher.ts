@@ -66,7 +66,11 @@ export class SettleBatcher {
       call = Promise.reject(err);
     }
     call.then(
-      (results) => this.finish(batch, (i) => results[i] ?? { ok: false, error: toRheoError(new Error('the backend returned no result for this settle'), 'ambiguous') }),
+      (results) =>
+        this.finish(
+          batch,
+          (i) => results[i] ?? { ok: false, error: toRheoError(new Error('the backend returned no result for this settle'), 'ambiguous') },
+        ),
       (err: unknown) => {
         const error = toRheoError(err);
         this.finish(batch, () => ({ ok: false, error }));

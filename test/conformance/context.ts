@@ -28,7 +28,8 @@ export async function expectCode(promise: Promise<unknown>, code: RheoErrorCode,
   } catch (err) {
     caught = err;
   }
-  if (!(caught instanceof RheoError)) throw new Error(`expected RheoError ${code}, got ${caught === undefined ? 'success' : String(caught)}`);
+  if (!(caught instanceof RheoError))
+    throw new Error(`expected RheoError ${code}, got ${caught === undefined ? 'success' : String(caught)}`);
   expect(caught.code).toBe(code);
   if (field !== undefined) expect(caught.field).toBe(field);
   return caught;

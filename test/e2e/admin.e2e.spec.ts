@@ -44,7 +44,10 @@ describe('RheoClient admin surface against running consumers', () => {
   });
 
   it('replays a group from a sequence: the consumer sees those events again', async () => {
-    const events = await client.appendBatch('ledger', [1, 2, 3].map((amount) => ({ key: 'acc-2', payload: { amount } })));
+    const events = await client.appendBatch(
+      'ledger',
+      [1, 2, 3].map((amount) => ({ key: 'acc-2', payload: { amount } })),
+    );
     await waitFor('caught up', caughtUp);
     const before = handled.length;
     const partition = events[0].partition;

@@ -5,7 +5,17 @@ import { Body, Controller, type INestApplication, Post } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { type Backend, type JsonValue, memoryBackend, Rheo, RheoClient, RheoConsumer, RheoContext, RheoModule, RheoServer } from '../../lib';
+import {
+  type Backend,
+  type JsonValue,
+  memoryBackend,
+  Rheo,
+  RheoClient,
+  RheoConsumer,
+  RheoContext,
+  RheoModule,
+  RheoServer,
+} from '../../lib';
 import { startApp } from '../../sample/bootstrap';
 import { waitFor } from './support';
 

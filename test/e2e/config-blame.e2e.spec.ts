@@ -54,7 +54,7 @@ describe('a bad consumer option names where the value came from', () => {
     expect(error.field).toBe('maxDemand');
   });
 
-  it("the module's consumers map: consumers[\"stream/group\"].option", async () => {
+  it('the module\'s consumers map: consumers["stream/group"].option', async () => {
     const error = await startupError(BillingController, { consumers: { 'orders/billing': { maxDemand: 0 } } });
     expect(error.code).toBe('invalid_argument');
     expect(error.message).toBe('BillingController.charge: consumers["orders/billing"].maxDemand must be between 1 and 100000');
@@ -69,7 +69,10 @@ describe('a bad consumer option names where the value came from', () => {
   });
 
   it('blames the source that won: a configured value overrides the decorator, defaults lose to it', async () => {
-    const fromConfig = await startupError(DecoratedController, { defaults: { concurrency: 0 }, consumers: { 'orders/billing': { maxDemand: 100_001 } } });
+    const fromConfig = await startupError(DecoratedController, {
+      defaults: { concurrency: 0 },
+      consumers: { 'orders/billing': { maxDemand: 100_001 } },
+    });
     expect(fromConfig.message).toBe('DecoratedController.charge: consumers["orders/billing"].maxDemand must be between 1 and 100000');
     const fromDefaults = await startupError(BillingController, { defaults: { concurrency: 2, maxAttempts: 0 } });
     expect(fromDefaults.message).toBe('BillingController.charge: defaults.maxAttempts must be between 1 and 1000');

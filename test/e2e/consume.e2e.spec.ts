@@ -54,7 +54,13 @@ describe('RheoConsumer through a hybrid Nest app', () => {
     expect(got.ctx.stream).toBe('orders');
     expect(got.ctx.group).toBe('billing');
     expect(got.ctx.attempt).toBe(1);
-    expect(got.ctx.event).toMatchObject({ id: stored.id, key: 'customer-7', type: 'order_placed', partition: stored.partition, sequence: stored.sequence });
+    expect(got.ctx.event).toMatchObject({
+      id: stored.id,
+      key: 'customer-7',
+      type: 'order_placed',
+      partition: stored.partition,
+      sequence: stored.sequence,
+    });
     expect(got.ctx.metadata).toEqual({ correlationId: 'c-1' });
     expect(got.ctx.partition).toBe(stored.partition);
     expect(got.ctx.sequence).toBe(stored.sequence);
@@ -70,10 +76,16 @@ describe('RheoConsumer through a hybrid Nest app', () => {
       'orders',
       Array.from({ length: 60 }, (_, i) => ({ key: `k${i % 7}`, payload: { n: i } })),
     );
-    await waitFor('both groups caught up', async () => (await client.lag('orders', 'billing')).lag === 0 && (await client.lag('orders', 'audit')).lag === 0);
+    await waitFor(
+      'both groups caught up',
+      async () => (await client.lag('orders', 'billing')).lag === 0 && (await client.lag('orders', 'audit')).lag === 0,
+    );
     for (const group of ['billing', 'audit'] as const) {
       const batch = new Set(events.map((e) => e.id));
-      const ids = seen[group].slice(before[group]).map((s) => s.ctx.event.id).filter((id) => batch.has(id));
+      const ids = seen[group]
+        .slice(before[group])
+        .map((s) => s.ctx.event.id)
+        .filter((id) => batch.has(id));
       expect(new Set(ids)).toEqual(batch);
       expect(ids).toHaveLength(batch.size); // no redelivery without a failure
       const info = await client.groupInfo('orders', group);

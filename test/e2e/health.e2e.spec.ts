@@ -2,7 +2,16 @@ import { Controller, Get, type INestApplication } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
 import request from 'supertest';
-import { type Backend, memoryBackend, RheoClient, RheoConsumer, RheoContext, RheoHealthIndicator, RheoModule, type JsonValue } from '../../lib';
+import {
+  type Backend,
+  memoryBackend,
+  RheoClient,
+  RheoConsumer,
+  RheoContext,
+  RheoHealthIndicator,
+  RheoModule,
+  type JsonValue,
+} from '../../lib';
 import { startHybrid, waitFor } from './support';
 
 /** Holds every delivery until opened: the group falls behind on demand. */
@@ -65,7 +74,10 @@ describe('RheoHealthIndicator behind /health', () => {
 
   it('goes down naming the group while lag exceeds maxLag, and up again after consumption', async () => {
     const client = app.get(RheoClient);
-    await client.appendBatch('market-events', Array.from({ length: 6 }, (_, i) => ({ payload: { i } })));
+    await client.appendBatch(
+      'market-events',
+      Array.from({ length: 6 }, (_, i) => ({ payload: { i } })),
+    );
     await waitFor('handler holding a lease', () => gate.running === 1);
     const down = await request(app.getHttpServer()).get('/health').expect(503);
     expect(down.body.status).toBe('error');

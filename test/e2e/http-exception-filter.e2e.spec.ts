@@ -94,68 +94,78 @@ async function boot(registration: Registration): Promise<INestApplication> {
   return app;
 }
 
-describe.each<Registration>(['useGlobalFilters(new RheoHttpExceptionFilter())', 'APP_FILTER'])('RheoHttpExceptionFilter registered with %s', (registration) => {
-  let app: INestApplication;
+describe.each<Registration>(['useGlobalFilters(new RheoHttpExceptionFilter())', 'APP_FILTER'])(
+  'RheoHttpExceptionFilter registered with %s',
+  (registration) => {
+    let app: INestApplication;
 
-  beforeAll(async () => {
-    consumed.length = 0;
-    app = await boot(registration);
-  });
-
-  afterAll(async () => {
-    await app.close();
-  });
-
-  it.each(RHEO_ERROR_CODES.filter((c) => STATUS[c] < 500))('answers %s with its 4xx status, the code and the message', async (code) => {
-    const res = await request(app.getHttpServer()).get(`/codes/${code}`);
-    expect(res.status).toBe(STATUS[code]);
-    expect(res.body).toEqual(
-      code === 'invalid_argument'
-        ? { statusCode: 400, error: 'invalid_argument', message: 'secret detail of invalid_argument', field: 'amount' }
-        : { statusCode: STATUS[code], error: code, message: `secret detail of ${code}` },
-    );
-  });
-
-  it.each(RHEO_ERROR_CODES.filter((c) => STATUS[c] >= 500))('answers %s with its 5xx status and the code, without the internal message', async (code) => {
-    const res = await request(app.getHttpServer()).get(`/codes/${code}`);
-    expect(res.status).toBe(STATUS[code]);
-    expect(res.body).toEqual({ statusCode: STATUS[code], error: code, message: expect.any(String) });
-    expect(res.body.message).not.toContain('secret');
-  });
-
-  it('maps the errors the library itself throws', async () => {
-    const server = app.getHttpServer();
-    expect((await request(server).get('/lag/nowhere/billing')).body).toEqual({
-      statusCode: 404,
-      error: 'stream_not_found',
-      message: 'stream "nowhere" does not exist',
+    beforeAll(async () => {
+      consumed.length = 0;
+      app = await boot(registration);
     });
-    const notFound = await request(server).get('/lag/orders/nobody');
-    expect(notFound.status).toBe(404);
-    expect(notFound.body.error).toBe('group_not_found');
-    const tooLarge = await request(server).post('/events/orders').send({ note: 'x'.repeat(100) });
-    expect(tooLarge.status).toBe(413);
-    expect(tooLarge.body).toMatchObject({ statusCode: 413, error: 'payload_too_large', field: 'event.payload' });
-    const unconfirmed = await request(server).post('/reset');
-    expect(unconfirmed.status).toBe(428);
-    expect(unconfirmed.body).toMatchObject({ statusCode: 428, error: 'confirm_required', field: 'confirm' });
-  });
 
-  it("leaves other exceptions to Nest's handling", async () => {
-    const server = app.getHttpServer();
-    const boom = await request(server).get('/boom');
-    expect(boom.status).toBe(500);
-    expect(boom.body).toEqual({ statusCode: 500, message: 'Internal server error' });
-    const missing = await request(server).get('/missing');
-    expect(missing.status).toBe(404);
-    expect(missing.body).toEqual({ statusCode: 404, message: 'no such order', error: 'Not Found' });
-  });
+    afterAll(async () => {
+      await app.close();
+    });
 
-  it("changes nothing for a consumer: a RheoError thrown there is retried and dead-lettered with its message", async () => {
-    const client = app.get(RheoClient);
-    const e = await client.append('orders', { payload: { id: 1 } });
-    await waitFor('orders settled', async () => (await client.lag('orders', 'billing')).lag === 0);
-    expect(consumed).toEqual([1, 2]);
-    expect(await client.deadLetters('orders', 'billing')).toEqual([expect.objectContaining({ eventId: e.id, attempt: 2, reason: 'order has no amount' })]);
-  });
-});
+    it.each(RHEO_ERROR_CODES.filter((c) => STATUS[c] < 500))('answers %s with its 4xx status, the code and the message', async (code) => {
+      const res = await request(app.getHttpServer()).get(`/codes/${code}`);
+      expect(res.status).toBe(STATUS[code]);
+      expect(res.body).toEqual(
+        code === 'invalid_argument'
+          ? { statusCode: 400, error: 'invalid_argument', message: 'secret detail of invalid_argument', field: 'amount' }
+          : { statusCode: STATUS[code], error: code, message: `secret detail of ${code}` },
+      );
+    });
+
+    it.each(RHEO_ERROR_CODES.filter((c) => STATUS[c] >= 500))(
+      'answers %s with its 5xx status and the code, without the internal message',
+      async (code) => {
+        const res = await request(app.getHttpServer()).get(`/codes/${code}`);
+        expect(res.status).toBe(STATUS[code]);
+        expect(res.body).toEqual({ statusCode: STATUS[code], error: code, message: expect.any(String) });
+        expect(res.body.message).not.toContain('secret');
+      },
+    );
+
+    it('maps the errors the library itself throws', async () => {
+      const server = app.getHttpServer();
+      expect((await request(server).get('/lag/nowhere/billing')).body).toEqual({
+        statusCode: 404,
+        error: 'stream_not_found',
+        message: 'stream "nowhere" does not exist',
+      });
+      const notFound = await request(server).get('/lag/orders/nobody');
+      expect(notFound.status).toBe(404);
+      expect(notFound.body.error).toBe('group_not_found');
+      const tooLarge = await request(server)
+        .post('/events/orders')
+        .send({ note: 'x'.repeat(100) });
+      expect(tooLarge.status).toBe(413);
+      expect(tooLarge.body).toMatchObject({ statusCode: 413, error: 'payload_too_large', field: 'event.payload' });
+      const unconfirmed = await request(server).post('/reset');
+      expect(unconfirmed.status).toBe(428);
+      expect(unconfirmed.body).toMatchObject({ statusCode: 428, error: 'confirm_required', field: 'confirm' });
+    });
+
+    it("leaves other exceptions to Nest's handling", async () => {
+      const server = app.getHttpServer();
+      const boom = await request(server).get('/boom');
+      expect(boom.status).toBe(500);
+      expect(boom.body).toEqual({ statusCode: 500, message: 'Internal server error' });
+      const missing = await request(server).get('/missing');
+      expect(missing.status).toBe(404);
+      expect(missing.body).toEqual({ statusCode: 404, message: 'no such order', error: 'Not Found' });
+    });
+
+    it('changes nothing for a consumer: a RheoError thrown there is retried and dead-lettered with its message', async () => {
+      const client = app.get(RheoClient);
+      const e = await client.append('orders', { payload: { id: 1 } });
+      await waitFor('orders settled', async () => (await client.lag('orders', 'billing')).lag === 0);
+      expect(consumed).toEqual([1, 2]);
+      expect(await client.deadLetters('orders', 'billing')).toEqual([
+        expect.objectContaining({ eventId: e.id, attempt: 2, reason: 'order has no amount' }),
+      ]);
+    });
+  },
+);

@@ -124,7 +124,13 @@ describe('forRoot(backend) and isGlobal', () => {
 
   it('accepts a bare backend and, when global, serves modules that do not import it', async () => {
     let backend = memoryBackend();
-    const ref = await Test.createTestingModule({ imports: [RheoModule.forRoot(backend), RheoModule.forRoot({ name: 'other', backend: memoryBackend(), isGlobal: true }), FeatureModule] })
+    const ref = await Test.createTestingModule({
+      imports: [
+        RheoModule.forRoot(backend),
+        RheoModule.forRoot({ name: 'other', backend: memoryBackend(), isGlobal: true }),
+        FeatureModule,
+      ],
+    })
       .compile()
       .catch((err: Error) => err);
     // The default instance is not global: FeatureModule cannot see it.
@@ -136,7 +142,9 @@ describe('forRoot(backend) and isGlobal', () => {
     await positional.close(); // closes the backend: the next app gets a fresh one
     backend = memoryBackend();
 
-    const globalRef = await Test.createTestingModule({ imports: [RheoModule.forRoot({ backend, isGlobal: true }), FeatureModule] }).compile();
+    const globalRef = await Test.createTestingModule({
+      imports: [RheoModule.forRoot({ backend, isGlobal: true }), FeatureModule],
+    }).compile();
     const feature = globalRef.get(FeatureService);
     expect(feature.core.backend).toBe(backend);
     await feature.client.createStream('s');

@@ -1,4 +1,10 @@
-import { BadRequestException, ForbiddenException, HttpException, InternalServerErrorException, UnprocessableEntityException } from '@nestjs/common';
+import {
+  BadRequestException,
+  ForbiddenException,
+  HttpException,
+  InternalServerErrorException,
+  UnprocessableEntityException,
+} from '@nestjs/common';
 import { RpcException } from '@nestjs/microservices';
 import { outcomeOfNestError, RheoReject, RheoRetry } from '../../lib';
 import { outcomeOfPipelineFailure } from '../../lib/nest/nest-error-outcome';
@@ -31,18 +37,29 @@ describe('outcomeOfPipelineFailure', () => {
   });
 
   it("uses the recorded original when Nest's default filter serialised the error", () => {
-    expect(outcomeOfPipelineFailure(serialised('Internal server error'), { reached: true, error: { value: new BadRequestException('x must be a number') } })).toEqual({
+    expect(
+      outcomeOfPipelineFailure(serialised('Internal server error'), {
+        reached: true,
+        error: { value: new BadRequestException('x must be a number') },
+      }),
+    ).toEqual({
       kind: 'reject',
       reason: 'x must be a number',
     });
   });
 
   it('dead-letters a guard denial (failed before the handler interceptor ran)', () => {
-    expect(outcomeOfPipelineFailure(serialised('Forbidden resource'), { reached: false })).toEqual({ kind: 'reject', reason: 'guard denied: Forbidden resource' });
+    expect(outcomeOfPipelineFailure(serialised('Forbidden resource'), { reached: false })).toEqual({
+      kind: 'reject',
+      reason: 'guard denied: Forbidden resource',
+    });
   });
 
   it('retries any other failure before the handler, e.g. a guard that threw', () => {
-    expect(outcomeOfPipelineFailure(serialised('Internal server error'), { reached: false })).toEqual({ kind: 'nack', reason: 'Internal server error' });
+    expect(outcomeOfPipelineFailure(serialised('Internal server error'), { reached: false })).toEqual({
+      kind: 'nack',
+      reason: 'Internal server error',
+    });
     expect(outcomeOfPipelineFailure('odd', { reached: false })).toEqual({ kind: 'nack', reason: 'odd' });
   });
 });

@@ -9,7 +9,11 @@ describe('the Nest layer without @nestjs/terminus installed', () => {
     expect(JSON.parse(out.trim().split('\n').pop()!)).toEqual({
       terminusBlocked: true,
       consumed: true,
-      health: { code: 'invalid_argument', message: 'RheoHealthIndicator (import TerminusModule too) needs the optional dependency "@nestjs/terminus": npm install @nestjs/terminus' },
+      health: {
+        code: 'invalid_argument',
+        message:
+          'RheoHealthIndicator (import TerminusModule too) needs the optional dependency "@nestjs/terminus": npm install @nestjs/terminus',
+      },
     });
   });
 });

@@ -215,7 +215,9 @@ describe('handler outcomes through the Nest pipeline', () => {
     expect(log).not.toContain(`handler:${denied.id}`);
     expect(log.indexOf('guard:allowed')).toBeLessThan(log.indexOf(`handler:${allowed.id}`));
     expect(deliveries.guarded.map((d) => d.id)).toEqual([allowed.id]);
-    expect(await client.deadLetters('guarded', 'g')).toEqual([expect.objectContaining({ eventId: denied.id, attempt: 1, reason: 'guard denied: Forbidden resource' })]);
+    expect(await client.deadLetters('guarded', 'g')).toEqual([
+      expect.objectContaining({ eventId: denied.id, attempt: 1, reason: 'guard denied: Forbidden resource' }),
+    ]);
   });
 
   it('runs interceptors around the handler', async () => {

@@ -84,7 +84,13 @@ describe('RheoServer: lease renewals seen from Nest', () => {
     expect(health.rheo.failing).toEqual([expect.stringMatching(/^slow\/g: lease renewals failing: injected fault/)]);
     expect((health.rheo.groups as Record<string, { renewals?: string }>)['slow/g'].renewals).toMatch(/^failing: /);
     await waitFor('recovered', () => events.includes('g:recovered'));
-    expect(events).toEqual(['g:backend_unavailable:1', 'g:backend_unavailable:2', 'g:backend_unavailable:3', 'g:backend_unavailable:4', 'g:recovered']);
+    expect(events).toEqual([
+      'g:backend_unavailable:1',
+      'g:backend_unavailable:2',
+      'g:backend_unavailable:3',
+      'g:backend_unavailable:4',
+      'g:recovered',
+    ]);
     const renewWarnings = logger.warnings.slice(warningsBefore).filter((w) => w.includes('renewing'));
     expect(renewWarnings).toHaveLength(1);
     expect(server.consumers()[0].renewError).toBeNull();

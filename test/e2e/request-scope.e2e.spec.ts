@@ -46,6 +46,8 @@ describe('a request-scoped consumer', () => {
     await waitFor('settled', async () => (await client.lag('scoped', 'g')).lag === 0);
     expect(seen.map((s) => s.id)).toEqual([a.id, b.id]);
     expect(new Set(seen.map((s) => s.instance)).size).toBe(2);
-    expect(await client.deadLetters('scoped', 'g')).toEqual([expect.objectContaining({ eventId: c.id, attempt: 1, reason: 'rejected in request scope' })]);
+    expect(await client.deadLetters('scoped', 'g')).toEqual([
+      expect.objectContaining({ eventId: c.id, attempt: 1, reason: 'rejected in request scope' }),
+    ]);
   });
 });

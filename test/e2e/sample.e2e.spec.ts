@@ -29,9 +29,15 @@ describe('the sample app', () => {
 
   it('runs on SQLite: appends over HTTP, both groups consume every event, the poison one is dead-lettered, /health is up', async () => {
     const http = request(app.getHttpServer());
-    const one = await http.post('/events').send({ type: 'trade', payload: { instrument: 'EURUSD', price: 1.1, qty: 1000 } }).expect(201);
+    const one = await http
+      .post('/events')
+      .send({ type: 'trade', payload: { instrument: 'EURUSD', price: 1.1, qty: 1000 } })
+      .expect(201);
     expect(one.body).toEqual({ id: expect.any(String), partition: expect.any(Number), sequence: 1 });
-    const batch = Array.from({ length: 49 }, (_, i) => ({ type: 'trade', payload: { instrument: `I${i % 5}`, price: i === 7 ? 0 : 10 + i, qty: 10 } }));
+    const batch = Array.from({ length: 49 }, (_, i) => ({
+      type: 'trade',
+      payload: { instrument: `I${i % 5}`, price: i === 7 ? 0 : 10 + i, qty: 10 },
+    }));
     await http.post('/events/batch').send(batch).expect(201, { appended: 49 });
     await waitFor('both groups caught up', async () => {
       const lag = (await http.get('/events/lag').expect(200)).body;

@@ -102,8 +102,18 @@ describe('RheoServer.listen', () => {
     ['a bad option value', [RiskController], /^RiskController\.onCurve: maxDemand must be between 1 and \d+$/, 'maxDemand'],
     ['pollMs not below leaseMs', [PollController], /^PollController\.onTick: pollMs must be less than leaseMs \(1000\)$/, 'pollMs'],
     ['an unknown option', [TypoController], /^TypoController\.onTick: options\.maxDemnd is not a consumer option/, 'options.maxDemnd'],
-    ['a partition the stream does not have', [PartitionController], /^PartitionController\.onTick: partitions: stream "market-events" has 2 partition\(s\), no partition 5$/, 'partitions'],
-    ['two handlers on one (stream, group)', [FirstController, SecondController], /^(First|Second)Controller\.[ab]: (First|Second)Controller\.[ab] already consumes market-events\/risk/, 'group'],
+    [
+      'a partition the stream does not have',
+      [PartitionController],
+      /^PartitionController\.onTick: partitions: stream "market-events" has 2 partition\(s\), no partition 5$/,
+      'partitions',
+    ],
+    [
+      'two handlers on one (stream, group)',
+      [FirstController, SecondController],
+      /^(First|Second)Controller\.[ab]: (First|Second)Controller\.[ab] already consumes market-events\/risk/,
+      'group',
+    ],
   ])('fails with an error naming the handler on %s, and creates no group', async (_what, controllers, message, field) => {
     const backend = memoryBackend();
     const { error, app } = await listenWith(backend, [GoodController, ...controllers]);
@@ -119,7 +129,9 @@ describe('RheoServer.listen', () => {
   it('fails naming the handler when its stream is neither declared nor existing', async () => {
     const { error, app } = await listenWith(memoryBackend(), [UndeclaredController]);
     expect(error).toMatchObject({ code: 'stream_not_found' });
-    expect((error as Error).message).toMatch(/^UndeclaredController\.onTick: stream "nowhere" does not exist; declare it in RheoModule\.forRoot/);
+    expect((error as Error).message).toMatch(
+      /^UndeclaredController\.onTick: stream "nowhere" does not exist; declare it in RheoModule\.forRoot/,
+    );
     await app.close();
   });
 
@@ -157,7 +169,9 @@ describe('RheoServer.listen', () => {
     const rheo = app.get(Rheo);
     expect(await rheo.listStreams()).toEqual([expect.objectContaining({ name: 'market-events', partitions: 2 })]);
     expect((await rheo.listGroups('market-events')).map((g) => g.group)).toEqual(['surveillance']);
-    expect(server.consumers()).toEqual([expect.objectContaining({ stream: 'market-events', group: 'surveillance', handlerName: 'GoodController.onTick', state: 'running' })]);
+    expect(server.consumers()).toEqual([
+      expect.objectContaining({ stream: 'market-events', group: 'surveillance', handlerName: 'GoodController.onTick', state: 'running' }),
+    ]);
     expect(statuses).toEqual(['connected']);
     await Promise.all([server.close(), server.close()]);
     expect(server.consumers()[0].state).toBe('stopped');
@@ -174,9 +188,9 @@ describe('RheoServer.listen', () => {
     await expect(
       createMicroservice({ imports: [RheoModule.forRoot({ backend: memoryBackend(), streams: [{ name: '', partitions: 1 }] })] }),
     ).rejects.toThrow(/^RheoModule\(default\): streams\[0\]\.name must not be empty$/);
-    await expect(createMicroservice({ imports: [RheoModule.forRoot({ backend: memoryBackend(), defaults: { concurency: 2 } as never })] })).rejects.toThrow(
-      /^RheoModule\(default\): defaults\.concurency is not a consumer option/,
-    );
+    await expect(
+      createMicroservice({ imports: [RheoModule.forRoot({ backend: memoryBackend(), defaults: { concurency: 2 } as never })] }),
+    ).rejects.toThrow(/^RheoModule\(default\): defaults\.concurency is not a consumer option/);
     expect(() => RheoModule.forRootAsync({ useFactory: undefined as never })).toThrow(/useFactory must be a function/);
   });
 
@@ -187,9 +201,12 @@ describe('RheoServer.listen', () => {
       providers: [MisplacedService],
     });
     await expect(boot).rejects.toMatchObject({ code: 'invalid_argument' });
-    const message = (await boot.then(() => "", (err: Error) => err.message)) as string;
+    const message = (await boot.then(
+      () => '',
+      (err: Error) => err.message,
+    )) as string;
     expect(message.split('\n').sort()).toEqual([
-      'MisplacedService.onTick: @RheoConsumer is on a provider; Nest runs transport handlers on controllers only (add the class to a module\'s controllers)',
+      "MisplacedService.onTick: @RheoConsumer is on a provider; Nest runs transport handlers on controllers only (add the class to a module's controllers)",
       'UnknownInstanceController.onTick: @RheoConsumer names instance "audti" but no RheoModule registers it (registered: default)',
     ]);
   });

@@ -1,6 +1,16 @@
 import { Controller, type INestApplication } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { type Backend, memoryBackend, RheoClient, RheoConsumer, RheoError, RheoHealthIndicator, RheoModule, RheoServer, type JsonValue } from '../../lib';
+import {
+  type Backend,
+  memoryBackend,
+  RheoClient,
+  RheoConsumer,
+  RheoError,
+  RheoHealthIndicator,
+  RheoModule,
+  RheoServer,
+  type JsonValue,
+} from '../../lib';
 import { startHybrid, waitFor } from './support';
 
 /** Fault injection on the real memory backend: fetches fail while `down` is set. */

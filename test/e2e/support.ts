@@ -14,7 +14,8 @@ export async function waitFor<T>(what: string, probe: () => T | Promise<T>, time
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
     await new Promise((r) => setTimeout(r, 10));
   }
 }

@@ -85,7 +85,11 @@ describe('TypeOrmModule + RheoModule.forRootAsync on PostgreSQL', () => {
     const client = app.get(RheoClient);
     expect(client.unwrap().backend.name).toBe('postgres');
     const http = request(app.getHttpServer());
-    for (let i = 0; i < 20; i++) await http.post('/orders').send({ id: `o${i}`, total: 10 * i }).expect(201, { placed: true });
+    for (let i = 0; i < 20; i++)
+      await http
+        .post('/orders')
+        .send({ id: `o${i}`, total: 10 * i })
+        .expect(201, { placed: true });
 
     await waitFor('billing consumed every order', async () => (await client.lag('orders', 'billing')).lag === 0 && received.length >= 20);
     expect(received.map((r) => r.id).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `o${i}`).sort());

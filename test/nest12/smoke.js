@@ -9,7 +9,16 @@ const { Body, Controller, Get, Inject, Module, ParseIntPipe, Post } = require('@
 const { NestFactory } = require('@nestjs/core');
 const { Ctx, Payload } = require('@nestjs/microservices');
 const { HealthCheck, HealthCheckService, TerminusModule } = require('@nestjs/terminus');
-const { memoryBackend, RheoClient, RheoConsumer, RheoContext, RheoHealthIndicator, RheoModule, RheoReject, RheoServer } = require('nestjs-rheo');
+const {
+  memoryBackend,
+  RheoClient,
+  RheoConsumer,
+  RheoContext,
+  RheoHealthIndicator,
+  RheoModule,
+  RheoReject,
+  RheoServer,
+} = require('nestjs-rheo');
 
 const STREAM = 'market-events';
 const seen = { risk: new Set(), surveillance: new Set() };
@@ -62,7 +71,12 @@ class OrdersController {
     if (ctx.attempt === 1) throw new Error('transient');
   }
 }
-method(OrdersController, 'onOrder', [RheoConsumer({ stream: 'orders', group: 'g', pollMs: 20, retry: { initialMs: 0, maxMs: 0 } })], [Payload('qty', ParseIntPipe), Ctx()]);
+method(
+  OrdersController,
+  'onOrder',
+  [RheoConsumer({ stream: 'orders', group: 'g', pollMs: 20, retry: { initialMs: 0, maxMs: 0 } })],
+  [Payload('qty', ParseIntPipe), Ctx()],
+);
 Controller()(OrdersController);
 
 class EventsController {
@@ -98,7 +112,10 @@ Controller()(HealthController);
 
 class AppModule {}
 Module({
-  imports: [RheoModule.forRoot({ backend: memoryBackend(), streams: [{ name: STREAM, partitions: 4 }, { name: 'orders' }] }), TerminusModule],
+  imports: [
+    RheoModule.forRoot({ backend: memoryBackend(), streams: [{ name: STREAM, partitions: 4 }, { name: 'orders' }] }),
+    TerminusModule,
+  ],
   controllers: [EventsController, HealthController, RiskController, SurveillanceController, OrdersController],
 })(AppModule);
 
@@ -110,7 +127,9 @@ async function main() {
   const core = version('@nestjs/core', __dirname);
   const rheoDir = dirname(require.resolve('nestjs-rheo'));
   const used = version('@nestjs/microservices', rheoDir);
-  console.log(`node ${process.version}, @nestjs/core ${core.version}, nestjs-rheo loads @nestjs/microservices ${used.version} from ${used.dir}`);
+  console.log(
+    `node ${process.version}, @nestjs/core ${core.version}, nestjs-rheo loads @nestjs/microservices ${used.version} from ${used.dir}`,
+  );
   check(core.version.startsWith('12.') && used.version.startsWith('12.'), 'Nest 12 is what the package runs on');
   check(used.dir.startsWith(__dirname), 'the package resolves Nest from this app, not from the repo');
 
@@ -121,12 +140,17 @@ async function main() {
   await app.startAllMicroservices();
   const base = `http://127.0.0.1:${app.getHttpServer().address().port}`;
   const post = async (body) => {
-    const res = await fetch(`${base}/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${base}/events`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     check(res.status === 201, `POST /events -> ${res.status}`);
     return res.json();
   };
   const ids = [];
-  for (let i = 0; i < 40; i++) ids.push((await post({ type: 'trade', payload: { instrument: `I${i % 6}`, price: i === 13 ? -1 : 10 + i, qty: 5 } })).id);
+  for (let i = 0; i < 40; i++)
+    ids.push((await post({ type: 'trade', payload: { instrument: `I${i % 6}`, price: i === 13 ? -1 : 10 + i, qty: 5 } })).id);
   const deadline = Date.now() + 30_000;
   for (;;) {
     const lag = await (await fetch(`${base}/events/lag`)).json();
@@ -134,10 +158,16 @@ async function main() {
     check(Date.now() < deadline, `groups caught up (lag ${JSON.stringify(lag)})`);
     await new Promise((r) => setTimeout(r, 50));
   }
-  check(ids.every((id) => seen.risk.has(id)), 'risk saw every event');
+  check(
+    ids.every((id) => seen.risk.has(id)),
+    'risk saw every event',
+  );
   check(seen.surveillance.size === 39 && !seen.surveillance.has(ids[13]), 'surveillance handled every event but the poison one');
   const dead = await app.get(RheoClient).deadLetters(STREAM, 'surveillance');
-  check(dead.length === 1 && dead[0].eventId === ids[13] && dead[0].attempt === 1, `poison event dead-lettered at once (${JSON.stringify(dead)})`);
+  check(
+    dead.length === 1 && dead[0].eventId === ids[13] && dead[0].attempt === 1,
+    `poison event dead-lettered at once (${JSON.stringify(dead)})`,
+  );
   const client = app.get(RheoClient);
   const good = await client.append('orders', { payload: { qty: '3' } });
   const bad = await client.append('orders', { payload: { qty: 'three' } });
@@ -147,7 +177,10 @@ async function main() {
   }
   check(attempts.join(',') === `${good.id}:1,${good.id}:2`, `a throw is retried, then acked (${attempts})`);
   const refused = await client.deadLetters('orders', 'g');
-  check(refused.length === 1 && refused[0].eventId === bad.id && refused[0].attempt === 1, `a pipe refusal is dead-lettered at once (${JSON.stringify(refused)})`);
+  check(
+    refused.length === 1 && refused[0].eventId === bad.id && refused[0].attempt === 1,
+    `a pipe refusal is dead-lettered at once (${JSON.stringify(refused)})`,
+  );
 
   const health = await fetch(`${base}/health`);
   const body = await health.json();

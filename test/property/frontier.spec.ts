@@ -21,7 +21,10 @@ const limit = fc.oneof(fc.integer({ min: 1, max: 4 }), fc.constant(100));
 const op: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ kind: fc.constant('fetch' as const), limit }), weight: 4 },
   { arbitrary: fc.record({ kind: fc.constantFrom('ack' as const, 'reject' as const, 'renew' as const), pick: fc.nat() }), weight: 4 },
-  { arbitrary: fc.record({ kind: fc.constant('nack' as const), pick: fc.nat(), delayMs: fc.option(delayMs, { nil: undefined }) }), weight: 2 },
+  {
+    arbitrary: fc.record({ kind: fc.constant('nack' as const), pick: fc.nat(), delayMs: fc.option(delayMs, { nil: undefined }) }),
+    weight: 2,
+  },
   { arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: advanceMs }), weight: 3 },
 );
 
@@ -43,7 +46,10 @@ describe('property: leasing, settling and the frontier follow the model', () => 
           await rheo.createStream('s', { partitions });
           await rheo.createGroup('s', 'g', { maxAttempts: MAX_ATTEMPTS, retry: RETRY });
           const model = new GroupModel(MAX_ATTEMPTS, { ...RETRY });
-          for (const e of await rheo.appendBatch('s', placement.map((p) => ({ partition: p % partitions, payload: p })))) {
+          for (const e of await rheo.appendBatch(
+            's',
+            placement.map((p) => ({ partition: p % partitions, payload: p })),
+          )) {
             model.add(e.partition, e.sequence);
           }
           const issued: Lease[] = [];
@@ -132,7 +138,14 @@ describe('property: leasing, settling and the frontier follow the model', () => 
           }
           for (const [i, kind] of staleOps.entries()) {
             const lease = old[i % old.length];
-            const call = kind === 'renew' ? rheo.renew(lease) : kind === 'nack' ? rheo.nack(lease, { delayMs: 0 }) : kind === 'ack' ? rheo.ack(lease) : rheo.reject(lease);
+            const call =
+              kind === 'renew'
+                ? rheo.renew(lease)
+                : kind === 'nack'
+                  ? rheo.nack(lease, { delayMs: 0 })
+                  : kind === 'ack'
+                    ? rheo.ack(lease)
+                    : rheo.reject(lease);
             await expect(call).rejects.toMatchObject({ code: 'stale_lease' });
           }
           // The newest holder is untouched and settles normally.

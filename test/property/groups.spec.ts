@@ -25,7 +25,10 @@ describe('property: groups are independent', () => {
       fc.asyncProperty(fc.integer({ min: 1, max: 8 }), fc.nat({ max: 3 }), fc.array(op, { maxLength: 30 }), async (n, bHeld, ops) => {
         const rheo = new Rheo(new MemoryBackend({ clock: new ManualClock() }));
         await rheo.createStream('s', { partitions: 2 });
-        await rheo.appendBatch('s', Array.from({ length: n }, (_, i) => ({ partition: i % 2, payload: i })));
+        await rheo.appendBatch(
+          's',
+          Array.from({ length: n }, (_, i) => ({ partition: i % 2, payload: i })),
+        );
         await rheo.createGroup('s', 'a', { maxAttempts: 2, retry: { initialMs: 0, maxMs: 0 } });
         await rheo.createGroup('s', 'b');
         // B holds some leases and has settled one, so it has state of every kind to disturb.
@@ -42,7 +45,8 @@ describe('property: groups are independent', () => {
           else if (o.kind === 'reset') await rheo.reset('s', 'a', { confirm: true });
           else if (leases.length > 0) {
             const lease = leases[o.pick % leases.length];
-            const call = o.kind === 'nack' ? rheo.nack(lease, { delayMs: o.delayMs }) : o.kind === 'ack' ? rheo.ack(lease) : rheo.reject(lease);
+            const call =
+              o.kind === 'nack' ? rheo.nack(lease, { delayMs: o.delayMs }) : o.kind === 'ack' ? rheo.ack(lease) : rheo.reject(lease);
             // A's own leases may be stale (replay, reset, settled): that is A's business.
             await call.catch((err) => expect(err.code).toBe('stale_lease'));
           }

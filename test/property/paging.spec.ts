@@ -86,7 +86,14 @@ describe('property: query paging', () => {
           await rheo.createStream(stream, { partitions: P });
           const all = await rheo.appendBatch(
             stream,
-            evs.map((e) => ({ partition: e.partition, type: e.type, key: e.key, payload: { v: e.v }, metadata: { tenant: e.tenant }, timestamp: new Date(T0 + e.at * 1000) })),
+            evs.map((e) => ({
+              partition: e.partition,
+              type: e.type,
+              key: e.key,
+              payload: { v: e.v },
+              metadata: { tenant: e.tenant },
+              timestamp: new Date(T0 + e.at * 1000),
+            })),
           );
           const want = expected(all, q, order);
           const paged: string[] = [];

@@ -29,7 +29,10 @@ describe('property: key routing', () => {
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...counts), fc.array(key, { minLength: 1, maxLength: 6 }), async (n, keys) => {
         const single = await rheo.append(`s${n}`, { key: keys[0], payload: null });
-        const batch = await rheo.appendBatch(`s${n}`, [...keys, ...keys].map((k) => ({ key: k, payload: null })));
+        const batch = await rheo.appendBatch(
+          `s${n}`,
+          [...keys, ...keys].map((k) => ({ key: k, payload: null })),
+        );
         expect(single.partition).toBe(partitionForKey(keys[0], n));
         batch.forEach((e, i) => expect(e.partition).toBe(partitionForKey(keys[i % keys.length], n)));
         // The stored events agree, and per-partition sequences stay contiguous.

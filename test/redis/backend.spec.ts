@@ -77,7 +77,16 @@ describe('redis backend: connections', () => {
     const [stored] = await rheo.read(stream);
     expect(stored).toBeUndefined();
     await impatient.init();
-    const event = { id: 'maybe-1', partition: 0, timestamp: new Date(), key: null, type: null, metadata: {}, payload: 'maybe', payloadJson: '"maybe"' };
+    const event = {
+      id: 'maybe-1',
+      partition: 0,
+      timestamp: new Date(),
+      key: null,
+      type: null,
+      metadata: {},
+      payload: 'maybe',
+      payloadJson: '"maybe"',
+    };
     const admin = new Redis(REDIS_URL);
     try {
       // Pause writes (scripts included) on the server: the append gets no answer in time.
@@ -122,8 +131,12 @@ describe('redis backend: connections', () => {
       await rheo.close();
     }
     expect(mapRedisError(new Error('RHEO:stale_lease'), 'write').code).toBe('stale_lease');
-    expect(mapRedisError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }), 'read').code).toBe('backend_unavailable');
-    expect(mapRedisError(new Error("Stream isn't writeable and enableOfflineQueue options is false"), 'write').code).toBe('backend_unavailable');
+    expect(mapRedisError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }), 'read').code).toBe(
+      'backend_unavailable',
+    );
+    expect(mapRedisError(new Error("Stream isn't writeable and enableOfflineQueue options is false"), 'write').code).toBe(
+      'backend_unavailable',
+    );
     expect(mapRedisError(new Error('LOADING Redis is loading the dataset in memory'), 'read').code).toBe('backend_unavailable');
     expect(mapRedisError(new Error('OOM command not allowed'), 'write').code).toBe('failed');
   });
@@ -138,7 +151,10 @@ describe('redis backend: races across connections', () => {
     try {
       await rheos[0].createStream(stream, { partitions: 3 });
       await rheos[0].createGroup(stream, 'g');
-      await rheos[0].appendBatch(stream, Array.from({ length: 600 }, (_, i) => ({ key: `k${i}`, payload: i })));
+      await rheos[0].appendBatch(
+        stream,
+        Array.from({ length: 600 }, (_, i) => ({ key: `k${i}`, payload: i })),
+      );
       // Four connections fetch at once, round after round, until nothing is left.
       const claimed: string[] = [];
       for (;;) {
@@ -159,7 +175,10 @@ describe('redis backend: races across connections', () => {
       clock.advance(1001);
       const [fresh] = await rheos[2].fetch(stream2, 'g', { leaseMs: 1000 });
       expect(fresh.attempt).toBe(2);
-      const [a, b] = await Promise.all([rheos[1].settleMany([{ kind: 'ack', lease: old }]), rheos[2].settleMany([{ kind: 'ack', lease: fresh }])]);
+      const [a, b] = await Promise.all([
+        rheos[1].settleMany([{ kind: 'ack', lease: old }]),
+        rheos[2].settleMany([{ kind: 'ack', lease: fresh }]),
+      ]);
       expect(a[0].ok).toBe(false);
       expect(a[0].ok === false && a[0].error.code).toBe('stale_lease');
       expect(b[0]).toEqual({ ok: true });

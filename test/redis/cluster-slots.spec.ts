@@ -67,7 +67,10 @@ describe('redis key layout and cluster slots', () => {
     });
     try {
       await rheo.createStream(STREAM, { partitions: 3 });
-      await rheo.appendBatch(STREAM, Array.from({ length: 12 }, (_, i) => ({ key: `k${i}`, payload: { i } })));
+      await rheo.appendBatch(
+        STREAM,
+        Array.from({ length: 12 }, (_, i) => ({ key: `k${i}`, payload: { i } })),
+      );
       await rheo.createGroup(STREAM, GROUP, { maxAttempts: 2 });
       await rheo.createGroup(STREAM, 'end-group', { start: 'end', ordering: 'partition' });
       await rheo.createGroup(STREAM, 'at-group', { start: { at: new Date(clock.now()) } });

@@ -66,7 +66,11 @@ describe('Group: drain', () => {
     expect(backend.calls.renew).toBe(renews); // the lease is left to expire
 
     const seen: Array<{ consumerId: string; attempt: number }> = [];
-    const g2 = startGroup(rheo, { stream, group, leaseMs: 60, pollMs: 5, consumerId: 'two' }, async (l) => void seen.push({ consumerId: l.consumerId, attempt: l.attempt }));
+    const g2 = startGroup(
+      rheo,
+      { stream, group, leaseMs: 60, pollMs: 5, consumerId: 'two' },
+      async (l) => void seen.push({ consumerId: l.consumerId, attempt: l.attempt }),
+    );
     const polls = g2.stats.pollTimeouts;
     await until(() => g2.stats.pollTimeouts >= polls + 3, 'the second Group polls');
     expect(seen).toEqual([]); // still leased by the first (the clock has not moved)

@@ -34,20 +34,23 @@ describe('Group: failed acks', () => {
     expect(backend.settles.every((s) => s.eventId === e.id)).toBe(true);
   });
 
-  it.each<RheoErrorCode>(['backend_unavailable', 'ambiguous'])('%s ack that did happen underneath: not nacked, never redelivered', async (code) => {
-    const { rheo, stream, group, backend, clock } = await setup();
-    await rheo.appendBatch(stream, events(1));
-    backend.failSettle({ kind: 'ack', code, applied: true });
-    const attempts: number[] = [];
-    const g = startGroup(rheo, { stream, group, leaseMs: 1000, pollMs: 5 }, async (l) => void attempts.push(l.attempt));
-    await until(() => backend.settles.length === 1 && g.inflight === 0, 'the failed ack was given up');
-    expect((await rheo.lag(stream, group)).lag).toBe(0);
-    clock.advance(5000);
-    const polls = g.stats.pollTimeouts;
-    await until(() => g.stats.pollTimeouts >= polls + 3, 'a few idle polls');
-    expect(attempts).toEqual([1]);
-    expect(backend.settles.map((s) => s.kind)).toEqual(['ack']);
-  });
+  it.each<RheoErrorCode>(['backend_unavailable', 'ambiguous'])(
+    '%s ack that did happen underneath: not nacked, never redelivered',
+    async (code) => {
+      const { rheo, stream, group, backend, clock } = await setup();
+      await rheo.appendBatch(stream, events(1));
+      backend.failSettle({ kind: 'ack', code, applied: true });
+      const attempts: number[] = [];
+      const g = startGroup(rheo, { stream, group, leaseMs: 1000, pollMs: 5 }, async (l) => void attempts.push(l.attempt));
+      await until(() => backend.settles.length === 1 && g.inflight === 0, 'the failed ack was given up');
+      expect((await rheo.lag(stream, group)).lag).toBe(0);
+      clock.advance(5000);
+      const polls = g.stats.pollTimeouts;
+      await until(() => g.stats.pollTimeouts >= polls + 3, 'a few idle polls');
+      expect(attempts).toEqual([1]);
+      expect(backend.settles.map((s) => s.kind)).toEqual(['ack']);
+    },
+  );
 
   it('a definitely failed ack is nacked at once ("ack failed: ...") and redelivered without waiting for expiry', async () => {
     const { rheo, stream, group, backend } = await setup();
@@ -211,11 +214,15 @@ describe('Group: never an unhandled rejection', () => {
   // Jest handles unhandled rejections itself, so the scenario runs in a child
   // process with its own 'unhandledRejection' listener and reports what it saw.
   function scenario(...args: string[]) {
-    const out = execFileSync(process.execPath, ['--no-warnings', '-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'outage.ts'), ...args], {
-      cwd: join(__dirname, '..', '..'),
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    const out = execFileSync(
+      process.execPath,
+      ['--no-warnings', '-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'outage.ts'), ...args],
+      {
+        cwd: join(__dirname, '..', '..'),
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
     return JSON.parse(out.trim().split('\n').pop()!) as Record<string, unknown>;
   }
 

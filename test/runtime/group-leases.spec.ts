@@ -39,11 +39,22 @@ describe('Group: leases in the buffer and under failing renewals', () => {
     await rheoA.appendBatch(
       stream,
       // Key k<n> pinned to partition n, so each partition is one key's ordered history.
-      Array.from({ length: ordering === 'partition' ? 12 : 5 }, (_, i) => ({ key: `k${i % partitions}`, partition: i % partitions, payload: { i } })),
+      Array.from({ length: ordering === 'partition' ? 12 : 5 }, (_, i) => ({
+        key: `k${i % partitions}`,
+        partition: i % partitions,
+        payload: { i },
+      })),
     );
     const starts: Start[] = [];
     const handler = (consumer: 'A' | 'B') => async (l: Lease) => {
-      starts.push({ consumer, key: l.event.key, sequence: l.event.sequence, partition: l.event.partition, at: Date.now(), expiresAt: l.expiresAt.getTime() });
+      starts.push({
+        consumer,
+        key: l.event.key,
+        sequence: l.event.sequence,
+        partition: l.event.partition,
+        at: Date.now(),
+        expiresAt: l.expiresAt.getTime(),
+      });
       // A is slow, B quick: B gets through several events of a key while A still has one buffered.
       await sleep(consumer === 'A' ? 300 : 20);
     };
@@ -80,16 +91,27 @@ describe('Group: leases in the buffer and under failing renewals', () => {
     await rheo.appendBatch(stream, events(3));
     backend.failRenewCall(Number.POSITIVE_INFINITY);
     const hold = gate();
-    const gA = startGroup(rheo, { stream, group, maxDemand: 3, concurrency: 1, leaseMs: 1000, pollMs: 10, consumerId: 'A' }, () => hold.promise);
+    const gA = startGroup(
+      rheo,
+      { stream, group, maxDemand: 3, concurrency: 1, leaseMs: 1000, pollMs: 10, consumerId: 'A' },
+      () => hold.promise,
+    );
     await until(() => gA.running === 1 && gA.inflight === 3, 'one running, two buffered');
     backend.failFetch(Number.POSITIVE_INFINITY); // A takes nothing more: what it gives back goes to B
     clock.advance(1001);
-    await until(() => gA.stats.dropped === 2, `the two buffered leases are dropped after a renewal round (${JSON.stringify(gA.stats)} ${gA.inflight})`);
+    await until(
+      () => gA.stats.dropped === 2,
+      `the two buffered leases are dropped after a renewal round (${JSON.stringify(gA.stats)} ${gA.inflight})`,
+    );
     await until(() => gA.stats.released === 2, 'and given back');
     expect(backend.released.map((l) => l.event.sequence)).toEqual([2, 3]);
     const seen: Array<[number, number]> = [];
     const other = new Rheo(new FaultyBackend(backend.inner));
-    const gB = startGroup(other, { stream, group, maxDemand: 3, concurrency: 3, leaseMs: 1000, pollMs: 10, consumerId: 'B' }, async (l) => void seen.push([l.event.sequence, l.attempt]));
+    const gB = startGroup(
+      other,
+      { stream, group, maxDemand: 3, concurrency: 3, leaseMs: 1000, pollMs: 10, consumerId: 'B' },
+      async (l) => void seen.push([l.event.sequence, l.attempt]),
+    );
     // Event 1 expired under A's running handler (nobody gave it back): attempt 2. Events 2 and 3: attempt 1 again.
     await until(() => seen.length === 3, 'B handles all three');
     expect(seen.sort((x, y) => x[0] - y[0])).toEqual([
@@ -200,15 +222,23 @@ describe('Group: drain gives back what no handler started', () => {
     const { rheo, stream, group, backend, clock } = await setup();
     await rheo.appendBatch(stream, events(20));
     const hold = gate();
-    const g1 = startGroup(rheo, { stream, group, maxDemand: 20, concurrency: 4, leaseMs: 30_000, pollMs: 10, consumerId: 'one' }, () => hold.promise);
+    const g1 = startGroup(
+      rheo,
+      { stream, group, maxDemand: 20, concurrency: 4, leaseMs: 30_000, pollMs: 10, consumerId: 'one' },
+      () => hold.promise,
+    );
     await until(() => g1.running === 4 && g1.inflight === 20, 'four running, sixteen buffered');
     const drained = g1.drain(5000);
     await until(() => g1.stats.released === 16, 'sixteen given back');
     expect(g1.inflight).toBe(4);
     const seen: Array<{ sequence: number; attempt: number }> = [];
-    const g2 = startGroup(new Rheo(backend.inner), { stream, group, maxDemand: 20, concurrency: 20, leaseMs: 30_000, pollMs: 10, consumerId: 'two' }, async (l) => {
-      seen.push({ sequence: l.event.sequence, attempt: l.attempt });
-    });
+    const g2 = startGroup(
+      new Rheo(backend.inner),
+      { stream, group, maxDemand: 20, concurrency: 20, leaseMs: 30_000, pollMs: 10, consumerId: 'two' },
+      async (l) => {
+        seen.push({ sequence: l.event.sequence, attempt: l.attempt });
+      },
+    );
     // The clock never moves: nothing expires, so only a release can hand these over.
     await until(() => seen.length === 16, 'the second consumer handles the sixteen');
     expect(clock.now()).toBe(clock.now());
@@ -224,7 +254,11 @@ describe('Group: drain gives back what no handler started', () => {
     const { rheo, stream, group, backend } = await setup();
     await rheo.appendBatch(stream, events(5));
     const handled: number[] = [];
-    const g = new Group(rheo, { stream, group, maxDemand: 5, concurrency: 5, leaseMs: 10_000, pollMs: 10 }, async (l) => void handled.push(l.event.sequence));
+    const g = new Group(
+      rheo,
+      { stream, group, maxDemand: 5, concurrency: 5, leaseMs: 10_000, pollMs: 10 },
+      async (l) => void handled.push(l.event.sequence),
+    );
     g.start(); // the first fetch is in flight now
     expect(await g.drain(1000)).toBe('drained');
     expect(handled).toEqual([]);

@@ -124,7 +124,10 @@ describe('Group: bounds and completeness', () => {
 
   it('only fetches its partitions', async () => {
     const { rheo, stream, group } = await setup({ partitions: 3 });
-    await rheo.appendBatch(stream, [0, 1, 2, 0, 1, 2].map((partition, i) => ({ partition, payload: { i } })));
+    await rheo.appendBatch(
+      stream,
+      [0, 1, 2, 0, 1, 2].map((partition, i) => ({ partition, payload: { i } })),
+    );
     const parts: number[] = [];
     const g = startGroup(rheo, { stream, group, partitions: [1], pollMs: 10 }, async (l) => void parts.push(l.event.partition));
     await until(() => parts.length === 2 && g.stats.pollTimeouts >= 2, 'partition 1 consumed, then idle');
@@ -236,7 +239,12 @@ describe('Group: settle by outcome', () => {
     g.on('handler_error', ({ error }) => errors.push(error));
     await until(async () => (await rheo.lag(stream, group)).lag === 0, 'all acked on attempt 2');
     expect(errors).toHaveLength(2);
-    expect(errors).toEqual(expect.arrayContaining([expect.objectContaining({ code: 'invalid_argument', field: 'outcome' }), expect.objectContaining({ message: 'sync' })]));
+    expect(errors).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ code: 'invalid_argument', field: 'outcome' }),
+        expect.objectContaining({ message: 'sync' }),
+      ]),
+    );
     const nacks = backend.settles.filter((s) => s.kind === 'nack');
     expect(nacks.map((s) => s.eventId).sort()).toEqual([a.id, b.id].sort());
   });
@@ -252,7 +260,10 @@ describe('Group: settle by outcome', () => {
     expect(backend.settles.slice(0, 10).every((s) => s.answered === 'ok')).toBe(true);
     expect(backend.settles.find((s) => s.reason === 'odd')?.delayMs).toBeUndefined();
     expect(backend.settles.find((s) => s.reason === 'huge')?.delayMs).toBe(365 * 24 * 3600 * 1000);
-    await until(async () => (await rheo.lag(stream, group)).partitions[0].frontier === 1 && g.inflight === 0, 'all but the delayed one acked');
+    await until(
+      async () => (await rheo.lag(stream, group)).partitions[0].frontier === 1 && g.inflight === 0,
+      'all but the delayed one acked',
+    );
     clock.advance(365 * 24 * 3600 * 1000);
     await until(async () => (await rheo.lag(stream, group)).lag === 0, 'both come back and are acked');
   });

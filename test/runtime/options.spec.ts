@@ -18,15 +18,40 @@ function fieldOf(fn: () => unknown): string | undefined {
 describe('Group options', () => {
   it('applies the documented defaults', () => {
     const o = resolveGroupOptions(base);
-    expect(o).toMatchObject({ stream: 's', group: 'g', maxDemand: 10, concurrency: 1, leaseMs: 30_000, pollMs: 200, drainTimeoutMs: 10_000 });
+    expect(o).toMatchObject({
+      stream: 's',
+      group: 'g',
+      maxDemand: 10,
+      concurrency: 1,
+      leaseMs: 30_000,
+      pollMs: 200,
+      drainTimeoutMs: 10_000,
+    });
     expect(o.partitions).toBeUndefined();
     expect(typeof o.consumerId).toBe('string');
     expect(resolveGroupOptions(base).consumerId).not.toBe(o.consumerId);
   });
 
   it('keeps given values and normalises partitions', () => {
-    const o = resolveGroupOptions({ ...base, maxDemand: 5, concurrency: 3, leaseMs: 1000, pollMs: 50, consumerId: 'c1', partitions: [2, 0, 2], drainTimeoutMs: 0 });
-    expect(o).toMatchObject({ maxDemand: 5, concurrency: 3, leaseMs: 1000, pollMs: 50, consumerId: 'c1', partitions: [0, 2], drainTimeoutMs: 0 });
+    const o = resolveGroupOptions({
+      ...base,
+      maxDemand: 5,
+      concurrency: 3,
+      leaseMs: 1000,
+      pollMs: 50,
+      consumerId: 'c1',
+      partitions: [2, 0, 2],
+      drainTimeoutMs: 0,
+    });
+    expect(o).toMatchObject({
+      maxDemand: 5,
+      concurrency: 3,
+      leaseMs: 1000,
+      pollMs: 50,
+      consumerId: 'c1',
+      partitions: [0, 2],
+      drainTimeoutMs: 0,
+    });
   });
 
   it('defaults pollMs below a short leaseMs instead of refusing it', () => {
@@ -75,6 +100,8 @@ describe('Group options', () => {
 
 describe('fetch backoff policy', () => {
   it('is 100 ms doubling to 5 s through the one backoffDelay', () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 8, 50].map((n) => backoffDelay(FETCH_BACKOFF, n))).toEqual([100, 200, 400, 800, 1600, 3200, 5000, 5000, 5000]);
+    expect([1, 2, 3, 4, 5, 6, 7, 8, 50].map((n) => backoffDelay(FETCH_BACKOFF, n))).toEqual([
+      100, 200, 400, 800, 1600, 3200, 5000, 5000, 5000,
+    ]);
   });
 });

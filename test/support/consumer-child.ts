@@ -32,7 +32,28 @@ export interface ChildConfig {
 /** The same backend with its fetch results and renewals reported. */
 function observed(inner: Backend, report: (r: ChildRecord) => void, child: number): Backend {
   const b = Object.create(null) as Record<string, unknown>;
-  for (const key of ['init', 'ping', 'close', 'createStream', 'getStream', 'listStreams', 'createGroup', 'getGroup', 'listGroups', 'append', 'read', 'query', 'settle', 'replay', 'reset', 'lag', 'groupInfo', 'deadLetters', 'redrive', 'wait'] as const) {
+  for (const key of [
+    'init',
+    'ping',
+    'close',
+    'createStream',
+    'getStream',
+    'listStreams',
+    'createGroup',
+    'getGroup',
+    'listGroups',
+    'append',
+    'read',
+    'query',
+    'settle',
+    'replay',
+    'reset',
+    'lag',
+    'groupInfo',
+    'deadLetters',
+    'redrive',
+    'wait',
+  ] as const) {
     const fn = (inner as unknown as Record<string, unknown>)[key];
     if (typeof fn === 'function') b[key] = (fn as (...a: unknown[]) => unknown).bind(inner);
   }
@@ -42,7 +63,15 @@ function observed(inner: Backend, report: (r: ChildRecord) => void, child: numbe
   b.fetch = async (req: FetchRequest): Promise<Lease[]> => {
     const leases = await inner.fetch(req);
     for (const l of leases) {
-      report({ k: 'lease', child, eventId: l.event.id, leaseId: l.leaseId, attempt: l.attempt, leasedAt: l.leasedAt.getTime(), expiresAt: l.expiresAt.getTime() });
+      report({
+        k: 'lease',
+        child,
+        eventId: l.event.id,
+        leaseId: l.leaseId,
+        attempt: l.attempt,
+        leasedAt: l.leasedAt.getTime(),
+        expiresAt: l.expiresAt.getTime(),
+      });
     }
     return leases;
   };
@@ -62,7 +91,14 @@ async function main(): Promise<void> {
   const rheo = new Rheo(observed(backendFromEnv(), report, config.index));
   const group = new Group(
     rheo,
-    { stream: config.stream, group: config.group, maxDemand: config.maxDemand, concurrency: config.concurrency, leaseMs: config.leaseMs, pollMs: config.pollMs },
+    {
+      stream: config.stream,
+      group: config.group,
+      maxDemand: config.maxDemand,
+      concurrency: config.concurrency,
+      leaseMs: config.leaseMs,
+      pollMs: config.pollMs,
+    },
     async (lease) => {
       report({ k: 'start', child: config.index, leaseId: lease.leaseId, at: Date.now() });
       if (config.workMs > 0) await new Promise((r) => setTimeout(r, config.workMs));
@@ -70,7 +106,8 @@ async function main(): Promise<void> {
     },
   );
   group.on('settled', ({ lease, outcome }) => {
-    if (outcome.kind === 'ack') report({ k: 'acked', child: config.index, leaseId: lease.leaseId, eventId: lease.event.id, at: Date.now() });
+    if (outcome.kind === 'ack')
+      report({ k: 'acked', child: config.index, leaseId: lease.leaseId, eventId: lease.event.id, at: Date.now() });
   });
   process.on('message', (m: { type?: string }) => {
     if (m?.type !== 'stop') return;

@@ -149,7 +149,12 @@ export class FaultyBackend implements Backend {
 
   async settle(ops: SettleOp[]): Promise<SettleResult[]> {
     this.calls.settle++;
-    const planned = ops.map((op) => this.take(this.settleFaults, (f) => (f.kind === undefined || f.kind === op.kind) && (f.eventId === undefined || f.eventId === op.lease.event.id)));
+    const planned = ops.map((op) =>
+      this.take(
+        this.settleFaults,
+        (f) => (f.kind === undefined || f.kind === op.kind) && (f.eventId === undefined || f.eventId === op.lease.event.id),
+      ),
+    );
     // Apply underneath every op that is not faulted, plus faulted ones that "happened anyway".
     const through = ops.filter((_, i) => !planned[i] || planned[i]!.applied);
     const innerResults = through.length ? await this.inner.settle(through) : [];

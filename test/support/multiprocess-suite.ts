@@ -45,7 +45,10 @@ export function runMultiprocessSuite(target: MultiprocessTarget): void {
     async function load(stream: string, n: number): Promise<string[]> {
       const ids: string[] = [];
       for (let i = 0; i < n; i += 1000) {
-        const batch = await rheo.appendBatch(stream, Array.from({ length: Math.min(1000, n - i) }, (_, j) => ({ key: `k${(i + j) % 97}`, payload: { n: i + j } })));
+        const batch = await rheo.appendBatch(
+          stream,
+          Array.from({ length: Math.min(1000, n - i) }, (_, j) => ({ key: `k${(i + j) % 97}`, payload: { n: i + j } })),
+        );
         ids.push(...batch.map((e) => e.id));
       }
       return ids;
@@ -55,7 +58,15 @@ export function runMultiprocessSuite(target: MultiprocessTarget): void {
       // Every child is up and waiting before the first event exists, so the work is
       // shared whatever the children's start-up times.
       await create('mp');
-      const consumers = await startConsumers(3, backend, { stream: 'mp', group: 'g', maxDemand: 50, concurrency: 8, leaseMs: 30_000, pollMs: 200, workMs: 0 });
+      const consumers = await startConsumers(3, backend, {
+        stream: 'mp',
+        group: 'g',
+        maxDemand: 50,
+        concurrency: 8,
+        leaseMs: 30_000,
+        pollMs: 200,
+        workMs: 0,
+      });
       let ids: string[];
       try {
         ids = await load('mp', 10_000);
@@ -75,7 +86,15 @@ export function runMultiprocessSuite(target: MultiprocessTarget): void {
       // Handlers take 20 ms, so the child killed after 200 events is certainly holding
       // leases (running and prefetched) when it dies.
       await create('mp-kill');
-      const consumers = await startConsumers(3, backend, { stream: 'mp-kill', group: 'g', maxDemand: 20, concurrency: 4, leaseMs: 3000, pollMs: 100, workMs: 20 });
+      const consumers = await startConsumers(3, backend, {
+        stream: 'mp-kill',
+        group: 'g',
+        maxDemand: 20,
+        concurrency: 4,
+        leaseMs: 3000,
+        pollMs: 100,
+        workMs: 20,
+      });
       let ids: string[];
       try {
         ids = await load('mp-kill', 3000);

@@ -111,7 +111,15 @@ export function leaseHistories(records: ChildRecord[]): Map<string, LeaseHistory
   const byLease = new Map<string, LeaseHistory>();
   for (const r of records) {
     if (r.k === 'lease') {
-      byLease.set(r.leaseId, { eventId: r.eventId, leaseId: r.leaseId, child: r.child, attempt: r.attempt, leasedAt: r.leasedAt, expiresAt: r.expiresAt, ackedAt: null });
+      byLease.set(r.leaseId, {
+        eventId: r.eventId,
+        leaseId: r.leaseId,
+        child: r.child,
+        attempt: r.attempt,
+        leasedAt: r.leasedAt,
+        expiresAt: r.expiresAt,
+        ackedAt: null,
+      });
     }
   }
   for (const r of records) {
@@ -151,7 +159,9 @@ export function leaseViolations(
       const b = hs[i];
       const liveUntil = a.ackedAt === null ? a.expiresAt : Math.min(a.expiresAt, a.ackedAt);
       if (b.leasedAt < liveUntil) {
-        problems.push(`event ${id}: lease ${b.leaseId} (child ${b.child}, at ${b.leasedAt}) taken while ${a.leaseId} (child ${a.child}) was live until ${liveUntil}`);
+        problems.push(
+          `event ${id}: lease ${b.leaseId} (child ${b.child}, at ${b.leasedAt}) taken while ${a.leaseId} (child ${a.child}) was live until ${liveUntil}`,
+        );
       }
       if (b.attempt <= a.attempt) problems.push(`event ${id}: attempt ${b.attempt} after attempt ${a.attempt}`);
     }

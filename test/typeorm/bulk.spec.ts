@@ -17,13 +17,20 @@ const schema = freshSchema('bulk');
 
 const backends = [
   { name: 'postgres', make: () => postgresBackend({ url: PG_URL, schema, poolSize: 2 }), cleanup: () => dropSchema(schema) },
-  { name: 'sqlite', make: () => sqliteBackend({ database: join(dir, 'bulk.db') }), cleanup: async () => rmSync(dir, { recursive: true, force: true }) },
+  {
+    name: 'sqlite',
+    make: () => sqliteBackend({ database: join(dir, 'bulk.db') }),
+    cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+  },
 ];
 
 async function appendMany(rheo: Rheo, stream: string, n: number, type: (i: number) => string = () => 't'): Promise<void> {
   for (let from = 0; from < n; from += MAX_BATCH) {
     const size = Math.min(MAX_BATCH, n - from);
-    await rheo.appendBatch(stream, Array.from({ length: size }, (_, j) => ({ type: type(from + j), payload: from + j })));
+    await rheo.appendBatch(
+      stream,
+      Array.from({ length: size }, (_, j) => ({ type: type(from + j), payload: from + j })),
+    );
   }
 }
 
@@ -102,7 +109,11 @@ describe.each(backends)('$name: bulk calls at the largest sizes', ({ make, clean
     expect(info).toMatchObject({ deadLetters: 0, lag: { lag: n } });
     // Available again from the start, as fresh deliveries.
     const first = await rheo.fetch('dead', 'g', { limit: 3, leaseMs: 60_000 });
-    expect(first.map((l) => [l.event.sequence, l.attempt])).toEqual([[1, 1], [2, 1], [3, 1]]);
+    expect(first.map((l) => [l.event.sequence, l.attempt])).toEqual([
+      [1, 1],
+      [2, 1],
+      [3, 1],
+    ]);
   }, 180_000);
 
   it('replays a query matching 40,000 events', async () => {

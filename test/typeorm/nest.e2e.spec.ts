@@ -37,7 +37,10 @@ describe.each([
         TypeOrmModule.forRoot(typeorm()),
         RheoModule.forRootAsync({
           inject: [DataSource],
-          useFactory: (dataSource: DataSource) => ({ backend: typeormBackend({ dataSource, schema: pgSchema }), streams: [{ name: 'orders' }] }),
+          useFactory: (dataSource: DataSource) => ({
+            backend: typeormBackend({ dataSource, schema: pgSchema }),
+            streams: [{ name: 'orders' }],
+          }),
         }),
       ],
       controllers: [OrdersController],
@@ -62,7 +65,11 @@ describe.each([
       }),
     ).rejects.toThrow('rollback');
     const committed = await ds.transaction((manager) => client.append('orders', { payload: { n: 3 } }, { manager }));
-    await waitFor('both committed events handled', () => seen.some((s) => s.id === plain.id) && seen.some((s) => s.id === committed.id), 20_000);
+    await waitFor(
+      'both committed events handled',
+      () => seen.some((s) => s.id === plain.id) && seen.some((s) => s.id === committed.id),
+      20_000,
+    );
     await waitFor('lag 0', async () => (await client.lag('orders', 'billing')).lag === 0, 20_000);
     expect(seen.map((s) => s.payload)).toEqual([{ n: 1 }, { n: 3 }]);
     expect(committed.sequence).toBe(2);

@@ -98,7 +98,10 @@ describe('postgres: the LISTEN connection', () => {
     const backend = typeormBackend({ dataSource: ds, schema: freshSchema('listen'), install: 'none' }) as PostgresBackend;
     try {
       await backend.listen();
-      await until(async () => (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE 'LISTEN%'`, [app])).length === 1);
+      await until(
+        async () =>
+          (await admin.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE 'LISTEN%'`, [app])).length === 1,
+      );
     } finally {
       await backend.close();
       await ds.destroy();
@@ -115,7 +118,9 @@ describe('postgres: the LISTEN connection', () => {
       await backend.listen();
       let port = 0;
       await until(async () => {
-        const rows = await admin.query(`SELECT client_port FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE 'LISTEN%'`, [app]);
+        const rows = await admin.query(`SELECT client_port FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE 'LISTEN%'`, [
+          app,
+        ]);
         port = rows[0]?.client_port ?? 0;
         return port > 0;
       });
@@ -139,8 +144,26 @@ describe('postgres: the LISTEN connection', () => {
   });
 
   it('builds its pg Client settings from every connection option of the DataSource', () => {
-    const base = { type: 'postgres' as const, host: 'db', port: 6543, username: 'u', password: 'p', database: 'd', ssl: { rejectUnauthorized: false } };
-    expect(listenerClientConfig({ ...base, connectTimeoutMS: 1234, applicationName: 'app', extra: { statement_timeout: 5000, options: '-c search_path=x', max: 20, idleTimeoutMillis: 1 } }, 's')).toEqual({
+    const base = {
+      type: 'postgres' as const,
+      host: 'db',
+      port: 6543,
+      username: 'u',
+      password: 'p',
+      database: 'd',
+      ssl: { rejectUnauthorized: false },
+    };
+    expect(
+      listenerClientConfig(
+        {
+          ...base,
+          connectTimeoutMS: 1234,
+          applicationName: 'app',
+          extra: { statement_timeout: 5000, options: '-c search_path=x', max: 20, idleTimeoutMillis: 1 },
+        },
+        's',
+      ),
+    ).toEqual({
       connectionString: undefined,
       host: 'db',
       port: 6543,
@@ -155,14 +178,28 @@ describe('postgres: the LISTEN connection', () => {
       keepAlive: true,
     });
     // extra wins over the typed options, as in TypeORM's pool; keepAlive is always on.
-    const viaExtra = listenerClientConfig({ ...base, applicationName: 'typed', extra: { application_name: 'extra', keepAlive: false, keepAliveInitialDelayMillis: 10_000 } }, 's');
-    expect(viaExtra).toMatchObject({ application_name: 'extra', keepAlive: true, keepAliveInitialDelayMillis: 10_000, connectionTimeoutMillis: 10_000 });
+    const viaExtra = listenerClientConfig(
+      { ...base, applicationName: 'typed', extra: { application_name: 'extra', keepAlive: false, keepAliveInitialDelayMillis: 10_000 } },
+      's',
+    );
+    expect(viaExtra).toMatchObject({
+      application_name: 'extra',
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+      connectionTimeoutMillis: 10_000,
+    });
     // No name of its own: rheo_listener_<schema>, cut to PostgreSQL's 63 bytes.
-    expect(listenerClientConfig({ type: 'postgres', url: PG_URL }, 'rheo')).toMatchObject({ connectionString: PG_URL, application_name: 'rheo_listener_rheo' });
+    expect(listenerClientConfig({ type: 'postgres', url: PG_URL }, 'rheo')).toMatchObject({
+      connectionString: PG_URL,
+      application_name: 'rheo_listener_rheo',
+    });
     expect(listenerClientConfig({ type: 'postgres', url: PG_URL }, 'x'.repeat(58)).application_name).toHaveLength(63);
     // Replication: NOTIFY is delivered on the primary, so the master's credentials.
     const replicated = listenerClientConfig(
-      { type: 'postgres', replication: { master: { host: 'primary', username: 'm', applicationName: 'prim' }, slaves: [{ host: 'replica' }] } },
+      {
+        type: 'postgres',
+        replication: { master: { host: 'primary', username: 'm', applicationName: 'prim' }, slaves: [{ host: 'replica' }] },
+      },
       's',
     );
     expect(replicated).toMatchObject({ host: 'primary', user: 'm', application_name: 'prim' });

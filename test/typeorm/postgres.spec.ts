@@ -93,12 +93,17 @@ describe('postgres backend', () => {
       const killed = await ds.query(`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1`, [app]);
       expect(killed).toEqual([{ ok: true }]);
       await until(() => backend.listenerConnections === 2);
-      await until(async () => (await ds.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE 'LISTEN%'`, [app])).length === 1);
+      await until(
+        async () =>
+          (await ds.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE 'LISTEN%'`, [app])).length === 1,
+      );
 
       // Another node (its own pool) appends; only NOTIFY can carry that to us.
       const other = new Rheo(postgresBackend({ url: PG_URL, schema, poolSize: 1 }));
       try {
-        const waited = backend.wait({ stream: 'wake', group: 'g', timeoutMs: 60_000, signal: new AbortController().signal }).then(() => 'woken');
+        const waited = backend
+          .wait({ stream: 'wake', group: 'g', timeoutMs: 60_000, signal: new AbortController().signal })
+          .then(() => 'woken');
         const sentinel = sleep(20_000).then(() => 'timeout');
         await other.append('wake', { payload: 'ping' });
         expect(await Promise.race([waited, sentinel])).toBe('woken');
@@ -113,7 +118,9 @@ describe('postgres backend', () => {
       const w = backend.wait({ stream: 'quiet', group: 'g', timeoutMs: 60_000, signal: ac.signal });
       ac.abort();
       await expect(w).resolves.toBeUndefined();
-      await expect(backend.wait({ stream: 'quiet', group: 'g', timeoutMs: 10, signal: new AbortController().signal })).resolves.toBeUndefined();
+      await expect(
+        backend.wait({ stream: 'quiet', group: 'g', timeoutMs: 10, signal: new AbortController().signal }),
+      ).resolves.toBeUndefined();
     });
   });
 
@@ -123,7 +130,14 @@ describe('postgres backend', () => {
       const nodes = Array.from({ length: 4 }, () => new Rheo(postgresBackend({ url: PG_URL, schema, poolSize: 3 })));
       try {
         await Promise.all(
-          nodes.flatMap((n, i) => Array.from({ length: 10 }, (_, j) => n.appendBatch('seq', Array.from({ length: 5 }, (_, k) => ({ payload: { i, j, k } }))))),
+          nodes.flatMap((n, i) =>
+            Array.from({ length: 10 }, (_, j) =>
+              n.appendBatch(
+                'seq',
+                Array.from({ length: 5 }, (_, k) => ({ payload: { i, j, k } })),
+              ),
+            ),
+          ),
         );
       } finally {
         await Promise.all(nodes.map((n) => n.close()));
@@ -157,9 +171,17 @@ describe('postgres backend', () => {
         }
       })();
       try {
-        await Promise.all(nodes.map((n, i) => (async () => {
-          for (let j = 0; j < 20; j++) await n.appendBatch('tail', Array.from({ length: 5 }, (_, k) => ({ payload: { i, j, k } })));
-        })()));
+        await Promise.all(
+          nodes.map((n, i) =>
+            (async () => {
+              for (let j = 0; j < 20; j++)
+                await n.appendBatch(
+                  'tail',
+                  Array.from({ length: 5 }, (_, k) => ({ payload: { i, j, k } })),
+                );
+            })(),
+          ),
+        );
       } finally {
         writing = false;
         await reader;
@@ -171,7 +193,10 @@ describe('postgres backend', () => {
 
     it('never hands one event to two live leases when nodes race their fetches', async () => {
       await rheo.createStream('race', { partitions: 3 });
-      await rheo.appendBatch('race', Array.from({ length: 300 }, (_, i) => ({ partition: i % 3, payload: i })));
+      await rheo.appendBatch(
+        'race',
+        Array.from({ length: 300 }, (_, i) => ({ partition: i % 3, payload: i })),
+      );
       await rheo.createGroup('race', 'g');
       const nodes = Array.from({ length: 4 }, () => new Rheo(postgresBackend({ url: PG_URL, schema, clock, poolSize: 2 })));
       const seen = new Map<string, number>();
@@ -195,9 +220,12 @@ describe('postgres backend', () => {
       expect((await rheo.lag('race', 'g')).lag).toBe(0);
     });
 
-    it("keeps at most one live lease per partition for an ordered group when nodes race", async () => {
+    it('keeps at most one live lease per partition for an ordered group when nodes race', async () => {
       await rheo.createStream('strict', { partitions: 2 });
-      await rheo.appendBatch('strict', Array.from({ length: 40 }, (_, i) => ({ partition: i % 2, payload: i })));
+      await rheo.appendBatch(
+        'strict',
+        Array.from({ length: 40 }, (_, i) => ({ partition: i % 2, payload: i })),
+      );
       await rheo.createGroup('strict', 'g', { ordering: 'partition' });
       const nodes = Array.from({ length: 3 }, () => new Rheo(postgresBackend({ url: PG_URL, schema, clock, poolSize: 2 })));
       const order: Record<number, number[]> = { 0: [], 1: [] };
@@ -205,7 +233,7 @@ describe('postgres backend', () => {
         let held = 0;
         await Promise.all(
           nodes.map(async (n) => {
-            for (let idle = 0; idle < 20; ) {
+            for (let idle = 0; idle < 20;) {
               const leases = await n.fetch('strict', 'g', { limit: 10, leaseMs: 600_000 });
               if (leases.length === 0) {
                 idle++;
@@ -232,7 +260,10 @@ describe('postgres backend', () => {
 
     it('keeps the frontier exact when acks of one partition commit concurrently from many connections', async () => {
       await rheo.createStream('frontier');
-      await rheo.appendBatch('frontier', Array.from({ length: 200 }, (_, i) => ({ payload: i })));
+      await rheo.appendBatch(
+        'frontier',
+        Array.from({ length: 200 }, (_, i) => ({ payload: i })),
+      );
       await rheo.createGroup('frontier', 'g');
       const leases = await rheo.fetch('frontier', 'g', { limit: 200, leaseMs: 600_000 });
       const nodes = Array.from({ length: 4 }, () => new Rheo(postgresBackend({ url: PG_URL, schema, clock, poolSize: 4 })));
@@ -253,7 +284,10 @@ describe('postgres backend', () => {
       try {
         const backends = sources.map((d) => typeormBackend({ dataSource: d, schema: s }));
         await Promise.all(backends.map((b) => b.init()));
-        const tables = await sources[0].query(`SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name`, [s]);
+        const tables = await sources[0].query(
+          `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name`,
+          [s],
+        );
         expect(tables.map((t: { table_name: string }) => t.table_name)).toEqual([
           'rheo_deliveries',
           'rheo_events',
@@ -274,7 +308,13 @@ describe('postgres backend', () => {
 
     it("rheoMigrations create the same tables for hosts that run migrations (install: 'none'), and undo drops them", async () => {
       const s = freshSchema('mig');
-      const d = new DataSource({ type: 'postgres', url: PG_URL, poolSize: 2, migrations: rheoMigrations({ schema: s }), migrationsTableName: 'rheo_test_migrations_' + s });
+      const d = new DataSource({
+        type: 'postgres',
+        url: PG_URL,
+        poolSize: 2,
+        migrations: rheoMigrations({ schema: s }),
+        migrationsTableName: 'rheo_test_migrations_' + s,
+      });
       await d.initialize();
       try {
         await d.runMigrations();
@@ -329,8 +369,12 @@ describe('postgres backend', () => {
 
   describe('bad input and unavailability', () => {
     it('validates options, naming the field', () => {
-      expect(() => typeormBackend({ dataSource: ds, schema: 'bad"; DROP TABLE x; --' })).toThrow(expect.objectContaining({ code: 'invalid_argument', field: 'options.schema' }));
-      expect(() => typeormBackend({ dataSource: ds, install: 'sometimes' as never })).toThrow(expect.objectContaining({ field: 'options.install' }));
+      expect(() => typeormBackend({ dataSource: ds, schema: 'bad"; DROP TABLE x; --' })).toThrow(
+        expect.objectContaining({ code: 'invalid_argument', field: 'options.schema' }),
+      );
+      expect(() => typeormBackend({ dataSource: ds, install: 'sometimes' as never })).toThrow(
+        expect.objectContaining({ field: 'options.install' }),
+      );
       expect(() => typeormBackend({ dataSource: {} as never })).toThrow(expect.objectContaining({ field: 'options.dataSource' }));
       expect(() => postgresBackend({ url: 'mysql://x' })).toThrow(expect.objectContaining({ field: 'options.url' }));
       expect(() => postgresBackend({ url: PG_URL, poolSize: 0 })).toThrow(expect.objectContaining({ field: 'options.poolSize' }));

@@ -66,7 +66,9 @@ export function holdLock(file: string, mode: 'write' | 'exclusive' | 'commit', h
 }
 
 /** What the event loop went through while `work` ran: p99 and max delay (ms), and how long the work took. */
-export async function loopDelayDuring<T>(work: () => Promise<T>): Promise<{ outcome: PromiseSettledResult<T>; p99Ms: number; maxMs: number; tookMs: number }> {
+export async function loopDelayDuring<T>(
+  work: () => Promise<T>,
+): Promise<{ outcome: PromiseSettledResult<T>; p99Ms: number; maxMs: number; tookMs: number }> {
   const histogram = monitorEventLoopDelay({ resolution: 10 });
   histogram.enable();
   // Its first tick only starts the clock: a stall before it would go unrecorded. Let it tick first.

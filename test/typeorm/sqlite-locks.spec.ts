@@ -173,14 +173,16 @@ describe('sqlite: waiting for a lock another process holds', () => {
     const rheo = new Rheo(typeormBackend({ dataSource: ds, lockTimeoutMs: 3000 }));
     try {
       await rheo.createStream('s');
-      const outcome = await ds.transaction(async (manager) => {
-        await manager.query('SELECT count(*) FROM rheo_events'); // the transaction's read snapshot
-        const writer = await hold(db, 'commit', 0); // another process commits a change after it
-        await writer.released;
-        const started = performance.now();
-        const err = await rheo.append('s', { payload: 1 }, { manager }).catch((e) => e);
-        return { err, tookMs: performance.now() - started };
-      }).catch((e) => ({ err: e, tookMs: NaN }));
+      const outcome = await ds
+        .transaction(async (manager) => {
+          await manager.query('SELECT count(*) FROM rheo_events'); // the transaction's read snapshot
+          const writer = await hold(db, 'commit', 0); // another process commits a change after it
+          await writer.released;
+          const started = performance.now();
+          const err = await rheo.append('s', { payload: 1 }, { manager }).catch((e) => e);
+          return { err, tookMs: performance.now() - started };
+        })
+        .catch((e) => ({ err: e, tookMs: NaN }));
       // SQLITE_BUSY_SNAPSHOT: only a new transaction can write; 3 s of retries would end the same way.
       expect(outcome.err).toBeInstanceOf(RheoError);
       expect(outcome.err).toMatchObject({ code: 'backend_unavailable' });
@@ -200,9 +202,13 @@ describe('sqlite: waiting for a lock another process holds', () => {
       );
     }
     const ds = new DataSource({ type: 'better-sqlite3', database: file('bad-host') });
-    expect(() => typeormBackend({ dataSource: ds, lockTimeoutMs: -5 })).toThrow(expect.objectContaining({ field: 'options.lockTimeoutMs' }));
+    expect(() => typeormBackend({ dataSource: ds, lockTimeoutMs: -5 })).toThrow(
+      expect.objectContaining({ field: 'options.lockTimeoutMs' }),
+    );
     const pg = new DataSource({ type: 'postgres', url: 'postgres://x@127.0.0.1/x' });
-    expect(() => typeormBackend({ dataSource: pg, lockTimeoutMs: 1000 })).toThrow(expect.objectContaining({ field: 'options.lockTimeoutMs' }));
+    expect(() => typeormBackend({ dataSource: pg, lockTimeoutMs: 1000 })).toThrow(
+      expect.objectContaining({ field: 'options.lockTimeoutMs' }),
+    );
     // 0 is allowed: one attempt (SQLite's own few milliseconds), then fail.
     expect(() => sqliteBackend({ database: file('zero'), lockTimeoutMs: 0 })).not.toThrow();
   });

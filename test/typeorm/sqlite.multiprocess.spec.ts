@@ -23,10 +23,22 @@ describe('sqlite: consumer processes sharing one file', () => {
     await rheo.createStream('mp', { partitions: 2 });
     await rheo.createGroup('mp', 'g');
     // Both children are up before the first event exists, so both get work.
-    const consumers = await startConsumers(2, { name: 'sqlite', options: { database } }, { stream: 'mp', group: 'g', maxDemand: 20, concurrency: 4, leaseMs: 3000, pollMs: 100, workMs: 1 });
+    const consumers = await startConsumers(
+      2,
+      { name: 'sqlite', options: { database } },
+      { stream: 'mp', group: 'g', maxDemand: 20, concurrency: 4, leaseMs: 3000, pollMs: 100, workMs: 1 },
+    );
     const ids: string[] = [];
     try {
-      for (let i = 0; i < 2000; i += 500) ids.push(...(await rheo.appendBatch('mp', Array.from({ length: 500 }, (_, j) => ({ key: `k${i + j}`, payload: i + j })))).map((e) => e.id));
+      for (let i = 0; i < 2000; i += 500)
+        ids.push(
+          ...(
+            await rheo.appendBatch(
+              'mp',
+              Array.from({ length: 500 }, (_, j) => ({ key: `k${i + j}`, payload: i + j })),
+            )
+          ).map((e) => e.id),
+        );
       for (let i = 0; i < 600 && consumers.children[0].handled < 300; i++) await sleep(50);
       expect(consumers.children[0].handled).toBeGreaterThanOrEqual(300);
       await consumers.kill(0);

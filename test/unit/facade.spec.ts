@@ -1,4 +1,14 @@
-import { DEFAULT_FETCH_LIMIT, DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY, ManualClock, MemoryBackend, partitionForKey, Rheo, RheoError } from '../../lib';
+import {
+  DEFAULT_FETCH_LIMIT,
+  DEFAULT_LEASE_MS,
+  DEFAULT_MAX_ATTEMPTS,
+  DEFAULT_RETRY,
+  ManualClock,
+  MemoryBackend,
+  partitionForKey,
+  Rheo,
+  RheoError,
+} from '../../lib';
 
 /** A memory backend whose connection fails a given number of times, the way a driver does: with a plain Error. */
 class FlakyInitBackend extends MemoryBackend {
@@ -62,7 +72,10 @@ describe('Rheo facade', () => {
     it('fetches at most DEFAULT_FETCH_LIMIT leases of DEFAULT_LEASE_MS', async () => {
       await rheo.createStream('s');
       await rheo.createGroup('s', 'g');
-      await rheo.appendBatch('s', Array.from({ length: DEFAULT_FETCH_LIMIT + 5 }, (_, i) => ({ payload: i })));
+      await rheo.appendBatch(
+        's',
+        Array.from({ length: DEFAULT_FETCH_LIMIT + 5 }, (_, i) => ({ payload: i })),
+      );
       const leases = await rheo.fetch('s', 'g');
       expect(leases).toHaveLength(DEFAULT_FETCH_LIMIT);
       expect(leases.every((l) => l.expiresAt.getTime() === clock.now() + DEFAULT_LEASE_MS)).toBe(true);
@@ -113,7 +126,10 @@ describe('Rheo facade', () => {
   describe('paging', () => {
     beforeEach(async () => {
       await rheo.createStream('s');
-      await rheo.appendBatch('s', Array.from({ length: 6 }, (_, i) => ({ payload: i })));
+      await rheo.appendBatch(
+        's',
+        Array.from({ length: 6 }, (_, i) => ({ payload: i })),
+      );
     });
 
     it('sets nextCursor only on a full page', async () => {
@@ -155,7 +171,10 @@ describe('Rheo facade', () => {
     it('re-opens every matching event across more than one page of results', async () => {
       await rheo.createStream('s');
       await rheo.createGroup('s', 'g');
-      await rheo.appendBatch('s', Array.from({ length: 2500 }, (_, i) => ({ type: i % 2 ? 'odd' : 'even', payload: i })));
+      await rheo.appendBatch(
+        's',
+        Array.from({ length: 2500 }, (_, i) => ({ type: i % 2 ? 'odd' : 'even', payload: i })),
+      );
       for (;;) {
         const leases = await rheo.fetch('s', 'g', { limit: 1000 });
         if (leases.length === 0) break;

@@ -46,8 +46,7 @@ async function expectRejected(call: () => Promise<unknown>, code: RheoErrorCode,
 }
 
 type Case = [label: string, call: () => Promise<unknown>, field: string];
-const invalid = (cases: Case[]) =>
-  it.each(cases)('%s', (_label, call, field) => expectRejected(call, 'invalid_argument', field));
+const invalid = (cases: Case[]) => it.each(cases)('%s', (_label, call, field) => expectRejected(call, 'invalid_argument', field));
 
 const cycle: Record<string, unknown> = { a: 1 };
 cycle.self = cycle;
@@ -152,8 +151,16 @@ describe('createGroup', () => {
     ['an unknown ordering', () => rheo.createGroup('s', 'g2', { ordering: 'total' as never }), 'ordering'],
     ['an unknown start', () => rheo.createGroup('s', 'g2', { start: 'middle' as never }), 'start'],
     ['a negative afterSequence', () => rheo.createGroup('s', 'g2', { start: { afterSequence: -1 } }), 'start.afterSequence'],
-    ['afterSequence on a missing partition', () => rheo.createGroup('s', 'g2', { start: { afterSequence: { 9: 1 } } }), 'start.afterSequence[9]'],
-    ['afterSequence with a fractional value', () => rheo.createGroup('s', 'g2', { start: { afterSequence: { 1: 0.5 } } }), 'start.afterSequence[1]'],
+    [
+      'afterSequence on a missing partition',
+      () => rheo.createGroup('s', 'g2', { start: { afterSequence: { 9: 1 } } }),
+      'start.afterSequence[9]',
+    ],
+    [
+      'afterSequence with a fractional value',
+      () => rheo.createGroup('s', 'g2', { start: { afterSequence: { 1: 0.5 } } }),
+      'start.afterSequence[1]',
+    ],
     ['an invalid start time', () => rheo.createGroup('s', 'g2', { start: { at: new Date('nope') } }), 'start.at'],
     ['null options', () => rheo.createGroup('s', 'g2', null as never), 'options'],
   ]);
@@ -179,7 +186,11 @@ describe('append and appendBatch payloads', () => {
   it('rejects a payload over maxPayloadBytes with payload_too_large, and accepts one at the limit', async () => {
     const small = new Rheo(rheo.backend, { maxPayloadBytes: 100 });
     await expectRejected(() => small.append('s', { payload: 'x'.repeat(99) }), 'payload_too_large', 'event.payload');
-    await expectRejected(() => small.appendBatch<JsonValue>('s', [{ payload: 1 }, { payload: { big: 'x'.repeat(100) } }]), 'payload_too_large', 'events[1].payload');
+    await expectRejected(
+      () => small.appendBatch<JsonValue>('s', [{ payload: 1 }, { payload: { big: 'x'.repeat(100) } }]),
+      'payload_too_large',
+      'events[1].payload',
+    );
     expect((await small.append('s', { payload: 'x'.repeat(98) })).sequence).toBe(2); // exactly 100 bytes of JSON
   });
 
@@ -205,13 +216,27 @@ describe('append and appendBatch fields', () => {
     ['options not an object', () => rheo.append('s', { payload: 1 }, null as never), 'options'],
     ['a manager on a backend without transactional append', () => rheo.append('s', { payload: 1 }, { manager: {} }), 'options.manager'],
     ['a batch that is not an array', () => rheo.appendBatch('s', { payload: 1 } as never), 'events'],
-    ['a batch over MAX_BATCH', () => rheo.appendBatch('s', Array.from({ length: MAX_BATCH + 1 }, () => ({ payload: 1 }))), 'events'],
-    ['one bad event late in a batch (none written)', () => rheo.appendBatch('s', [{ payload: 1 }, { id: 'new', payload: 2 }, { payload: NaN }]), 'events[2].payload'],
+    [
+      'a batch over MAX_BATCH',
+      () =>
+        rheo.appendBatch(
+          's',
+          Array.from({ length: MAX_BATCH + 1 }, () => ({ payload: 1 })),
+        ),
+      'events',
+    ],
+    [
+      'one bad event late in a batch (none written)',
+      () => rheo.appendBatch('s', [{ payload: 1 }, { id: 'new', payload: 2 }, { payload: NaN }]),
+      'events[2].payload',
+    ],
     ['one bad partition in a batch', () => rheo.appendBatch('s', [{ payload: 1 }, { payload: 2, partition: 7 }]), 'events[1].partition'],
   ]);
 
   it('writes nothing of a batch with one bad event: its good ids stay free', async () => {
-    await expect(rheo.appendBatch('s', [{ id: 'a', payload: 1 }, { payload: () => 1 } as never])).rejects.toMatchObject({ code: 'invalid_argument' });
+    await expect(rheo.appendBatch('s', [{ id: 'a', payload: 1 }, { payload: () => 1 } as never])).rejects.toMatchObject({
+      code: 'invalid_argument',
+    });
     const stored = await rheo.append('s', { id: 'a', payload: 'second try' });
     expect(stored.payload).toBe('second try');
   });
@@ -278,9 +303,29 @@ describe('renew and settle', () => {
     ['settleMany of a non-array', () => rheo.settleMany({} as never), 'settles'],
     ['settleMany with a null settle', () => rheo.settleMany([null as never]), 'settles[0]'],
     ['settleMany with an unknown kind', () => rheo.settleMany([{ kind: 'defer', lease } as never]), 'settles[0].kind'],
-    ['settleMany with a good ack then a bad nack (nothing applied)', () => rheo.settleMany([{ kind: 'ack', lease }, { kind: 'nack', lease, delayMs: -5 }]), 'settles[1].delayMs'],
-    ['settleMany with a bad reason', () => rheo.settleMany([{ kind: 'ack', lease }, { kind: 'reject', lease, reason: {} as never }]), 'settles[1].reason'],
-    ['settleMany over MAX_BATCH', () => rheo.settleMany(Array.from({ length: MAX_BATCH + 1 }, () => ({ kind: 'ack' as const, lease }))), 'settles'],
+    [
+      'settleMany with a good ack then a bad nack (nothing applied)',
+      () =>
+        rheo.settleMany([
+          { kind: 'ack', lease },
+          { kind: 'nack', lease, delayMs: -5 },
+        ]),
+      'settles[1].delayMs',
+    ],
+    [
+      'settleMany with a bad reason',
+      () =>
+        rheo.settleMany([
+          { kind: 'ack', lease },
+          { kind: 'reject', lease, reason: {} as never },
+        ]),
+      'settles[1].reason',
+    ],
+    [
+      'settleMany over MAX_BATCH',
+      () => rheo.settleMany(Array.from({ length: MAX_BATCH + 1 }, () => ({ kind: 'ack' as const, lease }))),
+      'settles',
+    ],
     ['renewMany over MAX_BATCH', () => rheo.renewMany(Array.from({ length: MAX_BATCH + 1 }, () => lease)), 'leases'],
     ['releaseMany over MAX_BATCH', () => rheo.releaseMany(Array.from({ length: MAX_BATCH + 1 }, () => lease)), 'leases'],
     ['releaseMany with a forged lease', () => rheo.releaseMany([{ ...lease, attempt: 0 }]), 'lease.attempt'],
@@ -312,7 +357,11 @@ describe('replay, reset, dead letters and redrive', () => {
     ['replay with a query that is not an object', () => rheo.replay('s', 'g', { query: 'x' as never }), 'query'],
     ['replay with an unknown query filter', () => rheo.replay('s', 'g', { query: { where: { bogus: 1 } as never } }), 'query.where.bogus'],
     ['reset to an unknown start', () => rheo.reset('s', 'g', { confirm: true, start: 'middle' as never }), 'start'],
-    ['reset to a negative afterSequence', () => rheo.reset('s', 'g', { confirm: true, start: { afterSequence: -1 } }), 'start.afterSequence'],
+    [
+      'reset to a negative afterSequence',
+      () => rheo.reset('s', 'g', { confirm: true, start: { afterSequence: -1 } }),
+      'start.afterSequence',
+    ],
     ['reset to an invalid time', () => rheo.reset('s', 'g', { confirm: true, start: { at: 'noon' as never } }), 'start.at'],
     ['deadLetters limit 0', () => rheo.deadLetters('s', 'g', { limit: 0 }), 'limit'],
     ['deadLetters options not an object', () => rheo.deadLetters('s', 'g', 1 as never), 'options'],

@@ -193,7 +193,7 @@ export class MemoryBackend implements Backend {
     return s.log.map((events, p) => {
       let after = 0;
       if (start.kind === 'end') after = events.length;
-      else if (start.kind === 'after') after = typeof start.sequences === 'number' ? start.sequences : start.sequences[p] ?? 0;
+      else if (start.kind === 'after') after = typeof start.sequences === 'number' ? start.sequences : (start.sequences[p] ?? 0);
       else if (start.kind === 'at') after = firstAtOrAfter(events, start.time.getTime()) - 1;
       return { cursor: after + 1, frontier: after, deliveries: new Map(), open: new Set() };
     });
@@ -207,9 +207,7 @@ export class MemoryBackend implements Backend {
 
   async listGroups(stream: string): Promise<GroupConfig[]> {
     const s = this.stream(stream);
-    return [...s.groups.values()]
-      .map((g) => copyConfig(g.config))
-      .sort((a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
+    return [...s.groups.values()].map((g) => copyConfig(g.config)).sort((a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
   }
 
   // ------------------------------------------------------------ the log
@@ -218,7 +216,8 @@ export class MemoryBackend implements Backend {
     const s = this.stream(stream);
     // Validate the whole batch before writing anything, so a batch is all or nothing.
     for (const e of events) {
-      if (e.partition < 0 || e.partition >= s.info.partitions) throw RheoError.invalid('partition', `must be between 0 and ${s.info.partitions - 1}`);
+      if (e.partition < 0 || e.partition >= s.info.partitions)
+        throw RheoError.invalid('partition', `must be between 0 and ${s.info.partitions - 1}`);
     }
     const out: RheoEvent[] = [];
     const batchIds = new Map<string, StoredEvent>();
@@ -408,7 +407,13 @@ export class MemoryBackend implements Backend {
           // The stored delivery is the truth, never the caller's copy of the lease.
           const p = op.lease.event.partition;
           d.state = 'dead';
-          g.dead.set(this.streams.get(op.lease.stream)!.log[p][seq - 1].id, { partition: p, sequence: seq, reason: op.reason, attempt: d.attempt, at: now });
+          g.dead.set(this.streams.get(op.lease.stream)!.log[p][seq - 1].id, {
+            partition: p,
+            sequence: seq,
+            reason: op.reason,
+            attempt: d.attempt,
+            at: now,
+          });
         } else {
           d.state = 'available';
           d.leaseId = null;
@@ -487,7 +492,16 @@ export class MemoryBackend implements Backend {
     const part = g.parts[p];
     g.dead.delete(eventId);
     if (seq >= part.cursor) return false; // never delivered: already pending
-    const d: Delivery = { sequence: seq, state: 'available', attempt: 0, leaseId: null, consumerId: null, leasedAt: 0, expiresAt: 0, availableAt: 0 };
+    const d: Delivery = {
+      sequence: seq,
+      state: 'available',
+      attempt: 0,
+      leaseId: null,
+      consumerId: null,
+      leasedAt: 0,
+      expiresAt: 0,
+      availableAt: 0,
+    };
     part.deliveries.set(seq, d);
     part.open.add(seq);
     part.frontier = Math.min(part.frontier, seq - 1);

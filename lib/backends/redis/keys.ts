@@ -13,7 +13,8 @@ export function escapeName(name: string): string {
 export function checkPrefix(prefix: unknown): string {
   if (typeof prefix !== 'string' || prefix.length === 0) throw RheoError.invalid('prefix', 'must be a non-empty string');
   // eslint-disable-next-line no-control-regex
-  if (/[{}\s\u0000-\u001f\u007f]/.test(prefix)) throw RheoError.invalid('prefix', 'must not contain braces, whitespace or control characters');
+  if (/[{}\s\u0000-\u001f\u007f]/.test(prefix))
+    throw RheoError.invalid('prefix', 'must not contain braces, whitespace or control characters');
   return prefix;
 }
 
@@ -30,7 +31,10 @@ export function checkPrefix(prefix: unknown): string {
 export class StreamKeys {
   private readonly base: string;
 
-  constructor(prefix: string, readonly stream: string) {
+  constructor(
+    prefix: string,
+    readonly stream: string,
+  ) {
     this.base = `${prefix}:{${escapeName(stream)}}`;
   }
 

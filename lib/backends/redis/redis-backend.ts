@@ -232,7 +232,13 @@ export class RedisBackend implements Backend {
   }
 
   /** Run a script, errors mapped; with `on`, a missing stream or group is explained in its terms (see {@link explain}). */
-  private async runScript(kind: CallKind, name: ScriptName, keys: string[], args: Array<string | number>, on?: { stream: string; group?: string }): Promise<unknown> {
+  private async runScript(
+    kind: CallKind,
+    name: ScriptName,
+    keys: string[],
+    args: Array<string | number>,
+    on?: { stream: string; group?: string },
+  ): Promise<unknown> {
     try {
       return await this.withMappedErrors(kind, () => this.scripts.callScript(name, keys, args));
     } catch (err) {
@@ -366,7 +372,9 @@ export class RedisBackend implements Backend {
     await this.runScript('write', 'createGroup', [k.meta, g.cfg, k.groups], [req.group, mode, stored.length, ...stored, ...after], {
       stream: req.stream,
     }).catch((err: RheoError) => {
-      throw err.code === 'already_exists' ? new RheoError('already_exists', `group "${req.group}" already exists on stream "${req.stream}"`) : err;
+      throw err.code === 'already_exists'
+        ? new RheoError('already_exists', `group "${req.group}" already exists on stream "${req.stream}"`)
+        : err;
     });
     this.groupConfigs.set(groupId(req.stream, req.group), config);
     return copyConfig(config);
@@ -378,8 +386,11 @@ export class RedisBackend implements Backend {
     const after: number[] = [];
     for (let p = 0; p < P; p++) {
       if (start.kind === 'beginning') after.push(0);
-      else if (start.kind === 'after') after.push(typeof start.sequences === 'number' ? start.sequences : start.sequences[p] ?? 0);
-      else after.push((await this.withMappedErrors('read', () => firstAtOrAfter(this.redis(), this.keys(stream).log(p), start.time.getTime()))) - 1);
+      else if (start.kind === 'after') after.push(typeof start.sequences === 'number' ? start.sequences : (start.sequences[p] ?? 0));
+      else
+        after.push(
+          (await this.withMappedErrors('read', () => firstAtOrAfter(this.redis(), this.keys(stream).log(p), start.time.getTime()))) - 1,
+        );
     }
     return { mode: 'after', after };
   }
@@ -410,7 +421,8 @@ export class RedisBackend implements Backend {
     const P = await this.partitions(stream);
     // Validate the whole batch before writing anything, so a batch is all or nothing.
     for (const e of events) {
-      if (!Number.isInteger(e.partition) || e.partition < 0 || e.partition >= P) throw RheoError.invalid('partition', `must be between 0 and ${P - 1}`);
+      if (!Number.isInteger(e.partition) || e.partition < 0 || e.partition >= P)
+        throw RheoError.invalid('partition', `must be between 0 and ${P - 1}`);
     }
     if (events.length === 0) return [];
     const k = this.keys(stream);
@@ -441,7 +453,8 @@ export class RedisBackend implements Backend {
     }
     return events.map((e, i) => {
       const r = result[i];
-      if (typeof r === 'string') return { ...known.get(r)!, metadata: { ...known.get(r)!.metadata }, payload: structuredClone(known.get(r)!.payload) };
+      if (typeof r === 'string')
+        return { ...known.get(r)!, metadata: { ...known.get(r)!.metadata }, payload: structuredClone(known.get(r)!.payload) };
       return {
         id: e.id,
         stream,
@@ -634,7 +647,8 @@ export class RedisBackend implements Backend {
 
   /** The error of one op of a bulk call, from the code its script answered. */
   private opError(op: string, code: string, stream: string, group: string): RheoError {
-    if (code === 'stream_not_found' || code === 'group_not_found') return this.explain(new RheoError(code, `${op}: ${code}`), stream, group);
+    if (code === 'stream_not_found' || code === 'group_not_found')
+      return this.explain(new RheoError(code, `${op}: ${code}`), stream, group);
     return new RheoError(code as 'stale_lease', leaseProblem(op, code));
   }
 
@@ -709,7 +723,12 @@ export class RedisBackend implements Backend {
     await this.tidy(req.stream, req.group, parts);
     const args: Array<string | number> = [req.kind === 'sequence' ? 'sequence' : 'after'];
     for (const p of parts) {
-      args.push(p, req.kind === 'sequence' ? req.afterSequence : (await this.withMappedErrors('read', () => firstAtOrAfter(this.redis(), k.log(p), req.from.getTime()))) - 1);
+      args.push(
+        p,
+        req.kind === 'sequence'
+          ? req.afterSequence
+          : (await this.withMappedErrors('read', () => firstAtOrAfter(this.redis(), k.log(p), req.from.getTime()))) - 1,
+      );
     }
     const out = (await this.runScript('write', 'replay', [k.meta, g.cfg, k.wake], args, req)) as unknown[];
     await this.tidy(req.stream, req.group, out.slice(1).map(Number));
@@ -717,7 +736,12 @@ export class RedisBackend implements Backend {
   }
 
   /** Re-open events in calls of at most REOPEN_PER_CALL; returns the sum of the calls' counts. */
-  private async reopen(stream: string, group: string, mode: 'events' | 'redrive', events: Array<{ id: string; partition: number; sequence: number }>): Promise<number> {
+  private async reopen(
+    stream: string,
+    group: string,
+    mode: 'events' | 'redrive',
+    events: Array<{ id: string; partition: number; sequence: number }>,
+  ): Promise<number> {
     const k = this.keys(stream);
     const g = k.group(group);
     let n = 0;
@@ -757,11 +781,25 @@ export class RedisBackend implements Backend {
     const k = this.keys(stream);
     const g = k.group(group);
     if (eventIds === 'all') {
-      const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, ...this.slotKeys(g, Array.from({ length: P }, (_, p) => p))];
+      const keys = [
+        k.meta,
+        g.cfg,
+        g.deliveries,
+        g.dead,
+        g.deadOrder,
+        k.wake,
+        ...this.slotKeys(
+          g,
+          Array.from({ length: P }, (_, p) => p),
+        ),
+      ];
       let total = 0;
       let start = '-';
       for (;;) {
-        const [n, last] = (await this.runScript('write', 'redrive', keys, [this.clock.now(), start, REOPEN_PER_CALL], { stream, group })) as [number, string];
+        const [n, last] = (await this.runScript('write', 'redrive', keys, [this.clock.now(), start, REOPEN_PER_CALL], {
+          stream,
+          group,
+        })) as [number, string];
         total += Number(n);
         if (Number(n) < REOPEN_PER_CALL) return total;
         start = `(${last}`;
@@ -787,14 +825,20 @@ export class RedisBackend implements Backend {
   // ------------------------------------------------------------ inspection
 
   /** One consistent read; work found unfinished (a cut-short walk, a rewind) is finished and the read repeated. */
-  private async inspect(stream: string, group: string): Promise<{ lag: Lag; inflight: number; dead: number; oldest: number | null; now: number }> {
+  private async inspect(
+    stream: string,
+    group: string,
+  ): Promise<{ lag: Lag; inflight: number; dead: number; oldest: number | null; now: number }> {
     const first = await this.inspectOnce(stream, group);
     if (first.pending.length === 0) return first;
     await this.tidy(stream, group, first.pending);
     return this.inspectOnce(stream, group);
   }
 
-  private async inspectOnce(stream: string, group: string): Promise<{ lag: Lag; inflight: number; dead: number; oldest: number | null; now: number; pending: number[] }> {
+  private async inspectOnce(
+    stream: string,
+    group: string,
+  ): Promise<{ lag: Lag; inflight: number; dead: number; oldest: number | null; now: number; pending: number[] }> {
     const P = await this.partitions(stream);
     const k = this.keys(stream);
     const g = k.group(group);

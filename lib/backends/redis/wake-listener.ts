@@ -97,9 +97,13 @@ export class WakeListener {
           if (this.closed || this.waiters.size === 0) break;
           // Read the waiters only now, right before the read is sent, so none registered meanwhile is left out.
           const keys = [...this.waiters.keys()];
-          const ids = keys.map((k) => [...this.waiters.get(k)!].map((w) => w.lastId).reduce((a, b) => (compareEntryIds(a, b) <= 0 ? a : b)));
+          const ids = keys.map((k) =>
+            [...this.waiters.get(k)!].map((w) => w.lastId).reduce((a, b) => (compareEntryIds(a, b) <= 0 ? a : b)),
+          );
           this.blocking = new Map(keys.map((k, i) => [k, ids[i]]));
-          const res = (await this.blocker.xread('BLOCK', BLOCK_MS, 'STREAMS', ...keys, ...ids)) as Array<[string, Array<[string, string[]]>]> | null;
+          const res = (await this.blocker.xread('BLOCK', BLOCK_MS, 'STREAMS', ...keys, ...ids)) as Array<
+            [string, Array<[string, string[]]>]
+          > | null;
           this.blocking = null;
           for (const [key, entries] of res ?? []) {
             const newest = entries[entries.length - 1]?.[0];

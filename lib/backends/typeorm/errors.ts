@@ -28,16 +28,27 @@ export function mapDriverError(err: unknown, kind: StatementKind, what: string):
   const code = typeof d.code === 'string' ? d.code : '';
   const message = err instanceof Error ? err.message : String(err);
   const text = `${what}: ${message}`;
-  const lost = /Connection terminated|connection .*(lost|closed|ended)|Client has encountered a connection error|socket hang up|ECONNRESET|EPIPE/i.test(message) || code === 'ECONNRESET' || code === 'EPIPE';
+  const lost =
+    /Connection terminated|connection .*(lost|closed|ended)|Client has encountered a connection error|socket hang up|ECONNRESET|EPIPE/i.test(
+      message,
+    ) ||
+    code === 'ECONNRESET' ||
+    code === 'EPIPE';
   if (code === '57014') return new RheoError('ambiguous', `${text} (statement timeout: the write may have happened)`, { cause: err });
   if (lost) return new RheoError(kind === 'write' ? 'ambiguous' : 'backend_unavailable', text, { cause: err });
-  if (code.startsWith('08') || PG_UNAVAILABLE_STATES.has(code) || NODE_UNAVAILABLE.has(code)) return new RheoError('backend_unavailable', text, { cause: err });
+  if (code.startsWith('08') || PG_UNAVAILABLE_STATES.has(code) || NODE_UNAVAILABLE.has(code))
+    return new RheoError('backend_unavailable', text, { cause: err });
   // SQLite's extended codes name their primary one first: SQLITE_BUSY_RECOVERY, SQLITE_IOERR_WRITE...
   if (SQLITE_UNAVAILABLE.has(/^SQLITE_[A-Z]+/.exec(code)?.[0] ?? '')) return new RheoError('backend_unavailable', text, { cause: err });
-  if (/not (yet )?(established|connected|open)|pool .*(ended|destroyed)|Cannot use a pool after calling end|database connection is not open|DataSource is not initialized/i.test(message)) {
+  if (
+    /not (yet )?(established|connected|open)|pool .*(ended|destroyed)|Cannot use a pool after calling end|database connection is not open|DataSource is not initialized/i.test(
+      message,
+    )
+  ) {
     return new RheoError('backend_unavailable', text, { cause: err });
   }
-  if (code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return new RheoError('already_exists', text, { cause: err });
+  if (code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY')
+    return new RheoError('already_exists', text, { cause: err });
   return new RheoError('failed', text, { cause: err });
 }
 

@@ -66,7 +66,8 @@ function common(field: string, o: { install?: unknown; clock?: unknown }): { ins
   const install = o.install ?? 'auto';
   if (install !== 'auto' && install !== 'none') throw RheoError.invalid(`${field}.install`, "must be 'auto' or 'none'");
   const clock = (o.clock ?? systemClock) as Clock;
-  if (typeof clock !== 'object' || typeof clock.now !== 'function') throw RheoError.invalid(`${field}.clock`, 'must be a Clock ({ now(): number })');
+  if (typeof clock !== 'object' || typeof clock.now !== 'function')
+    throw RheoError.invalid(`${field}.clock`, 'must be a Clock ({ now(): number })');
   return { install, clock };
 }
 
@@ -92,7 +93,8 @@ export function typeormBackend(options: TypeormBackendOptions): PostgresBackend 
   const type = ds.options.type;
   if (type === 'postgres') {
     const schema = o.schema === undefined ? 'public' : checkSchemaName('options.schema', o.schema);
-    if (o.lockTimeoutMs !== undefined) throw RheoError.invalid('options.lockTimeoutMs', 'is SQLite only (PostgreSQL waits for row locks in the server)');
+    if (o.lockTimeoutMs !== undefined)
+      throw RheoError.invalid('options.lockTimeoutMs', 'is SQLite only (PostgreSQL waits for row locks in the server)');
     return new PostgresBackend({ dataSource: ds, owned: false, schema, install, clock });
   }
   if (type === 'better-sqlite3') {
@@ -126,7 +128,8 @@ export function postgresBackend(options: PostgresBackendOptions): PostgresBacken
  */
 export function sqliteBackend(options: SqliteBackendOptions): SqliteBackend {
   const o = checkObject('options', options) as unknown as SqliteBackendOptions;
-  if (typeof o.database !== 'string' || o.database.length === 0) throw RheoError.invalid('options.database', 'must be a file path or \':memory:\'');
+  if (typeof o.database !== 'string' || o.database.length === 0)
+    throw RheoError.invalid('options.database', "must be a file path or ':memory:'");
   const { install, clock } = common('options', o);
   const lockTimeoutMs = lockTimeout('options.lockTimeoutMs', o.lockTimeoutMs);
   const { DataSource } = loadDriver<typeof import('typeorm')>('typeorm', 'sqliteBackend');

@@ -84,7 +84,12 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     await this.initializeDataSource(this.ds, this.settings.owned);
     if (this.settings.install === 'auto') await this.install();
     const driver = this.ds.driver as unknown as { postgres: ConstructorParameters<typeof PgListener>[0] };
-    this.listener = new PgListener(driver.postgres, listenerClientConfig(this.ds.options as PgDataSourceOptions, this.schema), this.channel, this.board);
+    this.listener = new PgListener(
+      driver.postgres,
+      listenerClientConfig(this.ds.options as PgDataSourceOptions, this.schema),
+      this.channel,
+      this.board,
+    );
   }
 
   /** Create the tables if missing, under a transaction-scoped advisory lock so that concurrent starts queue up. */
@@ -169,7 +174,8 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       const [row] = await this.q(this.plans.createStream, [stream, partitions, this.clock.now()], 'write', 'createStream');
       return this.rememberStream(toStream(row as never));
     } catch (err) {
-      if (err instanceof RheoError && err.code === 'already_exists') throw new RheoError('already_exists', `stream "${stream}" already exists`, { cause: err });
+      if (err instanceof RheoError && err.code === 'already_exists')
+        throw new RheoError('already_exists', `stream "${stream}" already exists`, { cause: err });
       throw err;
     }
   }
@@ -208,7 +214,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     if (start.kind === 'beginning') return new Array(partitions).fill(0);
     if (start.kind === 'after') {
       const s = start.sequences;
-      return Array.from({ length: partitions }, (_, p) => (typeof s === 'number' ? s : s[p] ?? 0));
+      return Array.from({ length: partitions }, (_, p) => (typeof s === 'number' ? s : (s[p] ?? 0)));
     }
     const rows =
       start.kind === 'end'
@@ -252,7 +258,8 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     } catch (err) {
       // Two appends of the same new id raced: the loser's statement failed whole; once more finds the stored event.
       // (Inside a caller's transaction the failed statement has aborted it, so the error is the caller's to handle.)
-      if (!manager && err instanceof RheoError && isUniqueViolation(err.cause)) rows = await this.q(this.plans.append, params, 'write', 'append');
+      if (!manager && err instanceof RheoError && isUniqueViolation(err.cause))
+        rows = await this.q(this.plans.append, params, 'write', 'append');
       else throw err;
     }
     const stored = new Array<RheoEvent>(unique.length);
@@ -302,7 +309,17 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     const partitions = req.partitions ?? Array.from({ length: info.partitions }, (_, p) => p);
     const now = this.clock.now();
     this.board.fetching(req.stream, req.group);
-    const params = [req.stream, req.group, partitions, now, req.limit, this.rotate(req.stream, req.group, info.partitions), info.partitions, req.consumerId, req.leaseMs];
+    const params = [
+      req.stream,
+      req.group,
+      partitions,
+      now,
+      req.limit,
+      this.rotate(req.stream, req.group, info.partitions),
+      info.partitions,
+      req.consumerId,
+      req.leaseMs,
+    ];
     const rows =
       g.ordering === 'partition'
         ? await this.tx('fetch', async (qr) => {
@@ -386,7 +403,11 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
   async release(leases: Lease<unknown>[]): Promise<SettleResult[]> {
     const now = this.clock.now();
     for (const l of leases) await this.group(l.stream, l.group);
-    const { planned, answered } = planLeases(leases, () => 'release', (s, g) => this.cachedGroup(s, g));
+    const { planned, answered } = planLeases(
+      leases,
+      () => 'release',
+      (s, g) => this.cachedGroup(s, g),
+    );
     const results: Array<SettleResult | undefined> = new Array(leases.length);
     if (planned.length > 0) {
       const rows = await this.q(
@@ -427,7 +448,12 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       if (req.kind === 'events') {
         const parts = [...new Set(req.events.map((e) => e.partition))].sort((a, b) => a - b);
         await qr.query(this.plans.lockGroupPartitions, [req.stream, req.group, parts]);
-        const rows = (await qr.query(this.plans.reopen, [req.stream, req.group, req.events.map((e) => e.partition), req.events.map((e) => e.sequence)])) as Row[];
+        const rows = (await qr.query(this.plans.reopen, [
+          req.stream,
+          req.group,
+          req.events.map((e) => e.partition),
+          req.events.map((e) => e.sequence),
+        ])) as Row[];
         return rows.length;
       }
       const parts = req.partitions ?? all;
@@ -497,7 +523,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       inflight: rows.reduce((n, r) => n + Number(r.live), 0),
       deadLetters: Number(dead.n),
       oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
-      config: copyGroup((await this.mustGroup(stream, group))),
+      config: copyGroup(await this.mustGroup(stream, group)),
     };
   }
 

@@ -528,10 +528,7 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered'): string {
  * A query's column filters compiled to SQL (payload and metadata equality is
  * checked on the parsed rows: see query-filter.ts). Values are bound parameters.
  */
-export function pgQuery(
-  t: TableNames,
-  q: ColumnQuery,
-): { sql: string; params: unknown[] } {
+export function pgQuery(t: TableNames, q: ColumnQuery): { sql: string; params: unknown[] } {
   const params: unknown[] = [q.stream];
   const bind = (v: unknown) => {
     params.push(v);
@@ -546,7 +543,8 @@ export function pgQuery(
   if (q.afterSequence !== undefined) where.push(`e.sequence > ${bind(q.afterSequence)}`);
   if (q.untilSequence !== undefined) where.push(`e.sequence <= ${bind(q.untilSequence)}`);
   const asc = q.order === 'asc';
-  if (q.after) where.push(`(e.sequence, e.partition) ${asc ? '>' : '<'} (${bind(q.after.sequence)}::bigint, ${bind(q.after.partition)}::int)`);
+  if (q.after)
+    where.push(`(e.sequence, e.partition) ${asc ? '>' : '<'} (${bind(q.after.sequence)}::bigint, ${bind(q.after.partition)}::int)`);
   const dir = asc ? 'ASC' : 'DESC';
   const sql = `SELECT ${EVENT_COLUMNS} FROM ${t.events} e WHERE ${where.join(' AND ')}
     ORDER BY e.sequence ${dir}, e.partition ${dir} LIMIT ${bind(q.limit)}`;

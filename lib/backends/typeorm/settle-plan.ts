@@ -107,7 +107,10 @@ export function planSettles(
  * of the batch (by its index in `groups`), the delay after each attempt that can
  * still be retried (1 .. maxAttempts - 1).
  */
-export function backoffTable(planned: PlannedSettle[]): { groupIndex: number[]; rows: { group: number[]; attempt: number[]; delay: number[] } } {
+export function backoffTable(planned: PlannedSettle[]): {
+  groupIndex: number[];
+  rows: { group: number[]; attempt: number[]; delay: number[] };
+} {
   const index = new Map<string, number>();
   const rows = { group: [] as number[], attempt: [] as number[], delay: [] as number[] };
   const groupIndex = planned.map((p) => {
@@ -130,7 +133,11 @@ export function backoffTable(planned: PlannedSettle[]): { groupIndex: number[]; 
 }
 
 /** Fill in the ops no row answered (`results` has one slot per op): the error planning gave them, else stale_lease. */
-export function settled(results: Array<SettleResult | undefined>, answered: Map<number, RheoError>, what: (i: number) => string): SettleResult[] {
+export function settled(
+  results: Array<SettleResult | undefined>,
+  answered: Map<number, RheoError>,
+  what: (i: number) => string,
+): SettleResult[] {
   return Array.from(results, (r, i) => r ?? { ok: false, error: answered.get(i) ?? staleLease(what(i)) });
 }
 

@@ -28,7 +28,9 @@ export abstract class SqlBackendBase {
       this.ready = this.open().catch((err) => {
         this.ready = null;
         // Whatever stops the store from opening (refused, no such file, bad credentials) means it is not available.
-        throw err instanceof RheoError ? err : new RheoError('backend_unavailable', `${this.name} init: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+        throw err instanceof RheoError
+          ? err
+          : new RheoError('backend_unavailable', `${this.name} init: ${(err as Error)?.message ?? String(err)}`, { cause: err });
       });
     }
     return this.ready;
@@ -37,7 +39,8 @@ export abstract class SqlBackendBase {
   /** Initialise a DataSource we own; a borrowed one is the host's to initialise. */
   protected async initializeDataSource(ds: DataSource, owned: boolean): Promise<void> {
     if (ds.isInitialized) return;
-    if (!owned) throw new RheoError('backend_unavailable', 'the DataSource is not initialized: initialize it before using the rheo backend');
+    if (!owned)
+      throw new RheoError('backend_unavailable', 'the DataSource is not initialized: initialize it before using the rheo backend');
     await ds.initialize();
   }
 
@@ -129,7 +132,12 @@ export abstract class SqlBackendBase {
         return stored[i];
       }
       const e = stored[i];
-      return { ...e, timestamp: new Date(e.timestamp.getTime()), metadata: structuredClone(e.metadata), payload: structuredClone(e.payload) };
+      return {
+        ...e,
+        timestamp: new Date(e.timestamp.getTime()),
+        metadata: structuredClone(e.metadata),
+        payload: structuredClone(e.payload),
+      };
     });
   }
 }

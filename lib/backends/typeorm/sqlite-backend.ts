@@ -190,7 +190,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         for (let p = 0; p < partitions; p++) ins.run(stream, p);
       });
     } catch (err) {
-      if (err instanceof RheoError && err.code === 'already_exists') throw new RheoError('already_exists', `stream "${stream}" already exists`, { cause: err });
+      if (err instanceof RheoError && err.code === 'already_exists')
+        throw new RheoError('already_exists', `stream "${stream}" already exists`, { cause: err });
       throw err;
     }
     return this.rememberStream({ name: stream, partitions, createdAt: new Date(now) });
@@ -204,7 +205,9 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
 
   async listStreams(): Promise<StreamInfo[]> {
     await this.init();
-    return ((await this.locked('read', 'listStreams', () => this.stmt(this.plans.listStreams).all())) as Row[]).map((r) => toStream(r as never));
+    return ((await this.locked('read', 'listStreams', () => this.stmt(this.plans.listStreams).all())) as Row[]).map((r) =>
+      toStream(r as never),
+    );
   }
 
   async createGroup(req: CreateGroupRequest): Promise<GroupConfig> {
@@ -213,7 +216,16 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     try {
       const row = await this.write('createGroup', () => {
         const afters = this.startAfters(req.stream, info.partitions, req.start);
-        const g = this.stmt(this.plans.insertGroup).get(req.stream, req.group, req.maxAttempts, r.initialMs, r.factor, r.maxMs, req.ordering, this.clock.now());
+        const g = this.stmt(this.plans.insertGroup).get(
+          req.stream,
+          req.group,
+          req.maxAttempts,
+          r.initialMs,
+          r.factor,
+          r.maxMs,
+          req.ordering,
+          this.clock.now(),
+        );
         const ins = this.stmt(this.plans.insertGroupPartition);
         afters.forEach((after, p) => ins.run(req.stream, req.group, p, after + 1));
         return g as GroupRow;
@@ -232,7 +244,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     if (start.kind === 'beginning') return new Array(partitions).fill(0);
     if (start.kind === 'after') {
       const s = start.sequences;
-      return Array.from({ length: partitions }, (_, p) => (typeof s === 'number' ? s : s[p] ?? 0));
+      return Array.from({ length: partitions }, (_, p) => (typeof s === 'number' ? s : (s[p] ?? 0)));
     }
     const hwms = this.stmt(this.plans.highWatermarks).all(stream) as Row[];
     const out = new Array(partitions).fill(0);
@@ -295,7 +307,16 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         const metadata = JSON.stringify(e.metadata);
         const payload = e.payloadJson;
         insert.run(stream, e.partition, sequence, e.id, e.timestamp.getTime(), e.key, e.type, metadata, payload);
-        out[i] = toEvent(stream, { id: e.id, partition: e.partition, sequence, ts: e.timestamp.getTime(), key: e.key, type: e.type, metadata, payload });
+        out[i] = toEvent(stream, {
+          id: e.id,
+          partition: e.partition,
+          sequence,
+          ts: e.timestamp.getTime(),
+          key: e.key,
+          type: e.type,
+          metadata,
+          payload,
+        });
       }
       return out;
     });
@@ -306,7 +327,9 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
 
   async read(req: ReadRequest): Promise<RheoEvent[]> {
     await this.mustStream(req.stream);
-    const rows = (await this.locked('read', 'read', () => this.stmt(this.plans.read).all(req.stream, req.partition, req.afterSequence, req.limit))) as EventRow[];
+    const rows = (await this.locked('read', 'read', () =>
+      this.stmt(this.plans.read).all(req.stream, req.partition, req.afterSequence, req.limit),
+    )) as EventRow[];
     return rows.map((r) => toEvent(req.stream, r));
   }
 
@@ -351,7 +374,9 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         if (seqs.length) queues.push({ partition, cursor: pos.cursor, seqs });
       }
       // Round-robin across partitions, starting from a rotating partition so none starves.
-      queues.sort((a, b) => ((a.partition - start + info.partitions) % info.partitions) - ((b.partition - start + info.partitions) % info.partitions));
+      queues.sort(
+        (a, b) => ((a.partition - start + info.partitions) % info.partitions) - ((b.partition - start + info.partitions) % info.partitions),
+      );
       const picked = new Map<number, Array<{ sequence: number; fresh: boolean }>>();
       let taken = 0;
       for (let turn = 0; taken < req.limit; turn++) {
@@ -369,14 +394,24 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       // Claim per partition: due deliveries one by one (each has its own attempt), fresh events as one run.
       const byPosition = new Map<string, Lease>();
       const lease = (partition: number, sequence: number, leaseId: string, attempt: number, event: RheoEvent): Lease => ({
-        leaseId, receipt: leaseId, stream, group, consumerId: req.consumerId, attempt, leasedAt: new Date(now), expiresAt: new Date(expiresAt), event,
+        leaseId,
+        receipt: leaseId,
+        stream,
+        group,
+        consumerId: req.consumerId,
+        attempt,
+        leasedAt: new Date(now),
+        expiresAt: new Date(expiresAt),
+        event,
       });
       for (const [partition, cs] of picked) {
         const fresh = cs.filter((c) => c.fresh).map((c) => c.sequence);
         for (const c of cs) {
           if (c.fresh) continue;
           const leaseId = newId();
-          const { attempt } = this.stmt(p.claimDue).get(leaseId, req.consumerId, now, expiresAt, stream, group, partition, c.sequence) as { attempt: number };
+          const { attempt } = this.stmt(p.claimDue).get(leaseId, req.consumerId, now, expiresAt, stream, group, partition, c.sequence) as {
+            attempt: number;
+          };
           const event = toEvent(stream, this.stmt(p.eventAt).get(stream, partition, c.sequence) as EventRow);
           byPosition.set(`${partition}:${c.sequence}`, lease(partition, c.sequence, leaseId, attempt, event));
         }
@@ -414,7 +449,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     return this.write('renew', () =>
       leases.map((l): RenewResult => {
         const pos = leasePosition(l);
-        const held = pos && (this.stmt(this.plans.held).get(l.stream, l.group, pos.partition, pos.sequence, l.leaseId, now) as Row | undefined);
+        const held =
+          pos && (this.stmt(this.plans.held).get(l.stream, l.group, pos.partition, pos.sequence, l.leaseId, now) as Row | undefined);
         if (!pos || !held) return { ok: false, error: staleLease('renew') };
         if (l.receipt !== held.lease_id) return { ok: false, error: receiptMismatch('renew') };
         this.stmt(this.plans.renew).run(now + leaseMs, l.stream, l.group, pos.partition, pos.sequence);
@@ -440,7 +476,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
           if (changes === 1) results[s.i] = { ok: true };
           continue;
         }
-        const held = this.stmt(p.held).get(s.stream, s.group, s.partition, s.sequence, s.leaseId, now) as { lease_id: string; attempt: number } | undefined;
+        const held = this.stmt(p.held).get(s.stream, s.group, s.partition, s.sequence, s.leaseId, now) as
+          { lease_id: string; attempt: number } | undefined;
         if (!held) continue;
         if (s.receipt !== held.lease_id) {
           results[s.i] = { ok: false, error: receiptMismatch(ops[s.i].kind) };
@@ -472,7 +509,11 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     await this.init();
     for (const l of leases) await this.group(l.stream, l.group);
     const now = this.clock.now();
-    const { planned, answered } = planLeases(leases, () => 'release', (s, g) => this.cachedGroup(s, g));
+    const { planned, answered } = planLeases(
+      leases,
+      () => 'release',
+      (s, g) => this.cachedGroup(s, g),
+    );
     const { results, woken } = await this.write('release', () => {
       const results: Array<SettleResult | undefined> = new Array(leases.length);
       const woken = new Set<string>();
@@ -548,7 +589,9 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     const n = await this.write('redrive', () => {
       // Every dead letter: one statement, however many there are.
       if (eventIds === 'all') return this.stmt(this.plans.redriveAll).run(stream, group).changes;
-      const dead = [...new Set(eventIds)].map((id) => this.stmt(this.plans.deadById).get(group, stream, id) as Row | undefined).filter((r): r is Row => !!r);
+      const dead = [...new Set(eventIds)]
+        .map((id) => this.stmt(this.plans.deadById).get(group, stream, id) as Row | undefined)
+        .filter((r): r is Row => !!r);
       for (const d of dead) this.stmt(this.plans.reopen).run(stream, group, d.partition, d.sequence);
       return dead.length;
     });
@@ -588,7 +631,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     await this.mustGroup(stream, group);
     let from = { partition: -1, sequence: 0 };
     if (after !== undefined) {
-      const pos = (await this.locked('read', 'deadLetters', () => this.stmt(this.plans.deadById).get(group, stream, after))) as Row | undefined;
+      const pos = (await this.locked('read', 'deadLetters', () => this.stmt(this.plans.deadById).get(group, stream, after))) as
+        Row | undefined;
       if (!pos) throw RheoError.invalid('after', `is not a dead-lettered event id of group "${group}"`);
       from = { partition: Number(pos.partition), sequence: Number(pos.sequence) };
     }

@@ -237,10 +237,7 @@ export function sqlitePlans(t: TableNames) {
 }
 
 /** A query's column filters compiled to SQL (payload and metadata equality: see query-filter.ts). */
-export function sqliteQuery(
-  t: TableNames,
-  q: ColumnQuery,
-): { sql: string; params: unknown[] } {
+export function sqliteQuery(t: TableNames, q: ColumnQuery): { sql: string; params: unknown[] } {
   const params: unknown[] = [q.stream];
   const where = [`e.stream = ?`];
   const add = (clause: string, ...values: unknown[]) => {
@@ -258,5 +255,8 @@ export function sqliteQuery(
   if (q.after) add(`(e.sequence, e.partition) ${asc ? '>' : '<'} (?, ?)`, q.after.sequence, q.after.partition);
   const dir = asc ? 'ASC' : 'DESC';
   params.push(q.limit);
-  return { sql: `SELECT ${EVENT_COLUMNS} FROM ${t.events} e WHERE ${where.join(' AND ')} ORDER BY e.sequence ${dir}, e.partition ${dir} LIMIT ?`, params };
+  return {
+    sql: `SELECT ${EVENT_COLUMNS} FROM ${t.events} e WHERE ${where.join(' AND ')} ORDER BY e.sequence ${dir}, e.partition ${dir} LIMIT ?`,
+    params,
+  };
 }

@@ -13,7 +13,10 @@ export function transactionManager(manager: unknown, dataSource: DataSource): En
     throw RheoError.invalid('options.manager', 'must be a TypeORM EntityManager');
   }
   if (!m.queryRunner || !m.queryRunner.isTransactionActive) {
-    throw RheoError.invalid('options.manager', 'must be the EntityManager of a running transaction (dataSource.transaction(manager => ...))');
+    throw RheoError.invalid(
+      'options.manager',
+      'must be the EntityManager of a running transaction (dataSource.transaction(manager => ...))',
+    );
   }
   const type = (m.queryRunner as { connection?: DataSource }).connection?.options?.type;
   if (type !== undefined && type !== dataSource.options.type) {

@@ -23,7 +23,10 @@ export function encodingCases(ctx: ConformanceContext): void {
       for (const [i, [stream, group]] of pairs.entries()) {
         await ctx.rheo.createStream(stream);
         await ctx.rheo.createGroup(stream, group);
-        await ctx.rheo.appendBatch(stream, Array.from({ length: i + 1 }, (_, j) => ({ id: `%_:{'"${j}`, key: `k:{${i}}`, type: group, payload: { stream, group } })));
+        await ctx.rheo.appendBatch(
+          stream,
+          Array.from({ length: i + 1 }, (_, j) => ({ id: `%_:{'"${j}`, key: `k:{${i}}`, type: group, payload: { stream, group } })),
+        );
       }
       const listed = (await ctx.rheo.listStreams()).map((s) => s.name);
       for (const [i, [stream, group]] of pairs.entries()) {
@@ -56,7 +59,10 @@ export function encodingCases(ctx: ConformanceContext): void {
         [],
         {},
       ];
-      const stored = await ctx.rheo.appendBatch(stream, payloads.map((payload) => ({ payload, metadata: { source: 'a\u0000b', note: '🌍' } })));
+      const stored = await ctx.rheo.appendBatch(
+        stream,
+        payloads.map((payload) => ({ payload, metadata: { source: 'a\u0000b', note: '🌍' } })),
+      );
       const read = await ctx.rheo.read(stream, { limit: 100 });
       expect(read.map((e) => e.payload)).toEqual(payloads);
       expect(read.every((e) => e.metadata.source === 'a\u0000b' && e.metadata.note === '🌍')).toBe(true);
@@ -88,7 +94,10 @@ export function encodingCases(ctx: ConformanceContext): void {
       expect((await ctx.rheo.listGroups(stream)).map((g) => g.group)).toEqual(['g']);
       expect((await ctx.rheo.listStreams()).filter((s) => bad.includes(s.name))).toEqual([]);
       // A well-formed pair is fine, and distinct pairs stay distinct.
-      const [a, b] = await ctx.rheo.appendBatch(stream, [{ id: 'x\uD83D\uDE00', payload: 'a' }, { id: 'x\uD83D\uDE01', payload: 'b' }]);
+      const [a, b] = await ctx.rheo.appendBatch(stream, [
+        { id: 'x\uD83D\uDE00', payload: 'a' },
+        { id: 'x\uD83D\uDE01', payload: 'b' },
+      ]);
       expect([a.sequence, b.sequence]).toEqual([2, 3]);
       expect((await ctx.rheo.append(stream, { id: 'x\uD83D\uDE01', payload: 'c' })).payload).toBe('b');
     });
@@ -103,7 +112,11 @@ export function encodingCases(ctx: ConformanceContext): void {
       expect(found.map((e) => e.sequence)).toEqual([2]);
       expect(Object.hasOwn(found[0].payload as object, '__proto__')).toBe(true);
       // Metadata cannot hold the key at all: refused with a clear error, nothing written.
-      await expectCode(ctx.rheo.append(stream, { payload: 1, metadata: JSON.parse('{"__proto__": {"x": 1}}') }), 'invalid_argument', 'event.metadata.__proto__');
+      await expectCode(
+        ctx.rheo.append(stream, { payload: 1, metadata: JSON.parse('{"__proto__": {"x": 1}}') }),
+        'invalid_argument',
+        'event.metadata.__proto__',
+      );
       expect(await ctx.rheo.read(stream, { limit: 10 })).toHaveLength(3);
     });
 
@@ -112,7 +125,10 @@ export function encodingCases(ctx: ConformanceContext): void {
         const stream = ctx.name('wide');
         await ctx.rheo.createStream(stream, { partitions: MAX_PARTITIONS });
         await ctx.rheo.createGroup(stream, 'g');
-        await ctx.rheo.appendBatch(stream, [{ partition: MAX_PARTITIONS - 1, payload: 'last' }, { partition: 0, payload: 'first' }]);
+        await ctx.rheo.appendBatch(stream, [
+          { partition: MAX_PARTITIONS - 1, payload: 'last' },
+          { partition: 0, payload: 'first' },
+        ]);
         const lag = await ctx.rheo.lag(stream, 'g');
         expect(lag.partitions).toHaveLength(MAX_PARTITIONS);
         expect(lag.lag).toBe(2);

@@ -57,7 +57,11 @@ export function groupCases(ctx: ConformanceContext): void {
       const P = multi ? 3 : 1;
       const stream = await newStream(ctx, P);
       const N = 120;
-      for (let i = 0; i < N; i += 40) await ctx.rheo.appendBatch(stream, events(40, P, (j) => ({ id: `e${i + j}` })));
+      for (let i = 0; i < N; i += 40)
+        await ctx.rheo.appendBatch(
+          stream,
+          events(40, P, (j) => ({ id: `e${i + j}` })),
+        );
       await ctx.rheo.createGroup(stream, 'g');
       const held: Lease[][] = await Promise.all(
         Array.from({ length: 8 }, async (_, w) => {
@@ -85,7 +89,10 @@ export function groupCases(ctx: ConformanceContext): void {
         const stream = await newStream(ctx, P);
         // Partition 0 is far ahead of the others.
         await ctx.rheo.appendBatch(stream, events(40, 1));
-        await ctx.rheo.appendBatch(stream, [1, 2, 3].flatMap((p) => events(3, 1, () => ({ partition: p }))));
+        await ctx.rheo.appendBatch(
+          stream,
+          [1, 2, 3].flatMap((p) => events(3, 1, () => ({ partition: p }))),
+        );
         await ctx.rheo.createGroup(stream, 'g');
         const got = await ctx.rheo.fetch(stream, 'g', { limit: 2 * P });
         expect(got).toHaveLength(2 * P);
@@ -101,7 +108,10 @@ export function groupCases(ctx: ConformanceContext): void {
         const P = 4;
         const stream = await newStream(ctx, P);
         await ctx.rheo.appendBatch(stream, events(40, 1));
-        await ctx.rheo.appendBatch(stream, [1, 2, 3].flatMap((p) => events(3, 1, () => ({ partition: p }))));
+        await ctx.rheo.appendBatch(
+          stream,
+          [1, 2, 3].flatMap((p) => events(3, 1, () => ({ partition: p }))),
+        );
         await ctx.rheo.createGroup(stream, 'g');
         const served = new Set<number>();
         for (let i = 0; i < 2 * P; i++) {
@@ -134,7 +144,11 @@ export function groupCases(ctx: ConformanceContext): void {
         await ctx.rheo.appendBatch(stream, [{ partition: 0, payload: 'p0s1' }, ...(P > 1 ? [{ partition: 1, payload: 'p1s1' }] : [])]);
         ctx.clock.advance(1000);
         tMid = ctx.clock.now();
-        await ctx.rheo.appendBatch(stream, [{ partition: 0, payload: 'p0s2' }, { partition: 0, payload: 'p0s3' }, ...(P > 1 ? [{ partition: 1, payload: 'p1s2' }] : [])]);
+        await ctx.rheo.appendBatch(stream, [
+          { partition: 0, payload: 'p0s2' },
+          { partition: 0, payload: 'p0s3' },
+          ...(P > 1 ? [{ partition: 1, payload: 'p1s2' }] : []),
+        ]);
         ctx.clock.advance(1000);
       });
 

@@ -50,7 +50,10 @@ export function logCases(ctx: ConformanceContext): void {
       const stream = await newStream(ctx);
       const at = new Date(Date.UTC(2025, 5, 1, 12, 0, 0, 123));
       const payloads = ['text', 42, -0.5, true, null, [1, [2, { a: 3 }]], { 'key with spaces': 'ünïcødé ✓' }];
-      const stored = await ctx.rheo.appendBatch(stream, payloads.map((payload) => ({ payload, timestamp: at })));
+      const stored = await ctx.rheo.appendBatch(
+        stream,
+        payloads.map((payload) => ({ payload, timestamp: at })),
+      );
       const read = await ctx.rheo.read(stream);
       expect(read.map((e) => e.payload)).toEqual(payloads);
       expect(read.every((e) => e.timestamp.getTime() === at.getTime())).toBe(true);
@@ -63,12 +66,19 @@ export function logCases(ctx: ConformanceContext): void {
       const stream = await newStream(ctx, P);
       const all: RheoEvent[] = [];
       for (let i = 0; i < 12; i++) all.push(await ctx.rheo.append(stream, { key: `k${i % 5}`, payload: { i } }));
-      const batch = Array.from({ length: 30 }, (_, i): AppendInput => (i % 3 === 0 ? { partition: i % P, payload: { b: i } } : { key: `k${i % 7}`, payload: { b: i } }));
+      const batch = Array.from({ length: 30 }, (_, i): AppendInput =>
+        i % 3 === 0 ? { partition: i % P, payload: { b: i } } : { key: `k${i % 7}`, payload: { b: i } },
+      );
       const stored = await ctx.rheo.appendBatch(stream, batch);
       expect(stored.map((e) => e.payload)).toEqual(batch.map((b) => b.payload));
       stored.forEach((e, i) => expect(e.partition).toBe(batch[i].partition ?? partitionForKey(batch[i].key!, P)));
       all.push(...stored);
-      all.push(...(await ctx.rheo.appendBatch(stream, [{ key: 'k1', payload: 1 }, { key: 'k1', payload: 2 }])));
+      all.push(
+        ...(await ctx.rheo.appendBatch(stream, [
+          { key: 'k1', payload: 1 },
+          { key: 'k1', payload: 2 },
+        ])),
+      );
       const seqs = sequencesByPartition(all, P);
       seqs.forEach((s) => expect(s).toEqual(range(s.length)));
       expect(await highWatermarks(ctx, stream)).toEqual(seqs.map((s) => s.length));
@@ -83,7 +93,10 @@ export function logCases(ctx: ConformanceContext): void {
       const stream = await newStream(ctx, P);
       const keys = ['USD', 'EUR', 'JPY', '日本', 'order-42', 'a', 'b', 'c', 'd', 'e'];
       for (const round of [1, 2]) {
-        const evs = await ctx.rheo.appendBatch(stream, keys.map((key) => ({ key, payload: round })));
+        const evs = await ctx.rheo.appendBatch(
+          stream,
+          keys.map((key) => ({ key, payload: round })),
+        );
         evs.forEach((e, i) => expect(e.partition).toBe(partitionForKey(keys[i], P)));
       }
       const single = await ctx.rheo.append(stream, { key: 'USD', payload: 3 });
@@ -137,7 +150,10 @@ export function logCases(ctx: ConformanceContext): void {
 
     it('reads one partition after a sequence, bounded by limit', async () => {
       const stream = await newStream(ctx);
-      await ctx.rheo.appendBatch(stream, Array.from({ length: 10 }, (_, i) => ({ payload: i })));
+      await ctx.rheo.appendBatch(
+        stream,
+        Array.from({ length: 10 }, (_, i) => ({ payload: i })),
+      );
       expect((await ctx.rheo.read(stream, { afterSequence: 3, limit: 4 })).map((e) => e.sequence)).toEqual([4, 5, 6, 7]);
       expect((await ctx.rheo.read(stream, { afterSequence: 8 })).map((e) => e.payload)).toEqual([8, 9]);
       expect(await ctx.rheo.read(stream, { afterSequence: 10 })).toEqual([]);

@@ -74,7 +74,9 @@ export function queryCases(ctx: ConformanceContext): void {
 
     it('returns whole stored events and honours limit', async () => {
       const [last] = await ctx.rheo.query({ stream, order: 'desc', limit: 1 });
-      expect(last).toEqual(all.reduce((a, b) => (b.sequence > a.sequence || (b.sequence === a.sequence && b.partition > a.partition) ? b : a)));
+      expect(last).toEqual(
+        all.reduce((a, b) => (b.sequence > a.sequence || (b.sequence === a.sequence && b.partition > a.partition) ? b : a)),
+      );
       expect(await ctx.rheo.query({ stream, limit: 3 })).toHaveLength(3);
       expect(await ctx.rheo.query({ stream })).toHaveLength(40);
     });
@@ -103,9 +105,15 @@ export function queryCases(ctx: ConformanceContext): void {
     it('keeps a cursor stable under concurrent appends: new events only appear later', async () => {
       const s = await newStream(ctx, ctx.caps.guarantees.partitions ? 2 : 1);
       const parts = ctx.caps.guarantees.partitions ? 2 : 1;
-      await ctx.rheo.appendBatch(s, Array.from({ length: 6 }, (_, i) => ({ partition: i % parts, payload: i })));
+      await ctx.rheo.appendBatch(
+        s,
+        Array.from({ length: 6 }, (_, i) => ({ partition: i % parts, payload: i })),
+      );
       const first = await ctx.rheo.queryPage({ stream: s, limit: 4 });
-      await ctx.rheo.appendBatch(s, Array.from({ length: 4 }, (_, i) => ({ partition: i % parts, payload: 100 + i })));
+      await ctx.rheo.appendBatch(
+        s,
+        Array.from({ length: 4 }, (_, i) => ({ partition: i % parts, payload: 100 + i })),
+      );
       const rest: unknown[] = [];
       for await (const e of ctx.rheo.queryStream({ stream: s, limit: 4, cursor: first.nextCursor! })) rest.push(e.payload);
       const seen = [...first.items.map((e) => e.payload), ...rest];

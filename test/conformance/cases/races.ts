@@ -22,7 +22,11 @@ export function raceCases(ctx: ConformanceContext): void {
       const write = Promise.all(
         Array.from({ length: writers }, async (_, w) => {
           for (let i = 0; i < perWriter; i++) {
-            if (i % 3 === 0) await ctx.rheo.appendBatch(stream, events(2, P, (j) => ({ id: `w${w}-${i}-b${j}` })));
+            if (i % 3 === 0)
+              await ctx.rheo.appendBatch(
+                stream,
+                events(2, P, (j) => ({ id: `w${w}-${i}-b${j}` })),
+              );
             else await ctx.rheo.append(stream, { id: `w${w}-${i}`, partition: (w + i) % P, payload: { w, i } });
           }
         }),
@@ -64,7 +68,9 @@ export function raceCases(ctx: ConformanceContext): void {
       const stream = await newStream(ctx);
       const results = await Promise.all(
         Array.from({ length: 8 }, (_, i) =>
-          i % 2 ? ctx.rheo.append(stream, { id: 'dup', payload: i }) : ctx.rheo.appendBatch(stream, [{ id: 'dup', payload: i }]).then(([e]) => e),
+          i % 2
+            ? ctx.rheo.append(stream, { id: 'dup', payload: i })
+            : ctx.rheo.appendBatch(stream, [{ id: 'dup', payload: i }]).then(([e]) => e),
         ),
       );
       expect(new Set(results.map((e) => e.sequence))).toEqual(new Set([1]));
@@ -105,7 +111,10 @@ export function raceCases(ctx: ConformanceContext): void {
 
     it('handles the largest batches: MAX_BATCH appended, fetched by 1000, settled in one call', async () => {
       const stream = await newStream(ctx);
-      const stored = await ctx.rheo.appendBatch(stream, Array.from({ length: MAX_BATCH }, (_, i) => ({ payload: i })));
+      const stored = await ctx.rheo.appendBatch(
+        stream,
+        Array.from({ length: MAX_BATCH }, (_, i) => ({ payload: i })),
+      );
       expect(stored[MAX_BATCH - 1].sequence).toBe(MAX_BATCH);
       await ctx.rheo.createGroup(stream, 'g');
       const leases: Lease[] = [];

@@ -11,7 +11,7 @@ export type { SettleFailure } from './core/settle';
 export { RheoReject, RheoRetry, outcomeOfError } from './core/outcomes';
 export type { Outcome, RheoRetryOptions } from './core/outcomes';
 export { Rheo } from './core/rheo';
-export type { RheoOptions, FetchOptions, NackOptions, SettleRequest } from './core/rheo';
+export type { RheoOptions, FetchOptions, NackOptions, RejectOptions, SettleRequest } from './core/rheo';
 export {
   MAX_NAME_LENGTH,
   DEFAULT_MAX_PAYLOAD_BYTES,

@@ -42,6 +42,12 @@ export interface NackOptions {
   delayMs?: number;
 }
 
+/** Options of reject. */
+export interface RejectOptions {
+  /** Why the event is dead-lettered; stored with the dead letter. Default `rejected`. */
+  reason?: string;
+}
+
 /** One settle of a bulk call: `{ lease, outcome }`. */
 export type SettleRequest =
   | { kind: 'ack'; lease: Lease<unknown> }

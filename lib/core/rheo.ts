@@ -24,6 +24,7 @@ import {
   isIssued,
   issueLease,
   type NackOptions,
+  type RejectOptions,
   resolveStart,
   type SettleRequest,
   toNewEvent,
@@ -48,7 +49,7 @@ import type {
 } from './types';
 import { checkInt, checkName, checkObject } from './validate';
 
-export type { FetchOptions, NackOptions, SettleRequest } from './requests';
+export type { FetchOptions, NackOptions, RejectOptions, SettleRequest } from './requests';
 
 /** Options of a {@link Rheo} instance. */
 export interface RheoOptions {
@@ -269,9 +270,10 @@ export class Rheo {
     return this.settleOne({ kind: 'nack', lease, reason: options.reason, delayMs: options.delayMs });
   }
 
-  /** Dead-letter the event for this group now. */
-  async reject(lease: Lease<unknown>, reasonText?: string): Promise<void> {
-    return this.settleOne({ kind: 'reject', lease, reason: reasonText });
+  /** Dead-letter the event for this group now, with `reason` (default `rejected`). */
+  async reject(lease: Lease<unknown>, options: RejectOptions = {}): Promise<void> {
+    checkObject('options', options);
+    return this.settleOne({ kind: 'reject', lease, reason: options.reason });
   }
 
   private async settleOne(request: SettleRequest): Promise<void> {

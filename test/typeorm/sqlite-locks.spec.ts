@@ -71,7 +71,7 @@ describe('sqlite: waiting for a lock another process holds', () => {
       for (const g of ['dead', 'replayed', 'reset', 'fetched']) await rheo.createGroup('s', g);
       const [toAck, toRenew, toRelease] = await rheo.fetch('s', 'g', { limit: 3, leaseMs: 600_000 });
       const [dead] = await rheo.fetch('s', 'dead', { limit: 1 });
-      await rheo.reject(dead, 'for redrive');
+      await rheo.reject(dead, { reason: 'for redrive' });
       await rheo.settleMany((await rheo.fetch('s', 'replayed', { limit: 3 })).map((lease) => ({ kind: 'ack' as const, lease })));
 
       const holder = await hold(db, 'write', 1000);

@@ -295,7 +295,7 @@ describe('renew and settle', () => {
     ['nack with a fractional delay', () => rheo.nack(lease, { delayMs: 1.5 }), 'delayMs'],
     ['nack with a numeric reason', () => rheo.nack(lease, { reason: 5 as never }), 'reason'],
     ['nack with options not an object', () => rheo.nack(lease, null as never), 'options'],
-    ['reject with a numeric reason', () => rheo.reject(lease, 5 as never), 'reason'],
+    ['reject with a numeric reason', () => rheo.reject(lease, { reason: 5 as never }), 'reason'],
     ['renew with leaseMs 0', () => rheo.renew(lease, { leaseMs: 0 }), 'leaseMs'],
     ['renew with options not an object', () => rheo.renew(lease, null as never), 'options'],
     ['renewMany of a non-array', () => rheo.renewMany(lease as never), 'leases'],
@@ -332,7 +332,7 @@ describe('renew and settle', () => {
   ]);
 
   it('cuts an over-long reason on a code point, never through a surrogate pair', async () => {
-    await rheo.reject(lease, `${'r'.repeat(999)}🌍 and more`);
+    await rheo.reject(lease, { reason: `${'r'.repeat(999)}🌍 and more` });
     const [dead] = await rheo.deadLetters('s', 'g');
     expect(dead.reason.isWellFormed()).toBe(true);
     expect(dead.reason.startsWith('r'.repeat(999))).toBe(true);
@@ -340,7 +340,7 @@ describe('renew and settle', () => {
   });
 
   it('truncates an over-long reason instead of failing', async () => {
-    await rheo.reject(lease, 'r'.repeat(5000));
+    await rheo.reject(lease, { reason: 'r'.repeat(5000) });
     const [dead] = await rheo.deadLetters('s', 'g');
     expect(dead.reason).toBe('r'.repeat(1000));
   });

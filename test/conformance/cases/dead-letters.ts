@@ -52,7 +52,7 @@ export function deadLetterCases(ctx: ConformanceContext): void {
       await ctx.rheo.appendBatch(stream, events(2));
       await ctx.rheo.createGroup(stream, 'g', { maxAttempts: 5 });
       const [a, b] = await ctx.rheo.fetch(stream, 'g', { leaseMs: LEASE_MS });
-      await ctx.rheo.reject(a, 'bad curve');
+      await ctx.rheo.reject(a, { reason: 'bad curve' });
       await ctx.rheo.reject(b);
       expect(await ctx.rheo.fetch(stream, 'g')).toEqual([]);
       const dead = await ctx.rheo.deadLetters(stream, 'g');
@@ -67,7 +67,7 @@ export function deadLetterCases(ctx: ConformanceContext): void {
       const stream = await newStream(ctx, P);
       await ctx.rheo.appendBatch(stream, events(6, P));
       await ctx.rheo.createGroup(stream, 'g');
-      for (const l of await drain(ctx, stream, 'g')) await ctx.rheo.reject(l, `r${l.event.sequence}`);
+      for (const l of await drain(ctx, stream, 'g')) await ctx.rheo.reject(l, { reason: `r${l.event.sequence}` });
       const all = await ctx.rheo.deadLetters(stream, 'g');
       const order = all.map((d) => [d.partition, d.sequence]);
       expect(order).toEqual([...order].sort((x, y) => x[0] - y[0] || x[1] - y[1]));
@@ -90,7 +90,7 @@ export function deadLetterCases(ctx: ConformanceContext): void {
       await ctx.rheo.createGroup(stream, 'g');
       const leases = await ctx.rheo.fetch(stream, 'g', { leaseMs: LEASE_MS });
       await ctx.rheo.ack(leases[0]);
-      for (const l of leases.slice(1)) await ctx.rheo.reject(l, 'no');
+      for (const l of leases.slice(1)) await ctx.rheo.reject(l, { reason: 'no' });
       expect((await ctx.rheo.lag(stream, 'g')).lag).toBe(0);
 
       expect(await ctx.rheo.redrive(stream, 'g', { eventIds: [evs[2].id, 'unknown-id'] })).toBe(1);

@@ -42,7 +42,7 @@ export function fencingCases(ctx: ConformanceContext): void {
       const current = await fetchOne(stream, 1000);
       await expectCode(ctx.rheo.ack(old), 'stale_lease');
       await expectCode(ctx.rheo.nack(old, { delayMs: 0 }), 'stale_lease');
-      await expectCode(ctx.rheo.reject(old, 'stale'), 'stale_lease');
+      await expectCode(ctx.rheo.reject(old, { reason: 'stale' }), 'stale_lease');
       await expectCode(ctx.rheo.renew(old, { leaseMs: 1000 }), 'stale_lease');
       // None of that touched the current holder's delivery.
       const info = await ctx.rheo.groupInfo(stream, 'g');
@@ -62,7 +62,7 @@ export function fencingCases(ctx: ConformanceContext): void {
       await expectCode(ctx.rheo.nack(a), 'stale_lease');
       await expectCode(ctx.rheo.reject(a), 'stale_lease');
       await expectCode(ctx.rheo.renew(a), 'stale_lease');
-      await ctx.rheo.reject(b, 'bad');
+      await ctx.rheo.reject(b, { reason: 'bad' });
       await expectCode(ctx.rheo.ack(b), 'stale_lease');
       expect((await ctx.rheo.deadLetters(stream, 'g')).map((d) => d.reason)).toEqual(['bad']);
       // A nacked lease is spent too, even before its event is redelivered.

@@ -83,7 +83,7 @@ export function frontierCases(ctx: ConformanceContext): void {
       expect((await ctx.rheo.groupInfo(stream, 'g')).inflight).toBe(3);
       const [a, b] = leased; // the third expires unsettled below
       await ctx.rheo.ack(a);
-      await ctx.rheo.reject(b, 'nope');
+      await ctx.rheo.reject(b, { reason: 'nope' });
       info = await ctx.rheo.groupInfo(stream, 'g');
       expect(info).toMatchObject({ inflight: 1, deadLetters: 1, oldestUnsettledAgeMs: ctx.clock.now() - (t0 + 3000) });
       ctx.clock.advance(1001); // the third lease expires: no longer in flight

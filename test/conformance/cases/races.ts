@@ -86,10 +86,10 @@ export function raceCases(ctx: ConformanceContext): void {
       const attempts = [
         ctx.rheo.ack(lease),
         ctx.rheo.ack(lease),
-        ctx.rheo.reject(lease, 'r'),
+        ctx.rheo.reject(lease, { reason: 'r' }),
         ctx.rheo.nack(lease, { delayMs: 0 }),
         ctx.rheo.ack(lease),
-        ctx.rheo.reject(lease, 'r'),
+        ctx.rheo.reject(lease, { reason: 'r' }),
       ];
       const outcomes = await Promise.allSettled(attempts);
       expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);

@@ -62,7 +62,7 @@ export function replayCases(ctx: ConformanceContext): void {
       const stream = await newStream(ctx);
       await ctx.rheo.appendBatch(stream, events(2));
       await ctx.rheo.createGroup(stream, 'g');
-      for (const l of await drain(ctx, stream, 'g')) await ctx.rheo.reject(l, 'x');
+      for (const l of await drain(ctx, stream, 'g')) await ctx.rheo.reject(l, { reason: 'x' });
       expect(await ctx.rheo.replay(stream, 'g', { afterSequence: 0 })).toBe(2);
       expect(await ctx.rheo.deadLetters(stream, 'g')).toEqual([]);
       expect(positions(await drain(ctx, stream, 'g'))).toEqual(['0:1', '0:2']);
@@ -81,7 +81,7 @@ export function replayCases(ctx: ConformanceContext): void {
     it('resets a group to a start position; events survive; other groups are untouched', async () => {
       const { stream } = await consumed(3);
       const [l] = await ctx.rheo.fetch(stream, 'other');
-      await ctx.rheo.reject(l, 'other group');
+      await ctx.rheo.reject(l, { reason: 'other group' });
       const other = await ctx.rheo.groupInfo(stream, 'other');
       const log = await ctx.rheo.read(stream);
 
@@ -93,7 +93,7 @@ export function replayCases(ctx: ConformanceContext): void {
         [2, 1],
         [3, 1],
       ]);
-      for (const x of again.slice(0, 2)) await ctx.rheo.reject(x, 'r');
+      for (const x of again.slice(0, 2)) await ctx.rheo.reject(x, { reason: 'r' });
 
       await ctx.rheo.reset(stream, 'g', { confirm: true, start: { afterSequence: 2 } });
       expect(await ctx.rheo.deadLetters(stream, 'g')).toEqual([]);

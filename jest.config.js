@@ -4,6 +4,8 @@ module.exports = {
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
   testPathIgnorePatterns: ['/node_modules/'],
+  // The package's own subpath, as a backend author imports it.
+  moduleNameMapper: { '^nestjs-rheo/backend$': '<rootDir>/lib/backend.ts' },
   transform: { '^.+\\.ts$': ['ts-jest', { diagnostics: false }] },
   testTimeout: 30000,
   // A safety net, not a licence: tests close what they open (a leaked connection

@@ -1,5 +1,5 @@
 import { MemoryBackend } from '../../lib';
-import { runConformance } from './suite';
+import { runConformance } from 'nestjs-rheo/backend';
 
 runConformance({
   name: 'memory',

@@ -132,6 +132,12 @@ async function main() {
   );
   check(core.version.startsWith('12.') && used.version.startsWith('12.'), 'Nest 12 is what the package runs on');
   check(used.dir.startsWith(__dirname), 'the package resolves Nest from this app, not from the repo');
+  // The backend authors' subpath resolves from the installed package, with the suite in it.
+  const forBackends = require('nestjs-rheo/backend');
+  check(
+    typeof forBackends.runConformance === 'function' && typeof forBackends.createCapabilities === 'function',
+    'nestjs-rheo/backend exports the conformance suite and capabilities',
+  );
 
   const app = await NestFactory.create(AppModule, { logger: ['error'] });
   app.connectMicroservice({ strategy: app.get(RheoServer) }, { inheritAppConfig: true });

@@ -1,5 +1,5 @@
 import { redisBackend } from '../../lib';
-import { runConformance } from '../conformance/suite';
+import { runConformance } from '../../lib/backend';
 import { deleteKeys, freshPrefix, REDIS_URL } from './support';
 
 const prefix = freshPrefix('conformance');

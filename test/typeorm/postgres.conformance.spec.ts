@@ -1,5 +1,5 @@
 import { postgresBackend } from '../../lib';
-import { runConformance } from '../conformance/suite';
+import { runConformance } from '../../lib/backend';
 import { dropSchema, freshSchema, PG_URL } from './pg-helpers';
 
 const schema = freshSchema('conf');

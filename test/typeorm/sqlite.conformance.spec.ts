@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sqliteBackend } from '../../lib';
-import { runConformance } from '../conformance/suite';
+import { runConformance } from '../../lib/backend';
 
 const dir = mkdtempSync(join(tmpdir(), 'rheo-sqlite-conf-'));
 // A regular file used as a directory: the database below it can never be created or opened.

@@ -1,4 +1,4 @@
-import type { Query, RheoEvent } from '../../../lib';
+import type { Query, RheoEvent } from '../../core/types';
 import { ConformanceContext, newStream } from '../context';
 
 type Filter = Omit<Query, 'stream' | 'limit' | 'cursor' | 'order'>;

@@ -1,5 +1,5 @@
-import type { Lease, RheoEvent } from '../../../lib';
-import { MAX_BATCH } from '../../../lib';
+import type { Lease, RheoEvent } from '../../core/types';
+import { MAX_BATCH } from '../../core/limits';
 import { ConformanceContext, drain, events, LEASE_MS, newStream } from '../context';
 
 /**

@@ -1,5 +1,5 @@
-import type { JsonValue } from '../../../lib';
-import { MAX_NAME_LENGTH, MAX_PARTITIONS } from '../../../lib';
+import type { JsonValue } from '../../core/types';
+import { MAX_NAME_LENGTH, MAX_PARTITIONS } from '../../core/limits';
 import { ConformanceContext, drain, expectCode, LEASE_MS } from '../context';
 
 /**

@@ -1,4 +1,4 @@
-import type { Lease } from '../../../lib';
+import type { Lease } from '../../core/types';
 import { ConformanceContext, events, expectCode, newStream } from '../context';
 
 /** Giving leases back unhandled: claimable at once, with the attempt they had; fenced by lease id. */

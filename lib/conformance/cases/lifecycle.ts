@@ -1,5 +1,6 @@
-import type { Backend } from '../../../lib';
-import { createCapabilities, Rheo } from '../../../lib';
+import type { Backend } from '../../backends/backend';
+import { createCapabilities } from '../../backends/capabilities';
+import { Rheo } from '../../core/rheo';
 import { ConformanceContext, expectCode, newStream } from '../context';
 
 export function lifecycleCases(ctx: ConformanceContext, unreachable: Backend): void {

@@ -1,5 +1,6 @@
-import type { Backend } from '../../lib';
-import { ManualClock, Rheo } from '../../lib';
+import type { Backend } from '../backends/backend';
+import { ManualClock } from '../core/clock';
+import { Rheo } from '../core/rheo';
 import { bulkCases } from './cases/bulk';
 import { deadLetterCases } from './cases/dead-letters';
 import { encodingCases } from './cases/encoding';

@@ -1,4 +1,4 @@
-import type { Lease } from '../../../lib';
+import type { Lease } from '../../core/types';
 import { ConformanceContext, events, expectCode, newStream } from '../context';
 
 export function fencingCases(ctx: ConformanceContext): void {

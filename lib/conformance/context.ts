@@ -1,5 +1,10 @@
-import type { AppendInput, Backend, Capabilities, JsonValue, Lease, RheoErrorCode } from '../../lib';
-import { ManualClock, Rheo, RheoError } from '../../lib';
+import type { AppendInput, JsonValue, Lease } from '../core/types';
+import type { Backend } from '../backends/backend';
+import type { Capabilities } from '../backends/capabilities';
+import type { RheoErrorCode } from '../core/errors';
+import { ManualClock } from '../core/clock';
+import { Rheo } from '../core/rheo';
+import { RheoError } from '../core/errors';
 
 /**
  * What every case of the conformance suite works with. The fields are filled in

@@ -1,5 +1,5 @@
-import type { GroupOptions, Lease } from '../../../lib';
-import { backoffDelay } from '../../../lib';
+import type { GroupOptions, Lease } from '../../core/types';
+import { backoffDelay } from '../../core/backoff';
 import { ConformanceContext, events, LEASE_MS, newStream } from '../context';
 
 export function retryCases(ctx: ConformanceContext): void {

@@ -1,5 +1,5 @@
-import type { AppendInput, RheoEvent } from '../../../lib';
-import { partitionForKey } from '../../../lib';
+import type { AppendInput, RheoEvent } from '../../core/types';
+import { partitionForKey } from '../../core/partitioner';
 import { ConformanceContext, highWatermarks, newStream } from '../context';
 
 /** Per partition, the sequences seen, in the order seen. */

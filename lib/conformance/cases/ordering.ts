@@ -1,4 +1,4 @@
-import type { Lease } from '../../../lib';
+import type { Lease } from '../../core/types';
 import { ConformanceContext, events, LEASE_MS, newStream, positions } from '../context';
 
 export function orderingCases(ctx: ConformanceContext): void {

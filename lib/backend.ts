@@ -1,0 +1,14 @@
+// `nestjs-rheo/backend`: what a backend author needs, and nothing a user does.
+// The Backend contract and its request/response types, capabilities, the error
+// vocabulary, the test clock, and the conformance suite itself: a third-party
+// backend proves itself by running the same cases as the bundled ones
+// (`runConformance({ name, create, unreachable })` inside a Jest test file).
+export type * from './backends/backend';
+export { createCapabilities } from './backends/capabilities';
+export type { Capabilities, CapabilitiesInput, Guarantees, Mechanisms } from './backends/capabilities';
+export { RheoError, isRheoError, toRheoError, RHEO_ERROR_CODES } from './core/errors';
+export type { RheoErrorCode, RheoErrorOptions } from './core/errors';
+export { ManualClock, systemClock } from './core/clock';
+export type { Clock } from './core/clock';
+export { runConformance } from './conformance/suite';
+export type { ConformanceTarget } from './conformance/suite';

@@ -18,7 +18,7 @@ import type {
   WaitRequest,
 } from '../backend';
 import { createCapabilities } from '../capabilities';
-import { jsonFieldsFilter } from '../json-filter';
+import { eventFilter, mergeByPosition, partitionRange, queryPartitions } from '../query';
 
 /** Options of {@link memoryBackend}. */
 export interface MemoryBackendOptions {
@@ -255,40 +255,21 @@ export class MemoryBackend implements Backend {
   async query(req: QueryRequest): Promise<RheoEvent[]> {
     const s = this.stream(req.stream);
     const asc = req.order === 'asc';
-    const parts = req.where.partition === undefined ? s.log.map((_, p) => p) : [req.where.partition];
-    const from = req.from?.getTime();
-    const to = req.to?.getTime();
-    const fields = jsonFieldsFilter(req.where);
-    const matches = (e: StoredEvent): boolean => {
-      if (req.where.type !== undefined && e.type !== req.where.type) return false;
-      if (req.where.key !== undefined && e.key !== req.where.key) return false;
-      if (from !== undefined && e.timestamp < from) return false;
-      if (to !== undefined && e.timestamp > to) return false;
-      return fields === null || fields(JSON.parse(e.metadata), JSON.parse(e.payload));
-    };
-    // Per partition, the first `limit` matches inside the bounds and past the keyset cursor; then merge.
-    const found: StoredEvent[] = [];
-    for (const p of parts) {
+    const matches = eventFilter(req);
+    const found: RheoEvent[] = [];
+    for (const p of queryPartitions(req, s.log.length)) {
       const log = s.log[p];
-      let lo = (req.afterSequence ?? 0) + 1;
-      let hi = Math.min(log.length, req.untilSequence ?? log.length);
-      if (req.after) {
-        const { sequence: S, partition: P } = req.after;
-        if (asc) lo = Math.max(lo, p > P ? S : S + 1);
-        else hi = Math.min(hi, p < P ? S : S - 1);
-      }
+      const { lo, hi } = partitionRange(req, p, log.length);
       let taken = 0;
       for (let seq = asc ? lo : hi; asc ? seq <= hi : seq >= lo; seq += asc ? 1 : -1) {
-        const e = log[seq - 1];
+        const e = toEvent(req.stream, log[seq - 1]);
         if (matches(e)) {
           found.push(e);
           if (++taken >= req.limit) break;
         }
       }
     }
-    const dir = asc ? 1 : -1;
-    found.sort((a, b) => dir * (a.sequence - b.sequence || a.partition - b.partition));
-    return found.slice(0, req.limit).map((e) => toEvent(req.stream, e));
+    return mergeByPosition(found, req);
   }
 
   // ------------------------------------------------------------ leases

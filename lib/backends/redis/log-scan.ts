@@ -3,7 +3,7 @@ import type { QueryRequest } from '../backend';
 import { ENTRY_FIELDS, eventFromEntry } from './codec';
 import type { RedisClient, RedisStreamEntry } from './external';
 import { META_FIELDS, type StreamKeys } from './keys';
-import { queryFilter } from './query-filter';
+import { eventFilter, mergeByPosition, partitionRange, queryPartitions } from '../query';
 
 /** The sequence of a log entry id `0-<sequence>`. */
 export const seqOf = (entryId: string): number => Number(entryId.slice(entryId.indexOf('-') + 1));
@@ -40,19 +40,12 @@ export async function firstAtOrAfter(redis: RedisClient, log: string, t: number)
  */
 export async function scanQuery(redis: RedisClient, keys: StreamKeys, req: QueryRequest, partitions: number): Promise<RheoEvent[]> {
   const asc = req.order === 'asc';
-  const matches = queryFilter(req);
-  const parts = req.where.partition === undefined ? Array.from({ length: partitions }, (_, p) => p) : [req.where.partition];
+  const matches = eventFilter(req);
+  const parts = queryPartitions(req, partitions);
   const hws = await redis.hmget(keys.meta, ...parts.map((p) => META_FIELDS.highWatermark(p)));
   const found: RheoEvent[] = [];
   for (const [i, p] of parts.entries()) {
-    const hw = Number(hws[i] ?? 0);
-    let lo = (req.afterSequence ?? 0) + 1;
-    let hi = Math.min(hw, req.untilSequence ?? hw);
-    if (req.after) {
-      const { sequence: S, partition: AP } = req.after;
-      if (asc) lo = Math.max(lo, p > AP ? S : S + 1);
-      else hi = Math.min(hi, p < AP ? S : S - 1);
-    }
+    let { lo, hi } = partitionRange(req, p, Number(hws[i] ?? 0));
     let taken = 0;
     while (lo <= hi && taken < req.limit) {
       const entries = (
@@ -73,7 +66,5 @@ export async function scanQuery(redis: RedisClient, keys: StreamKeys, req: Query
       else hi = edge - 1;
     }
   }
-  const dir = asc ? 1 : -1;
-  found.sort((a, b) => dir * (a.sequence - b.sequence || a.partition - b.partition));
-  return found.slice(0, req.limit);
+  return mergeByPosition(found, req);
 }

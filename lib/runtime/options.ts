@@ -1,7 +1,8 @@
 import { RheoError } from '../core/errors';
 import { newId } from '../core/ids';
 import type { RetryBackoff } from '../core/types';
-import { DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_LEASE_MS, MAX_DURATION_MS } from '../core/limits';
+import { DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_LEASE_MS, MAX_DURATION_MS, MAX_PARTITIONS } from '../core/limits';
+import { checkPartitions } from '../core/requests';
 import { checkInt, checkName, checkObject } from '../core/validate';
 
 /** How a {@link Group} consumes one (stream, group). */
@@ -83,12 +84,8 @@ export function resolveGroupOptions(options: unknown): ResolvedGroupOptions {
   const pollMs = optionalInt(o, 'pollMs', Math.min(GROUP_DEFAULTS.pollMs, leaseMs - 1), 1, MAX_DURATION_MS);
   if (pollMs >= leaseMs) throw RheoError.invalid('pollMs', `must be less than leaseMs (${leaseMs})`);
   const consumerId = o.consumerId === undefined ? newId() : checkName('consumerId', o.consumerId);
-  let partitions: number[] | undefined;
-  if (o.partitions !== undefined) {
-    if (!Array.isArray(o.partitions) || o.partitions.length === 0)
-      throw RheoError.invalid('partitions', 'must be a non-empty array of partition numbers');
-    partitions = [...new Set(o.partitions.map((p, i) => checkInt(`partitions[${i}]`, p, 0)))].sort((a, b) => a - b);
-  }
+  // The stream's own partition count is checked by the facade on the first fetch.
+  const partitions = checkPartitions('partitions', o.partitions, MAX_PARTITIONS);
   const drainTimeoutMs =
     o.drainTimeoutMs === undefined ? GROUP_DEFAULTS.drainTimeoutMs : checkDrainTimeout('drainTimeoutMs', o.drainTimeoutMs);
   return Object.freeze({

@@ -81,7 +81,7 @@ describe('a bad consumer option names where the value came from', () => {
 
   it('names a nested field under its source (partitions from configuration)', async () => {
     const error = await startupError(BillingController, { consumers: { 'orders/billing': { partitions: [0, -1] } } });
-    expect(error.message).toBe('BillingController.charge: consumers["orders/billing"].partitions[1] must be >= 0');
+    expect(error.message).toBe('BillingController.charge: consumers["orders/billing"].partitions[1] must be between 0 and 1023');
     expect(error.field).toBe('consumers["orders/billing"].partitions[1]');
   });
 

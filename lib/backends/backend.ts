@@ -32,6 +32,8 @@ export interface NewEvent {
   payload: JsonValue;
   /** `payload` as JSON text, serialised once by the facade's size check: store this. */
   payloadJson: string;
+  /** `metadata` as JSON text, serialised once by the facade: store this. */
+  metadataJson: string;
 }
 
 /** A start position resolved by the facade: per partition, the last sequence to skip, or a time. */

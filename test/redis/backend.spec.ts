@@ -86,6 +86,7 @@ describe('redis backend: connections', () => {
       metadata: {},
       payload: 'maybe',
       payloadJson: '"maybe"',
+      metadataJson: '{}',
     };
     const admin = new Redis(REDIS_URL);
     try {

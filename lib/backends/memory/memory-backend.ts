@@ -235,7 +235,7 @@ export class MemoryBackend implements Backend {
         timestamp: e.timestamp.getTime(),
         key: e.key,
         type: e.type,
-        metadata: JSON.stringify(e.metadata),
+        metadata: e.metadataJson,
         payload: e.payloadJson,
       };
       log.push(stored);

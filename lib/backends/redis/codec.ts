@@ -71,7 +71,7 @@ export function appendArgs(e: NewEvent, slot: number): string[] {
     String(e.timestamp.getTime()),
     e.key ?? '',
     e.type ?? '',
-    JSON.stringify(e.metadata),
+    e.metadataJson,
     e.payloadJson,
   ];
 }

@@ -1,5 +1,9 @@
 import { BaseRpcContext } from '@nestjs/microservices';
 import type { EventMetadata, JsonValue, Lease, RheoEvent } from '../core/types';
+import type { DeliveryControl } from '../runtime/group-types';
+
+/** The signal of a context built without a runtime delivery (tests, tools): it never aborts. */
+const NEVER_ABORTED = new AbortController().signal;
 
 /**
  * What `@Ctx()` gives a `@RheoConsumer` handler: the event and the lease it is
@@ -7,11 +11,11 @@ import type { EventMetadata, JsonValue, Lease, RheoEvent } from '../core/types';
  * `event.payload`.
  */
 export class RheoContext<P = JsonValue> extends BaseRpcContext<[Lease<P>]> {
-  private readonly abortSignal: AbortSignal;
-
-  constructor(lease: Lease<P>, signal?: AbortSignal) {
+  constructor(
+    lease: Lease<P>,
+    private readonly control?: DeliveryControl,
+  ) {
     super([lease]);
-    this.abortSignal = signal ?? new AbortController().signal;
   }
 
   /**
@@ -22,7 +26,8 @@ export class RheoContext<P = JsonValue> extends BaseRpcContext<[Lease<P>]> {
    * `RheoError` saying which.
    */
   get signal(): AbortSignal {
-    return this.abortSignal;
+    // Read through: the runtime makes the signal only when a handler asks for it.
+    return this.control ? this.control.signal : NEVER_ABORTED;
   }
 
   /** The lease: leaseId, receipt, attempt, expiry, consumer, event. */

@@ -6,7 +6,7 @@ import { DEFAULT_DRAIN_TIMEOUT_MS } from '../core/limits';
 import type { Outcome } from '../core/outcomes';
 import type { Rheo } from '../core/rheo';
 import type { GroupConfig, Lease } from '../core/types';
-import { Group, type GroupState } from '../runtime';
+import { type DeliveryControl, Group, type GroupState } from '../runtime';
 import { RHEO_CONSUMER_EXTRAS, rheoTransportId } from './constants';
 import { blameSource, prefixed, resolveConsumer, type ResolvedConsumer } from './consumer-options';
 import { deliverThroughNest } from './deliver-through-nest';
@@ -239,7 +239,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
   private startConsumer(consumer: ResolvedConsumer): void {
     const handler = this.handlers.get(consumer.key)!;
     const ref: RheoConsumerRef = { stream: consumer.run.stream, group: consumer.run.group, handlerName: consumer.handlerName };
-    const group = new Group(this.instance.rheo, consumer.run, (lease, { signal }) => this.deliver(ref, handler, lease, signal));
+    const group = new Group(this.instance.rheo, consumer.run, (lease, control) => this.deliver(ref, handler, lease, control));
     group.on('fetch_error', (error) => {
       if (!this.backingOff.has(consumer.key)) this.logger.error(`${consumer.key}: fetch failed, backing off: ${error.message}`);
       this.backingOff.add(consumer.key);
@@ -283,8 +283,8 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
   }
 
   /** One delivery through Nest's pipeline; never throws: every result is an outcome. */
-  private deliver(ref: RheoConsumerRef, handler: MessageHandler, lease: Lease, signal: AbortSignal): Promise<Outcome> {
-    const ctx = new RheoContext(lease, signal);
+  private deliver(ref: RheoConsumerRef, handler: MessageHandler, lease: Lease, control: DeliveryControl): Promise<Outcome> {
+    const ctx = new RheoContext(lease, control);
     const invoke = async (): Promise<Outcome> => {
       const outcome = await deliverThroughNest(handler, ctx);
       if (outcome.kind !== 'ack') {

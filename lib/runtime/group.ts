@@ -6,7 +6,8 @@ import type { Rheo } from '../core/rheo';
 import { classifySettleError } from '../core/settle';
 import type { Lease } from '../core/types';
 import { MAX_BATCH, MAX_FETCH_LIMIT } from '../core/limits';
-import type { DeliveryControl, DrainResult, GroupEvents, GroupHandler, GroupState, GroupStats } from './group-types';
+import type { DrainResult, GroupEvents, GroupHandler, GroupState, GroupStats } from './group-types';
+import { LazyDeliveryControl } from './delivery-control';
 import { Inflight, type InflightEntry } from './inflight';
 import { checkDrainTimeout, FETCH_BACKOFF, type GroupRunOptions, type ResolvedGroupOptions, resolveGroupOptions } from './options';
 import { bounded, nackAfterFailedAck, outcomeOfValue, settleRequest } from './handler-result';
@@ -382,7 +383,7 @@ export class Group extends EventEmitter<GroupEvents> {
       this.dropExpiring(expiring);
     }
     for (const entry of this.held.all()) {
-      if (entry.abort && !entry.abort.signal.aborted && entry.expiresAt <= now) {
+      if (entry.abort && !entry.abort.aborted && entry.expiresAt <= now) {
         entry.abort.abort(
           new RheoError('stale_lease', `lease on event ${entry.lease.event.id} expired: renewals failed, another consumer may hold it now`),
         );
@@ -435,9 +436,8 @@ export class Group extends EventEmitter<GroupEvents> {
   private handle(entry: InflightEntry): void {
     const lease = entry.lease;
     this.handlersRunning++;
-    const abort = new AbortController();
-    entry.abort = abort;
-    const control: DeliveryControl = { signal: abort.signal };
+    const control = new LazyDeliveryControl();
+    entry.abort = control;
     let result: Promise<Outcome | void>;
     try {
       result = Promise.resolve(this.handler(lease, control));

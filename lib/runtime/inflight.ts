@@ -1,4 +1,5 @@
 import type { Lease } from '../core/types';
+import type { LazyDeliveryControl } from './delivery-control';
 
 /** One lease the Group holds: fetched, not yet settled (or given up). */
 export interface InflightEntry {
@@ -8,7 +9,7 @@ export interface InflightEntry {
   /** Latest known expiry (ms since epoch), moved by successful renewals. */
   expiresAt: number;
   /** Set when a handler starts on it: aborted when the lease is lost or a drain times out. */
-  abort: AbortController | null;
+  abort: LazyDeliveryControl | null;
 }
 
 /**

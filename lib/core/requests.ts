@@ -223,7 +223,17 @@ export function toNewEvent(field: string, input: AppendInput<unknown>, partition
   if (input.partition !== undefined) partition = checkInt(`${field}.partition`, input.partition, 0, partitions - 1);
   else partition = key === null ? 0 : partitionForKey(key, partitions);
   const timestamp = input.timestamp === undefined ? new Date(now) : checkDate(`${field}.timestamp`, input.timestamp);
-  return { id, partition, timestamp, key, type, metadata, metadataJson: JSON.stringify(metadata), payload: input.payload as JsonValue, payloadJson };
+  return {
+    id,
+    partition,
+    timestamp,
+    key,
+    type,
+    metadata,
+    metadataJson: JSON.stringify(metadata),
+    payload: input.payload as JsonValue,
+    payloadJson,
+  };
 }
 
 const FILTERS = ['type', 'key', 'partition', 'metadata', 'payload'];

@@ -64,16 +64,7 @@ export function eventFromEntry(stream: string, partition: number, sequence: numb
 
 /** The append script's arguments for one event (scripts/append.ts). */
 export function appendArgs(e: NewEvent, slot: number): string[] {
-  return [
-    e.id,
-    String(slot),
-    String(e.partition),
-    String(e.timestamp.getTime()),
-    e.key ?? '',
-    e.type ?? '',
-    e.metadataJson,
-    e.payloadJson,
-  ];
+  return [e.id, String(slot), String(e.partition), String(e.timestamp.getTime()), e.key ?? '', e.type ?? '', e.metadataJson, e.payloadJson];
 }
 
 /** A dead-letter record: `partition|sequence|attempt|at|reason` (written by scripts/settle.ts, see scripts/includes/dead-letter.ts). */

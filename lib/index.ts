@@ -39,20 +39,9 @@ export * from './runtime';
 export * from './nest';
 export { RedisBackend, redisBackend } from './backends/redis';
 export type { RedisBackendOptions } from './backends/redis';
-export {
-  typeormBackend,
-  postgresBackend,
-  sqliteBackend,
-  PostgresBackend,
-  SqliteBackend,
-  rheoMigrations,
-  rheoEntities,
-} from './backends/typeorm';
-export type {
-  TypeormBackendOptions,
-  PostgresBackendOptions,
-  SqliteBackendOptions,
-  InstallMode,
-  RheoMigrationsOptions,
-  RheoEntitiesOptions,
-} from './backends/typeorm';
+export { PostgresBackend, postgresBackend } from './backends/postgres';
+export type { PostgresBackendOptions } from './backends/postgres';
+export { SqliteBackend, sqliteBackend } from './backends/sqlite';
+export type { SqliteBackendOptions } from './backends/sqlite';
+export { typeormBackend, rheoMigrations, rheoEntities } from './backends/sql';
+export type { TypeormBackendOptions, InstallMode, RheoMigrationsOptions, RheoEntitiesOptions } from './backends/sql';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { DataSource } from 'typeorm';
 import { PostgresBackend, Rheo, RheoError, postgresBackend, rheoEntities, rheoMigrations, typeormBackend } from '../../lib';
-import { listenerClientConfig } from '../../lib/backends/typeorm/pg-listener';
+import { listenerClientConfig } from '../../lib/backends/postgres/listener';
 import { dropSchema, freshSchema, pgDataSource, PG_URL } from './pg-helpers';
 
 // How the PostgreSQL backend names things and connects: schema names against

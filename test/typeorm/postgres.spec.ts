@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { ManualClock, PostgresBackend, Rheo, RheoError, postgresBackend, rheoMigrations, typeormBackend } from '../../lib';
-import { mapDriverError } from '../../lib/backends/typeorm/errors';
+import { mapDriverError } from '../../lib/backends/sql/errors';
 import { dropSchema, freshSchema, pgDataSource, PG_URL } from './pg-helpers';
 
 const schema = freshSchema('pg');

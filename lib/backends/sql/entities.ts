@@ -1,5 +1,5 @@
-import type { EntitySchema, EntitySchemaColumnOptions } from 'typeorm';
-import { loadDriver } from './load';
+import { loadOptionalPeer } from '../../core/optional-peer';
+import type { TypeormColumnOptions, TypeormEntitySchema, TypeormModule } from './external';
 import { checkSchemaName, TABLES } from './names';
 
 /** Options of {@link rheoEntities}. */
@@ -8,11 +8,11 @@ export interface RheoEntitiesOptions {
   schema?: string;
 }
 
-type Columns = Record<string, EntitySchemaColumnOptions>;
+type Columns = Record<string, TypeormColumnOptions>;
 
-const text = (primary = false, nullable = false): EntitySchemaColumnOptions => ({ type: 'text', primary, nullable });
-const int = (primary = false): EntitySchemaColumnOptions => ({ type: 'integer', primary });
-const big = (primary = false, nullable = false): EntitySchemaColumnOptions => ({ type: 'bigint', primary, nullable });
+const text = (primary = false, nullable = false): TypeormColumnOptions => ({ type: 'text', primary, nullable });
+const int = (primary = false): TypeormColumnOptions => ({ type: 'integer', primary });
+const big = (primary = false, nullable = false): TypeormColumnOptions => ({ type: 'bigint', primary, nullable });
 
 /**
  * The library's tables as TypeORM entities (EntitySchema, so no decorators), for
@@ -21,9 +21,9 @@ const big = (primary = false, nullable = false): EntitySchemaColumnOptions => ({
  * `install: 'auto'`, and neither `synchronize` nor `migration:generate` will ever
  * alter them. The backend itself never goes through them.
  */
-export function rheoEntities(options: RheoEntitiesOptions = {}): EntitySchema[] {
+export function rheoEntities(options: RheoEntitiesOptions = {}): TypeormEntitySchema[] {
   const schema = options.schema === undefined ? undefined : checkSchemaName('schema', options.schema);
-  const { EntitySchema } = loadDriver<typeof import('typeorm')>('typeorm', 'rheoEntities');
+  const { EntitySchema } = loadOptionalPeer<TypeormModule>('typeorm', 'rheoEntities');
   const entity = (key: keyof typeof TABLES, columns: Columns, uniques: Array<{ name: string; columns: string[] }> = []) =>
     // synchronize: false: the DDL belongs to rheoMigrations / install 'auto' (dialect types, WITHOUT ROWID,
     // keys); TypeORM's synchronize and migration:generate must never rebuild these tables.

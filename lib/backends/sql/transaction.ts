@@ -1,5 +1,5 @@
-import type { DataSource, EntityManager } from 'typeorm';
 import { RheoError } from '../../core/errors';
+import type { TypeormDataSource, TypeormEntityManager } from './external';
 
 /**
  * Check the `manager` of a transactional append (outbox): it must be an
@@ -7,8 +7,8 @@ import { RheoError } from '../../core/errors';
  * database type as the backend's, or the event could not commit together with the
  * caller's rows.
  */
-export function transactionManager(manager: unknown, dataSource: DataSource): EntityManager {
-  const m = manager as Partial<EntityManager> | null;
+export function transactionManager(manager: unknown, dataSource: TypeormDataSource): TypeormEntityManager {
+  const m = manager as Partial<TypeormEntityManager> | null;
   if (!m || typeof m !== 'object' || typeof m.query !== 'function') {
     throw RheoError.invalid('options.manager', 'must be a TypeORM EntityManager');
   }
@@ -18,9 +18,9 @@ export function transactionManager(manager: unknown, dataSource: DataSource): En
       'must be the EntityManager of a running transaction (dataSource.transaction(manager => ...))',
     );
   }
-  const type = (m.queryRunner as { connection?: DataSource }).connection?.options?.type;
+  const type = (m.queryRunner as { connection?: TypeormDataSource }).connection?.options?.type;
   if (type !== undefined && type !== dataSource.options.type) {
     throw RheoError.invalid('options.manager', `belongs to a ${String(type)} DataSource, not ${dataSource.options.type}`);
   }
-  return m as EntityManager;
+  return m as TypeormEntityManager;
 }

@@ -1,17 +1,11 @@
-import type { Client, ClientConfig, Notification } from 'pg';
-import type { DataSourceOptions } from 'typeorm';
-import { listenerApplicationName, quoteIdent } from './names';
-import type { WakeBoard } from './wake-board';
-
-type PgModule = { Client: new (config: ClientConfig) => Client };
+import type { PgClient, PgClientConfig, PgDataSourceOptions, PgModule, PgNotification } from '../sql/external';
+import { listenerApplicationName, quoteIdent } from '../sql/names';
+import type { WakeBoard } from '../sql/wake-board';
 
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5000;
 /** Connect timeout of the LISTEN connection when the DataSource sets none (pg's default is to wait forever). */
 const LISTENER_CONNECT_TIMEOUT_MS = 10_000;
-
-/** A TypeORM postgres DataSource's options. */
-export type PgDataSourceOptions = Extract<DataSourceOptions, { type: 'postgres' }>;
 
 /**
  * The pg Client settings of the LISTEN connection: exactly what TypeORM's
@@ -28,9 +22,9 @@ export type PgDataSourceOptions = Extract<DataSourceOptions, { type: 'postgres' 
  *   `rheo_listener_<schema>`;
  * - a 10 s connect timeout when the DataSource sets none.
  */
-export function listenerClientConfig(options: PgDataSourceOptions, schema: string): ClientConfig {
+export function listenerClientConfig(options: PgDataSourceOptions, schema: string): PgClientConfig {
   const credentials = options.replication?.master ?? options;
-  const config: ClientConfig & Record<string, unknown> = {
+  const config: PgClientConfig = {
     connectionString: credentials.url,
     host: credentials.host,
     user: credentials.username,
@@ -38,10 +32,10 @@ export function listenerClientConfig(options: PgDataSourceOptions, schema: strin
     database: credentials.database,
     port: credentials.port,
     // TypeORM types it as TlsOptions, pg as ConnectionOptions: the same object reaches pg's pool unchanged.
-    ssl: credentials.ssl as ClientConfig['ssl'],
+    ssl: credentials.ssl,
     connectionTimeoutMillis: options.connectTimeoutMS,
     application_name: options.applicationName ?? credentials.applicationName,
-    ...((options.extra as Record<string, unknown> | undefined) ?? {}),
+    ...(options.extra ?? {}),
   };
   // Pool sizing means nothing to a single Client; drop it so the config reads as what it is.
   for (const poolOnly of ['max', 'min', 'idleTimeoutMillis', 'maxUses', 'maxLifetimeSeconds', 'allowExitOnIdle']) delete config[poolOnly];
@@ -60,7 +54,7 @@ export function listenerClientConfig(options: PgDataSourceOptions, schema: strin
  * fallback. Notifications are posted to the backend's {@link WakeBoard}.
  */
 export class PgListener {
-  private client: Client | null = null;
+  private client: PgClient | null = null;
   private connecting: Promise<void> | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private delay = RECONNECT_MIN_MS;
@@ -70,7 +64,7 @@ export class PgListener {
 
   constructor(
     private readonly pg: PgModule,
-    private readonly config: ClientConfig,
+    private readonly config: PgClientConfig,
     private readonly channel: string,
     private readonly board: WakeBoard,
   ) {}
@@ -106,7 +100,7 @@ export class PgListener {
     };
     client.on('error', onLost);
     client.on('end', onLost);
-    client.on('notification', (n: Notification) => {
+    client.on('notification', (n: PgNotification) => {
       if (n.channel === this.channel && n.payload) this.board.wake(n.payload);
     });
     try {

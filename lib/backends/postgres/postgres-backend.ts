@@ -1,6 +1,7 @@
-import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import type { Clock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
+import { loadOptionalPeer } from '../../core/optional-peer';
+import { checkInt, checkObject } from '../../core/validate';
 import type { AppendOptions, DeadLetter, GroupConfig, GroupInfo, Lag, Lease, RheoEvent, StreamInfo } from '../../core/types';
 import type {
   Backend,
@@ -17,29 +18,41 @@ import type {
   WaitRequest,
 } from '../backend';
 import { createCapabilities } from '../capabilities';
-import { isUniqueViolation, mapDriverError, StatementKind } from './errors';
-import { notifyChannel, pgTables } from './names';
-import { listenerClientConfig, PgDataSourceOptions, PgListener } from './pg-listener';
-import { WakeBoard } from './wake-board';
-import { PG_INSTALL_LOCK, pgInstall, pgPlans, pgQuery } from './pg-plans';
-import { copyGroup, EventRow, lagOf, GroupRow, toDeadLetter, toEvent, toGroup, toStream } from './rows';
-import { backoffTable, leasePosition, planLeases, planSettles, receiptMismatch, settled, staleRenewals } from './settle-plan';
-import { SqlBackendBase } from './sql-backend-base';
-import { columnFilters, filteredQuery } from './query-filter';
-import { transactionManager } from './transaction';
+import { SqlBackendBase } from '../sql/base';
+import { isUniqueViolation, mapDriverError, StatementKind } from '../sql/errors';
+import type { PgDataSourceOptions, PostgresDriver, TypeormDataSource, TypeormModule, TypeormQueryable } from '../sql/external';
+import { checkSchemaName, notifyChannel, pgTables } from '../sql/names';
+import { checkCommonOptions, InstallMode } from '../sql/options';
+import { columnFilters, filteredQuery } from '../sql/query-filter';
+import { copyGroup, lagOf, toDeadLetter, toEvent, toGroup, toStream } from '../sql/rows';
+import { backoffTable, leasePosition, planLeases, planSettles, receiptMismatch, settled, staleRenewals } from '../sql/settle-plan';
+import { query, Sql } from '../sql/statement';
+import { transactionManager } from '../sql/transaction';
+import { WakeBoard } from '../sql/wake-board';
+import { listenerClientConfig, PgListener } from './listener';
+import { DbAppended, PG_INSTALL_LOCK, pgInstall, pgPlans, pgQuery } from './plans';
+
+/** Options of {@link postgresBackend}. */
+export interface PostgresBackendOptions {
+  /** Connection URL, e.g. `postgres://user:pass@host:5432/db`. */
+  url: string;
+  /** Schema (namespace) of the tables. Default `public`. */
+  schema?: string;
+  /** Pool size. Default 10. */
+  poolSize?: number;
+  install?: InstallMode;
+  clock?: Clock;
+}
 
 /** Settings of a {@link PostgresBackend}; built by `typeormBackend` / `postgresBackend`. */
 export interface PostgresBackendSettings {
-  dataSource: DataSource;
+  dataSource: TypeormDataSource;
   /** True when the backend created the DataSource and must destroy it on close. */
   owned: boolean;
   schema: string;
-  install: 'auto' | 'none';
+  install: InstallMode;
   clock: Clock;
 }
-
-type Row = Record<string, unknown>;
-type PgPool = { query(q: { name: string; text: string; values: unknown[] }): Promise<{ rows: Row[] }> };
 
 /** A short, stable tag of a statement's text (prepared statement names must differ per text on one connection). */
 function sqlHash(sql: string): string {
@@ -62,7 +75,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
   });
   readonly clock: Clock;
   readonly schema: string;
-  private readonly ds: DataSource;
+  private readonly ds: TypeormDataSource;
   private readonly plans: ReturnType<typeof pgPlans>;
   private readonly channel: string;
   private listener: PgListener | null = null;
@@ -83,9 +96,8 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
   protected async open(): Promise<void> {
     await this.initializeDataSource(this.ds, this.settings.owned);
     if (this.settings.install === 'auto') await this.install();
-    const driver = this.ds.driver as unknown as { postgres: ConstructorParameters<typeof PgListener>[0] };
     this.listener = new PgListener(
-      driver.postgres,
+      (this.ds.driver as PostgresDriver).postgres,
       listenerClientConfig(this.ds.options as PgDataSourceOptions, this.schema),
       this.channel,
       this.board,
@@ -135,22 +147,22 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
    * a named prepared statement, so PostgreSQL plans each of our statements once
    * per connection instead of on every call (planning was most of a claim's cost).
    */
-  private async q(sql: string, params: unknown[], kind: StatementKind, what: string, runner?: QueryRunner | EntityManager): Promise<Row[]> {
+  private async q<Row>(sql: Sql<Row>, params: unknown[], kind: StatementKind, what: string, runner?: TypeormQueryable): Promise<Row[]> {
     if (this.closed) throw new RheoError('backend_unavailable', 'the postgres backend is closed');
     try {
-      if (runner) return (await runner.query(sql, params)) as Row[];
-      const pool = (this.ds.driver as unknown as { master?: PgPool }).master;
+      if (runner) return await query(runner, sql, params);
+      const pool = (this.ds.driver as PostgresDriver).master;
       if (!pool) throw new RheoError('backend_unavailable', 'the DataSource has no connection pool (not initialized or destroyed)');
       let name = this.prepared.get(sql);
       if (name === undefined) this.prepared.set(sql, (name = `rheo_${this.prepared.size}_${sqlHash(sql)}`));
-      return (await pool.query({ name, text: sql, values: params })).rows;
+      return (await pool.query({ name, text: sql, values: params })).rows as Row[];
     } catch (err) {
       throw mapDriverError(err, kind, what);
     }
   }
 
   /** Run `fn` in a transaction on one connection. */
-  private async tx<T>(what: string, fn: (qr: QueryRunner) => Promise<T>): Promise<T> {
+  private async tx<T>(what: string, fn: (qr: TypeormQueryable) => Promise<T>): Promise<T> {
     if (this.closed) throw new RheoError('backend_unavailable', 'the postgres backend is closed');
     const qr = this.ds.createQueryRunner();
     try {
@@ -172,7 +184,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
   async createStream(stream: string, partitions: number): Promise<StreamInfo> {
     try {
       const [row] = await this.q(this.plans.createStream, [stream, partitions, this.clock.now()], 'write', 'createStream');
-      return this.rememberStream(toStream(row as never));
+      return this.rememberStream(toStream(row));
     } catch (err) {
       if (err instanceof RheoError && err.code === 'already_exists')
         throw new RheoError('already_exists', `stream "${stream}" already exists`, { cause: err });
@@ -182,11 +194,11 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
 
   protected async loadStream(stream: string): Promise<StreamInfo | null> {
     const [row] = await this.q(this.plans.getStream, [stream], 'read', 'getStream');
-    return row ? toStream(row as never) : null;
+    return row ? toStream(row) : null;
   }
 
   async listStreams(): Promise<StreamInfo[]> {
-    return (await this.q(this.plans.listStreams, [], 'read', 'listStreams')).map((r) => toStream(r as never));
+    return (await this.q(this.plans.listStreams, [], 'read', 'listStreams')).map(toStream);
   }
 
   async createGroup(req: CreateGroupRequest): Promise<GroupConfig> {
@@ -200,7 +212,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
         'write',
         'createGroup',
       );
-      return copyGroup(this.rememberGroup(toGroup(row as unknown as GroupRow)));
+      return copyGroup(this.rememberGroup(toGroup(row)));
     } catch (err) {
       if (err instanceof RheoError && err.code === 'already_exists') {
         throw new RheoError('already_exists', `group "${req.group}" already exists on stream "${req.stream}"`, { cause: err });
@@ -210,29 +222,31 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
   }
 
   /** Per partition, the last sequence a (re)started group skips. */
-  private async startAfters(stream: string, partitions: number, start: ResolvedStart, runner?: QueryRunner): Promise<number[]> {
+  private async startAfters(stream: string, partitions: number, start: ResolvedStart, runner?: TypeormQueryable): Promise<number[]> {
     if (start.kind === 'beginning') return new Array(partitions).fill(0);
     if (start.kind === 'after') {
       const s = start.sequences;
       return Array.from({ length: partitions }, (_, p) => (typeof s === 'number' ? s : (s[p] ?? 0)));
     }
-    const rows =
-      start.kind === 'end'
-        ? await this.q(this.plans.highWatermarks, [stream], 'read', 'createGroup', runner)
-        : await this.q(this.plans.lastBefore, [stream, start.time.getTime()], 'read', 'createGroup', runner);
     const out = new Array(partitions).fill(0);
-    for (const row of rows) out[Number(row.partition)] = Number(start.kind === 'end' ? row.hwm : row.after);
+    if (start.kind === 'end') {
+      for (const row of await this.q(this.plans.highWatermarks, [stream], 'read', 'createGroup', runner))
+        out[Number(row.partition)] = Number(row.hwm);
+    } else {
+      for (const row of await this.q(this.plans.lastBefore, [stream, start.time.getTime()], 'read', 'createGroup', runner))
+        out[Number(row.partition)] = Number(row.after);
+    }
     return out;
   }
 
   protected async loadGroup(stream: string, group: string): Promise<GroupConfig | null> {
     const [row] = await this.q(this.plans.getGroup, [stream, group], 'read', 'getGroup');
-    return row ? toGroup(row as unknown as GroupRow) : null;
+    return row ? toGroup(row) : null;
   }
 
   async listGroups(stream: string): Promise<GroupConfig[]> {
     await this.mustStream(stream);
-    return (await this.q(this.plans.listGroups, [stream], 'read', 'listGroups')).map((r) => toGroup(r as unknown as GroupRow));
+    return (await this.q(this.plans.listGroups, [stream], 'read', 'listGroups')).map(toGroup);
   }
 
   // ---------------------------------------------------------------- the log
@@ -241,6 +255,8 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     const info = await this.mustStream(stream);
     const manager = options.manager === undefined ? undefined : transactionManager(options.manager, this.ds);
     const { unique, indexOf } = this.dedupe(events, info.partitions);
+    const metadata = unique.map((e) => JSON.stringify(e.metadata));
+    const payloads = unique.map((e) => e.payloadJson);
     const params = [
       stream,
       unique.map((e) => e.id),
@@ -248,11 +264,11 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       unique.map((e) => e.timestamp.getTime()),
       unique.map((e) => e.key),
       unique.map((e) => e.type),
-      unique.map((e) => JSON.stringify(e.metadata)),
-      unique.map((e) => e.payloadJson),
+      metadata,
+      payloads,
       this.channel,
     ];
-    let rows: Row[];
+    let rows: DbAppended[];
     try {
       rows = await this.q(this.plans.append, params, 'write', 'append', manager);
     } catch (err) {
@@ -266,19 +282,20 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     for (const row of rows) {
       const i = Number(row.ord) - 1;
       if (row.id === null) {
+        // Stored now: the statement returns only its sequence.
         const e = unique[i];
         stored[i] = toEvent(stream, {
           id: e.id,
           partition: e.partition,
-          sequence: row.sequence as string,
+          sequence: row.sequence,
           ts: e.timestamp.getTime(),
           key: e.key,
           type: e.type,
-          metadata: params[6][i],
-          payload: params[7][i],
-        } as EventRow);
+          metadata: metadata[i],
+          payload: payloads[i],
+        });
       } else {
-        stored[i] = toEvent(stream, row as unknown as EventRow);
+        stored[i] = toEvent(stream, row);
       }
     }
     // Same-process consumers need not wait for the NOTIFY round trip. (In a caller's transaction
@@ -290,14 +307,14 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
   async read(req: ReadRequest): Promise<RheoEvent[]> {
     await this.mustStream(req.stream);
     const rows = await this.q(this.plans.read, [req.stream, req.partition, req.afterSequence, req.limit], 'read', 'read');
-    return rows.map((r) => toEvent(req.stream, r as unknown as EventRow));
+    return rows.map((r) => toEvent(req.stream, r));
   }
 
   async query(req: QueryRequest): Promise<RheoEvent[]> {
     await this.mustStream(req.stream);
     return filteredQuery(req, async (after, limit) => {
       const { sql, params } = pgQuery(pgTables(this.schema), { stream: req.stream, ...columnFilters(req), after, limit });
-      return (await this.q(sql, params, 'read', 'query')).map((r) => toEvent(req.stream, r as unknown as EventRow));
+      return (await this.q(sql, params, 'read', 'query')).map((r) => toEvent(req.stream, r));
     });
   }
 
@@ -324,20 +341,20 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       g.ordering === 'partition'
         ? await this.tx('fetch', async (qr) => {
             // Lock first, claim in a second statement: its snapshot then sees every claim committed before our lock.
-            await qr.query(this.plans.lockGroupPartitions, [req.stream, req.group, partitions]);
-            return (await qr.query(this.plans.fetchOrdered, params)) as Row[];
+            await query(qr, this.plans.lockGroupPartitions, [req.stream, req.group, partitions]);
+            return query(qr, this.plans.fetchOrdered, params);
           })
         : await this.q(this.plans.fetch, params, 'write', 'fetch');
     return rows.map((r) => ({
-      leaseId: r.lease_id as string,
-      receipt: r.lease_id as string,
+      leaseId: r.lease_id,
+      receipt: r.lease_id,
       stream: req.stream,
       group: req.group,
       consumerId: req.consumerId,
       attempt: Number(r.attempt),
       leasedAt: new Date(now),
       expiresAt: new Date(now + req.leaseMs),
-      event: toEvent(req.stream, r as unknown as EventRow),
+      event: toEvent(req.stream, r),
     }));
   }
 
@@ -447,18 +464,18 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     const n = await this.tx('replay', async (qr) => {
       if (req.kind === 'events') {
         const parts = [...new Set(req.events.map((e) => e.partition))].sort((a, b) => a - b);
-        await qr.query(this.plans.lockGroupPartitions, [req.stream, req.group, parts]);
-        const rows = (await qr.query(this.plans.reopen, [
+        await query(qr, this.plans.lockGroupPartitions, [req.stream, req.group, parts]);
+        const rows = await query(qr, this.plans.reopen, [
           req.stream,
           req.group,
           req.events.map((e) => e.partition),
           req.events.map((e) => e.sequence),
-        ])) as Row[];
+        ]);
         return rows.length;
       }
       const parts = req.partitions ?? all;
-      await qr.query(this.plans.lockGroupPartitions, [req.stream, req.group, parts]);
-      const hwms = (await qr.query(this.plans.highWatermarks, [req.stream])) as Row[];
+      await query(qr, this.plans.lockGroupPartitions, [req.stream, req.group, parts]);
+      const hwms = await query(qr, this.plans.highWatermarks, [req.stream]);
       const hwm = new Map(hwms.map((r) => [Number(r.partition), Number(r.hwm)]));
       let afters: number[];
       if (req.kind === 'sequence') afters = parts.map((p) => Math.min(req.afterSequence, hwm.get(p) ?? 0));
@@ -466,8 +483,8 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
         const before = await this.startAfters(req.stream, info.partitions, { kind: 'at', time: req.from }, qr);
         afters = parts.map((p) => before[p]);
       }
-      await qr.query(this.plans.rewindDeliveries, [req.stream, req.group, parts, afters]);
-      await qr.query(this.plans.rewindCursors, [req.stream, req.group, parts, afters]);
+      await query(qr, this.plans.rewindDeliveries, [req.stream, req.group, parts, afters]);
+      await query(qr, this.plans.rewindCursors, [req.stream, req.group, parts, afters]);
       return parts.reduce((sum, p, i) => sum + (hwm.get(p)! - afters[i]), 0);
     });
     await this.notify(req.stream);
@@ -479,10 +496,10 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     await this.mustGroup(stream, group);
     const all = Array.from({ length: info.partitions }, (_, p) => p);
     await this.tx('reset', async (qr) => {
-      await qr.query(this.plans.lockGroupPartitions, [stream, group, all]);
+      await query(qr, this.plans.lockGroupPartitions, [stream, group, all]);
       const afters = await this.startAfters(stream, info.partitions, start, qr);
-      await qr.query(this.plans.resetDeliveries, [stream, group]);
-      await qr.query(this.plans.rewindCursors, [stream, group, all, afters]);
+      await query(qr, this.plans.resetDeliveries, [stream, group]);
+      await query(qr, this.plans.rewindCursors, [stream, group, all, afters]);
     });
     await this.notify(stream);
   }
@@ -557,4 +574,21 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     await this.init();
     await this.listener?.start();
   }
+}
+
+/**
+ * PostgreSQL: multi-node production store. Creates and owns its DataSource
+ * (destroyed on close). `FOR UPDATE SKIP LOCKED` claims, LISTEN/NOTIFY wake-ups.
+ */
+export function postgresBackend(options: PostgresBackendOptions): PostgresBackend {
+  checkObject('options', options);
+  const o = options;
+  if (typeof o.url !== 'string' || !/^postgres(ql)?:\/\//.test(o.url)) throw RheoError.invalid('options.url', 'must be a postgres:// URL');
+  const schema = o.schema === undefined ? 'public' : checkSchemaName('options.schema', o.schema);
+  const poolSize = o.poolSize === undefined ? 10 : checkInt('options.poolSize', o.poolSize, 1, 1000);
+  const { install, clock } = checkCommonOptions('options', o);
+  const { DataSource } = loadOptionalPeer<TypeormModule>('typeorm', 'postgresBackend');
+  loadOptionalPeer('pg', 'postgresBackend');
+  const dataSource = new DataSource({ type: 'postgres', url: o.url, poolSize, connectTimeoutMS: 10_000, applicationName: 'rheo' });
+  return new PostgresBackend({ dataSource, owned: true, schema, install, clock });
 }

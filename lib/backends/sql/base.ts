@@ -1,7 +1,7 @@
-import type { DataSource } from 'typeorm';
 import { RheoError } from '../../core/errors';
 import type { GroupConfig, RheoEvent, StreamInfo } from '../../core/types';
 import type { NewEvent } from '../backend';
+import type { TypeormDataSource } from './external';
 import { copyGroup, copyStream } from './rows';
 
 /**
@@ -37,7 +37,7 @@ export abstract class SqlBackendBase {
   }
 
   /** Initialise a DataSource we own; a borrowed one is the host's to initialise. */
-  protected async initializeDataSource(ds: DataSource, owned: boolean): Promise<void> {
+  protected async initializeDataSource(ds: TypeormDataSource, owned: boolean): Promise<void> {
     if (ds.isInitialized) return;
     if (!owned)
       throw new RheoError('backend_unavailable', 'the DataSource is not initialized: initialize it before using the rheo backend');

@@ -1,8 +1,9 @@
-import type { DataSource } from 'typeorm';
 import { backoffDelay } from '../../core/backoff';
 import type { Clock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import { newId } from '../../core/ids';
+import { loadOptionalPeer } from '../../core/optional-peer';
+import { checkObject } from '../../core/validate';
 import type { AppendOptions, DeadLetter, GroupConfig, GroupInfo, Lag, Lease, RheoEvent, StreamInfo } from '../../core/types';
 import type {
   Backend,
@@ -19,42 +20,44 @@ import type {
   WaitRequest,
 } from '../backend';
 import { createCapabilities } from '../capabilities';
-import type { StatementKind } from './errors';
-import { sqliteTables } from './names';
-import { copyGroup, EventRow, lagOf, GroupRow, toDeadLetter, toEvent, toGroup, toStream } from './rows';
-import { leasePosition, planLeases, planSettles, receiptMismatch, settled, staleLease } from './settle-plan';
-import { SqlBackendBase } from './sql-backend-base';
-import { LockWaiter, SQLITE_BUSY_TIMEOUT_MS } from './sqlite-locks';
-import { sqliteInstall, sqlitePlans, sqliteQuery } from './sqlite-plans';
-import { columnFilters, filteredQuery } from './query-filter';
-import { transactionManager } from './transaction';
-import { WakeBoard } from './wake-board';
+import { SqlBackendBase } from '../sql/base';
+import type { StatementKind } from '../sql/errors';
+import type { SqliteDatabase, SqliteDriver, SqliteStatement, TypeormDataSource, TypeormModule } from '../sql/external';
+import { sqliteTables } from '../sql/names';
+import { checkCommonOptions, InstallMode } from '../sql/options';
+import { columnFilters, filteredQuery } from '../sql/query-filter';
+import { copyGroup, DbPartitionState, lagOf, toDeadLetter, toEvent, toGroup, toStream } from '../sql/rows';
+import { leasePosition, planLeases, planSettles, receiptMismatch, settled, staleLease } from '../sql/settle-plan';
+import type { Sql } from '../sql/statement';
+import { transactionManager } from '../sql/transaction';
+import { WakeBoard } from '../sql/wake-board';
+import { checkLockTimeout, LockWaiter, SQLITE_BUSY_TIMEOUT_MS } from './locks';
+import { sqliteInstall, sqlitePlans, sqliteQuery } from './plans';
+
+/** Options of {@link sqliteBackend}. */
+export interface SqliteBackendOptions {
+  /** Database file path (`':memory:'` for a throwaway in-process database). */
+  database: string;
+  install?: InstallMode;
+  clock?: Clock;
+  /**
+   * How long, in all, an operation waits for a lock another connection (another
+   * process on the file) holds before failing with `backend_unavailable`. Default
+   * 5000. The wait never blocks the event loop (see docs/sql.md).
+   */
+  lockTimeoutMs?: number;
+}
 
 /** Settings of a {@link SqliteBackend}; built by `typeormBackend` / `sqliteBackend`. */
 export interface SqliteBackendSettings {
-  dataSource: DataSource;
+  dataSource: TypeormDataSource;
   owned: boolean;
-  install: 'auto' | 'none';
+  install: InstallMode;
   clock: Clock;
-  /** Bound on the whole wait for a lock another connection holds, in ms (see sqlite-locks.ts). */
+  /** Bound on the whole wait for a lock another connection holds, in ms (see locks.ts). */
   lockTimeoutMs: number;
 }
 
-type Row = Record<string, unknown>;
-
-/** The slice of better-sqlite3 used here (the package ships no types; @types/better-sqlite3 is not a dependency). */
-interface Statement {
-  run(...params: unknown[]): { changes: number };
-  get(...params: unknown[]): unknown;
-  all(...params: unknown[]): unknown[];
-}
-interface Database {
-  readonly open: boolean;
-  prepare(sql: string): Statement;
-  exec(sql: string): void;
-  pragma(text: string): unknown;
-  transaction<T>(fn: () => T): { immediate(): T };
-}
 type Plans = ReturnType<typeof sqlitePlans>;
 
 /**
@@ -63,7 +66,7 @@ type Plans = ReturnType<typeof sqlitePlans>;
  * every read-modify-write is one short `BEGIN IMMEDIATE` transaction, and the sync
  * driver runs it without yielding, so one process never interleaves two of them.
  * Several processes may share the file (WAL; a lock another one holds is waited
- * for between attempts, off the event loop: sqlite-locks.ts), but it is not a
+ * for between attempts, off the event loop: locks.ts), but it is not a
  * distributed store. Wake-ups are in-process.
  */
 export class SqliteBackend extends SqlBackendBase implements Backend {
@@ -73,10 +76,10 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     mechanisms: { notifications: false, blockingReads: false, batchWrites: true, secondaryIndexes: true, transactionalAppend: true },
   });
   readonly clock: Clock;
-  private readonly ds: DataSource;
+  private readonly ds: TypeormDataSource;
   private readonly plans: Plans;
-  private db: Database | null = null;
-  private readonly statements = new Map<string, Statement>();
+  private db: SqliteDatabase | null = null;
+  private readonly statements = new Map<string, SqliteStatement>();
   private readonly board = new WakeBoard();
   private readonly locks: LockWaiter;
 
@@ -92,7 +95,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
 
   protected async open(): Promise<void> {
     await this.initializeDataSource(this.ds, this.settings.owned);
-    this.db = (this.ds.driver as unknown as { databaseConnection: Database }).databaseConnection;
+    this.db = (this.ds.driver as SqliteDriver).databaseConnection;
     if (this.settings.owned) {
       // WAL lets readers run beside the writer; NORMAL sync is durable in WAL mode except for the last
       // transactions on power loss (never corruption). Set here rather than by TypeORM's enableWAL:
@@ -130,18 +133,19 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     if (this.settings.owned && this.ds.isInitialized) await this.ds.destroy().catch(() => undefined);
   }
 
-  private conn(): Database {
+  private conn(): SqliteDatabase {
     if (this.closed || !this.db || !this.db.open) throw new RheoError('backend_unavailable', 'the sqlite backend is closed');
     return this.db;
   }
 
-  private stmt(sql: string): Statement {
+  /** The statement prepared once on this connection; its `get` and `all` return the rows its tag names. */
+  private stmt<Row>(sql: Sql<Row>): SqliteStatement<Row> {
     let s = this.statements.get(sql);
     if (!s) {
       s = this.conn().prepare(sql);
       this.statements.set(sql, s);
     }
-    return s;
+    return s as SqliteStatement<Row>;
   }
 
   /**
@@ -168,7 +172,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
    * it (all synchronous: nothing else runs on the connection in between).
    */
   private withBusyTimeout<T>(ms: number, fn: () => T): T {
-    const before = this.settings.owned ? SQLITE_BUSY_TIMEOUT_MS : (this.stmt(this.plans.busyTimeout).get() as { timeout: number }).timeout;
+    const before = this.settings.owned ? SQLITE_BUSY_TIMEOUT_MS : this.stmt(this.plans.busyTimeout).get()!.timeout;
     if (before === ms) return fn();
     this.stmt(this.plans.setBusyTimeout(ms)).get();
     try {
@@ -199,15 +203,13 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
 
   protected async loadStream(stream: string): Promise<StreamInfo | null> {
     await this.init();
-    const row = (await this.locked('read', 'getStream', () => this.stmt(this.plans.getStream).get(stream))) as Row | undefined;
-    return row ? toStream(row as never) : null;
+    const row = await this.locked('read', 'getStream', () => this.stmt(this.plans.getStream).get(stream));
+    return row ? toStream(row) : null;
   }
 
   async listStreams(): Promise<StreamInfo[]> {
     await this.init();
-    return ((await this.locked('read', 'listStreams', () => this.stmt(this.plans.listStreams).all())) as Row[]).map((r) =>
-      toStream(r as never),
-    );
+    return (await this.locked('read', 'listStreams', () => this.stmt(this.plans.listStreams).all())).map(toStream);
   }
 
   async createGroup(req: CreateGroupRequest): Promise<GroupConfig> {
@@ -228,7 +230,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         );
         const ins = this.stmt(this.plans.insertGroupPartition);
         afters.forEach((after, p) => ins.run(req.stream, req.group, p, after + 1));
-        return g as GroupRow;
+        return g!;
       });
       return copyGroup(this.rememberGroup(toGroup(row)));
     } catch (err) {
@@ -246,14 +248,14 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       const s = start.sequences;
       return Array.from({ length: partitions }, (_, p) => (typeof s === 'number' ? s : (s[p] ?? 0)));
     }
-    const hwms = this.stmt(this.plans.highWatermarks).all(stream) as Row[];
+    const hwms = this.stmt(this.plans.highWatermarks).all(stream);
     const out = new Array(partitions).fill(0);
     for (const h of hwms) {
       const p = Number(h.partition);
       const hwm = Number(h.hwm);
       if (start.kind === 'end') out[p] = hwm;
       else {
-        const first = (this.stmt(this.plans.firstAtOrAfter).get(stream, p, start.time.getTime()) as Row).seq;
+        const first = this.stmt(this.plans.firstAtOrAfter).get(stream, p, start.time.getTime())!.seq;
         out[p] = first === null ? hwm : Number(first) - 1;
       }
     }
@@ -262,13 +264,13 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
 
   protected async loadGroup(stream: string, group: string): Promise<GroupConfig | null> {
     await this.init();
-    const row = (await this.locked('read', 'getGroup', () => this.stmt(this.plans.getGroup).get(stream, group))) as GroupRow | undefined;
+    const row = await this.locked('read', 'getGroup', () => this.stmt(this.plans.getGroup).get(stream, group));
     return row ? toGroup(row) : null;
   }
 
   async listGroups(stream: string): Promise<GroupConfig[]> {
     await this.mustStream(stream);
-    return ((await this.locked('read', 'listGroups', () => this.stmt(this.plans.listGroups).all(stream))) as GroupRow[]).map(toGroup);
+    return (await this.locked('read', 'listGroups', () => this.stmt(this.plans.listGroups).all(stream))).map(toGroup);
   }
 
   // ---------------------------------------------------------------- the log
@@ -287,7 +289,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       const out = new Array<RheoEvent>(unique.length);
       const fresh: number[] = [];
       unique.forEach((e, i) => {
-        const known = byId.get(stream, e.id) as EventRow | undefined;
+        const known = byId.get(stream, e.id);
         if (known) out[i] = toEvent(stream, known);
         else fresh.push(i);
       });
@@ -296,7 +298,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       const next = new Map<number, number>();
       const allocate = this.stmt(this.plans.allocate);
       for (const [p, n] of [...counts].sort((a, b) => a[0] - b[0])) {
-        const { hwm } = allocate.get(n, stream, p) as { hwm: number };
+        const { hwm } = allocate.get(n, stream, p)!;
         next.set(p, hwm - n + 1);
       }
       const insert = this.stmt(this.plans.insertEvent);
@@ -327,9 +329,9 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
 
   async read(req: ReadRequest): Promise<RheoEvent[]> {
     await this.mustStream(req.stream);
-    const rows = (await this.locked('read', 'read', () =>
+    const rows = await this.locked('read', 'read', () =>
       this.stmt(this.plans.read).all(req.stream, req.partition, req.afterSequence, req.limit),
-    )) as EventRow[];
+    );
     return rows.map((r) => toEvent(req.stream, r));
   }
 
@@ -337,7 +339,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     await this.mustStream(req.stream);
     return filteredQuery(req, async (after, limit) => {
       const { sql, params } = sqliteQuery(sqliteTables(), { stream: req.stream, ...columnFilters(req), after, limit });
-      return ((await this.locked('read', 'query', () => this.stmt(sql).all(...params))) as EventRow[]).map((r) => toEvent(req.stream, r));
+      return (await this.locked('read', 'query', () => this.stmt(sql).all(...params))).map((r) => toEvent(req.stream, r));
     });
   }
 
@@ -357,16 +359,16 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       // Candidates per partition, in sequence order: due deliveries, then fresh events from the cursor.
       const queues: Array<{ partition: number; cursor: number; seqs: Array<{ sequence: number; fresh: boolean }> }> = [];
       for (const partition of partitions) {
-        const pos = this.stmt(p.position).get(stream, group, partition) as { cursor: number; hwm: number } | undefined;
+        const pos = this.stmt(p.position).get(stream, group, partition);
         if (!pos) continue;
         const seqs: Array<{ sequence: number; fresh: boolean }> = [];
         if (g.ordering === 'partition') {
-          const busy = (this.stmt(p.liveLeases).get(stream, group, partition, now) as { n: number }).n > 0;
-          const head = this.stmt(p.firstOpen).get(stream, group, partition) as { sequence: number; due_at: number } | undefined;
+          const busy = this.stmt(p.liveLeases).get(stream, group, partition, now)!.n > 0;
+          const head = this.stmt(p.firstOpen).get(stream, group, partition);
           if (!busy && head && head.due_at <= now) seqs.push({ sequence: head.sequence, fresh: false });
           else if (!busy && !head && pos.cursor <= pos.hwm) seqs.push({ sequence: pos.cursor, fresh: true });
         } else {
-          for (const r of this.stmt(p.due).all(stream, group, partition, now, req.limit) as Array<{ sequence: number }>) {
+          for (const r of this.stmt(p.due).all(stream, group, partition, now, req.limit)) {
             seqs.push({ sequence: r.sequence, fresh: false });
           }
           for (let s = pos.cursor; s <= pos.hwm && seqs.length < req.limit; s++) seqs.push({ sequence: s, fresh: true });
@@ -409,10 +411,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         for (const c of cs) {
           if (c.fresh) continue;
           const leaseId = newId();
-          const { attempt } = this.stmt(p.claimDue).get(leaseId, req.consumerId, now, expiresAt, stream, group, partition, c.sequence) as {
-            attempt: number;
-          };
-          const event = toEvent(stream, this.stmt(p.eventAt).get(stream, partition, c.sequence) as EventRow);
+          const { attempt } = this.stmt(p.claimDue).get(leaseId, req.consumerId, now, expiresAt, stream, group, partition, c.sequence)!;
+          const event = toEvent(stream, this.stmt(p.eventAt).get(stream, partition, c.sequence)!);
           byPosition.set(`${partition}:${c.sequence}`, lease(partition, c.sequence, leaseId, attempt, event));
         }
         if (fresh.length) {
@@ -420,7 +420,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
           const last = fresh[fresh.length - 1];
           const ids = fresh.map(() => newId());
           this.stmt(p.claimFresh).run(stream, group, partition, first, req.consumerId, now, expiresAt, JSON.stringify(ids));
-          for (const row of this.stmt(p.eventRange).all(stream, partition, first, last) as EventRow[]) {
+          for (const row of this.stmt(p.eventRange).all(stream, partition, first, last)) {
             const seq = Number(row.sequence);
             byPosition.set(`${partition}:${seq}`, lease(partition, seq, ids[seq - first], 1, toEvent(stream, row)));
           }
@@ -449,8 +449,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     return this.write('renew', () =>
       leases.map((l): RenewResult => {
         const pos = leasePosition(l);
-        const held =
-          pos && (this.stmt(this.plans.held).get(l.stream, l.group, pos.partition, pos.sequence, l.leaseId, now) as Row | undefined);
+        const held = pos && this.stmt(this.plans.held).get(l.stream, l.group, pos.partition, pos.sequence, l.leaseId, now);
         if (!pos || !held) return { ok: false, error: staleLease('renew') };
         if (l.receipt !== held.lease_id) return { ok: false, error: receiptMismatch('renew') };
         this.stmt(this.plans.renew).run(now + leaseMs, l.stream, l.group, pos.partition, pos.sequence);
@@ -476,8 +475,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
           if (changes === 1) results[s.i] = { ok: true };
           continue;
         }
-        const held = this.stmt(p.held).get(s.stream, s.group, s.partition, s.sequence, s.leaseId, now) as
-          { lease_id: string; attempt: number } | undefined;
+        const held = this.stmt(p.held).get(s.stream, s.group, s.partition, s.sequence, s.leaseId, now);
         if (!held) continue;
         if (s.receipt !== held.lease_id) {
           results[s.i] = { ok: false, error: receiptMismatch(ops[s.i].kind) };
@@ -550,7 +548,11 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         return reopened;
       }
       const parts = req.partitions ?? Array.from({ length: info.partitions }, (_, i) => i);
-      const hwm = new Map((this.stmt(p.highWatermarks).all(stream) as Row[]).map((r) => [Number(r.partition), Number(r.hwm)]));
+      const hwm = new Map(
+        this.stmt(p.highWatermarks)
+          .all(stream)
+          .map((r) => [Number(r.partition), Number(r.hwm)]),
+      );
       const before = req.kind === 'time' ? this.startAfters(stream, info.partitions, { kind: 'at', time: req.from }) : null;
       let reopened = 0;
       for (const partition of parts) {
@@ -567,7 +569,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
 
   /** Re-open one offered event (below the cursor); false when it is still pending anyway. */
   private reopen(stream: string, group: string, partition: number, sequence: number): boolean {
-    const cur = this.stmt(this.plans.cursor).get(stream, group, partition) as { cursor: number } | undefined;
+    const cur = this.stmt(this.plans.cursor).get(stream, group, partition);
     if (!cur || sequence >= cur.cursor) return false;
     this.stmt(this.plans.reopen).run(stream, group, partition, sequence);
     return true;
@@ -589,9 +591,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     const n = await this.write('redrive', () => {
       // Every dead letter: one statement, however many there are.
       if (eventIds === 'all') return this.stmt(this.plans.redriveAll).run(stream, group).changes;
-      const dead = [...new Set(eventIds)]
-        .map((id) => this.stmt(this.plans.deadById).get(group, stream, id) as Row | undefined)
-        .filter((r): r is Row => !!r);
+      const dead = [...new Set(eventIds)].map((id) => this.stmt(this.plans.deadById).get(group, stream, id)).filter((r) => r !== undefined);
       for (const d of dead) this.stmt(this.plans.reopen).run(stream, group, d.partition, d.sequence);
       return dead.length;
     });
@@ -601,8 +601,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
 
   // ---------------------------------------------------------------- inspection
 
-  private state(stream: string, group: string, now: number): Promise<Row[]> {
-    return this.locked('read', 'lag', () => this.stmt(this.plans.groupState).all(now, stream, group, stream, group) as Row[]);
+  private state(stream: string, group: string, now: number): Promise<DbPartitionState[]> {
+    return this.locked('read', 'lag', () => this.stmt(this.plans.groupState).all(now, stream, group, stream, group));
   }
 
   async lag(stream: string, group: string): Promise<Lag> {
@@ -614,7 +614,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     const config = await this.mustGroup(stream, group);
     const now = this.clock.now();
     const rows = await this.state(stream, group, now);
-    const dead = (await this.locked('read', 'groupInfo', () => this.stmt(this.plans.deadCount).get(stream, group))) as { n: number };
+    const dead = (await this.locked('read', 'groupInfo', () => this.stmt(this.plans.deadCount).get(stream, group)))!;
     const oldest = rows.reduce<number | null>((m, r) => (r.oldest_ts === null ? m : Math.min(m ?? Infinity, Number(r.oldest_ts))), null);
     return {
       stream,
@@ -631,14 +631,13 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     await this.mustGroup(stream, group);
     let from = { partition: -1, sequence: 0 };
     if (after !== undefined) {
-      const pos = (await this.locked('read', 'deadLetters', () => this.stmt(this.plans.deadById).get(group, stream, after))) as
-        Row | undefined;
+      const pos = await this.locked('read', 'deadLetters', () => this.stmt(this.plans.deadById).get(group, stream, after));
       if (!pos) throw RheoError.invalid('after', `is not a dead-lettered event id of group "${group}"`);
       from = { partition: Number(pos.partition), sequence: Number(pos.sequence) };
     }
-    const rows = (await this.locked('read', 'deadLetters', () =>
+    const rows = await this.locked('read', 'deadLetters', () =>
       this.stmt(this.plans.deadLetters).all(stream, group, from.partition, from.partition, from.sequence, limit),
-    )) as Row[];
+    );
     return rows.map((r) => toDeadLetter(stream, group, r));
   }
 
@@ -651,4 +650,24 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   private wake(stream: string): void {
     this.board.wake(stream);
   }
+}
+
+/**
+ * SQLite: the embedded durable default, one file, no server. Creates and owns its
+ * DataSource (WAL; destroyed on close). Single node: several processes may share
+ * the file, but it is not a distributed store.
+ */
+export function sqliteBackend(options: SqliteBackendOptions): SqliteBackend {
+  checkObject('options', options);
+  const o = options;
+  if (typeof o.database !== 'string' || o.database.length === 0)
+    throw RheoError.invalid('options.database', "must be a file path or ':memory:'");
+  const { install, clock } = checkCommonOptions('options', o);
+  const lockTimeoutMs = checkLockTimeout('options.lockTimeoutMs', o.lockTimeoutMs);
+  const { DataSource } = loadOptionalPeer<TypeormModule>('typeorm', 'sqliteBackend');
+  loadOptionalPeer('better-sqlite3', 'sqliteBackend');
+  // SQLite's busy timeout is a synchronous sleep on the event loop: a few ms only, the rest of a lock
+  // wait is the backend's, on timers. WAL is switched on by the backend's init, under the same wait.
+  const dataSource = new DataSource({ type: 'better-sqlite3', database: o.database, timeout: SQLITE_BUSY_TIMEOUT_MS });
+  return new SqliteBackend({ dataSource, owned: true, install, clock, lockTimeoutMs });
 }

@@ -8,7 +8,8 @@
 // attempts, on timers: the loop keeps running while we wait.
 import { performance } from 'node:perf_hooks';
 import { RheoError } from '../../core/errors';
-import { mapDriverError, StatementKind } from './errors';
+import { checkInt } from '../../core/validate';
+import { mapDriverError, StatementKind } from '../sql/errors';
 
 /** SQLite's own (synchronous) wait for a lock in each attempt. */
 export const SQLITE_BUSY_TIMEOUT_MS = 5;
@@ -16,6 +17,11 @@ export const SQLITE_BUSY_TIMEOUT_MS = 5;
 export const DEFAULT_LOCK_TIMEOUT_MS = 5000;
 /** Largest accepted `lockTimeoutMs`. */
 export const MAX_LOCK_TIMEOUT_MS = 600_000;
+
+/** Check a `lockTimeoutMs` option (default {@link DEFAULT_LOCK_TIMEOUT_MS}). */
+export function checkLockTimeout(field: string, value: unknown): number {
+  return value === undefined ? DEFAULT_LOCK_TIMEOUT_MS : checkInt(field, value, 0, MAX_LOCK_TIMEOUT_MS);
+}
 
 /**
  * Pause between attempts: doubles from the first to the largest, with jitter so

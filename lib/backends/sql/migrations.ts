@@ -1,7 +1,8 @@
-import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { RheoError } from '../../core/errors';
+import { pgInstall, pgUninstall } from '../postgres/plans';
+import { sqliteInstall, sqliteUninstall } from '../sqlite/plans';
+import type { TypeormMigration, TypeormMigrationClass, TypeormQueryRunner } from './external';
 import { checkSchemaName, pgTables, sqliteTables } from './names';
-import { pgInstall, pgUninstall } from './pg-plans';
-import { sqliteInstall, sqliteUninstall } from './sqlite-plans';
 
 /** Options of {@link rheoMigrations}. */
 export interface RheoMigrationsOptions {
@@ -9,13 +10,11 @@ export interface RheoMigrationsOptions {
   schema?: string;
 }
 
-type MigrationClass = new () => MigrationInterface;
-
-function statements(qr: QueryRunner, schema: string, direction: 'up' | 'down'): string[] {
+function statements(qr: TypeormQueryRunner, schema: string, direction: 'up' | 'down'): string[] {
   const type = qr.connection.options.type;
   if (type === 'postgres') return direction === 'up' ? pgInstall(schema, pgTables(schema)) : pgUninstall(pgTables(schema));
   if (type === 'better-sqlite3') return direction === 'up' ? sqliteInstall(sqliteTables()) : sqliteUninstall(sqliteTables());
-  throw new Error(`rheo migrations support postgres and better-sqlite3, not ${String(type)}`);
+  throw new RheoError('invalid_argument', `rheo migrations support postgres and better-sqlite3, not ${String(type)}`);
 }
 
 /**
@@ -28,15 +27,15 @@ function statements(qr: QueryRunner, schema: string, direction: 'up' | 'down'): 
  * new DataSource({ type: 'postgres', ..., migrations: [...rheoMigrations({ schema: 'rheo' }), ...mine] })
  * ```
  */
-export function rheoMigrations(options: RheoMigrationsOptions = {}): MigrationClass[] {
+export function rheoMigrations(options: RheoMigrationsOptions = {}): TypeormMigrationClass[] {
   const schema = options.schema === undefined ? 'public' : checkSchemaName('schema', options.schema);
   // TypeORM orders migrations by the 13-digit timestamp that ends the name.
-  class RheoCreateTables1764374400000 implements MigrationInterface {
+  class RheoCreateTables1764374400000 implements TypeormMigration {
     name = 'RheoCreateTables1764374400000';
-    async up(qr: QueryRunner): Promise<void> {
+    async up(qr: TypeormQueryRunner): Promise<void> {
       for (const sql of statements(qr, schema, 'up')) await qr.query(sql);
     }
-    async down(qr: QueryRunner): Promise<void> {
+    async down(qr: TypeormQueryRunner): Promise<void> {
       for (const sql of statements(qr, schema, 'down')) await qr.query(sql);
     }
   }

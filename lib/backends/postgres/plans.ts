@@ -1,10 +1,10 @@
 // Every SQL statement of the PostgreSQL backend, in one place (pg-boss's plans.js
 // style). Values are always bound parameters; the only spliced text is the table
-// identifiers, built from a validated, quoted schema name (names.ts).
+// identifiers, built from a validated, quoted schema name (sql/names.ts).
 //
 // Storage model (shared with SQLite, see docs/sql.md):
 // - rheo_partitions.hwm is the last sequence allocated in a partition (its high watermark);
-// - rheo_group_partitions.cursor is the next sequence a group has never been offered:
+// - rheo_group_partitions.cursor is the first sequence not yet offered to the group:
 //   events from the cursor up need no per-group row (lazy materialisation), so an
 //   append costs the same whatever the number of groups;
 // - rheo_deliveries holds one row per offered, not yet acked event of a group:
@@ -14,8 +14,58 @@
 // - the frontier is therefore derived, never stored: the sequence before the first
 //   non-dead delivery, or cursor - 1 when there is none. No settle ever has to walk
 //   it, and concurrent settles from many processes cannot leave it behind.
-import type { TableNames } from './names';
-import type { ColumnQuery } from './query-filter';
+import type { TableNames } from '../sql/names';
+import type { ColumnQuery } from '../sql/query-filter';
+import type {
+  DbCount,
+  DbDeadLetter,
+  DbEvent,
+  DbGroup,
+  DbHighWatermark,
+  DbInt,
+  DbNulls,
+  DbPartitionState,
+  DbPosition,
+  DbStream,
+} from '../sql/rows';
+import { returning, Sql } from '../sql/statement';
+
+// Rows only PostgreSQL's statements return. int columns arrive as numbers, bigint and count(*) as strings.
+
+/** Per partition, the last sequence before a time (lastBefore). */
+export interface DbLastBefore {
+  partition: number;
+  after: DbInt;
+}
+
+/**
+ * One appended event, by its place in the batch (`ord`, from 1): the event already
+ * stored under its id (the whole event), or one stored now (only its sequence).
+ */
+export type DbAppended = { ord: DbInt; woke: DbInt } & (DbEvent | (DbNulls<Omit<DbEvent, 'sequence'>> & { sequence: DbInt }));
+
+/** A delivery a claim leased (fetch, fetchOrdered): its event, attempt and new lease id. */
+export interface DbClaimed extends DbEvent {
+  attempt: number;
+  lease_id: string;
+}
+
+/** An op of a batch whose lease held (renew; settle and release: {@link DbSettled}): its index `i`, and whether its receipt matched. */
+export interface DbFenced {
+  i: number;
+  receipt_ok: boolean;
+}
+
+/** A settled or released op: {@link DbFenced}, and how many streams were notified (settle, release). */
+export interface DbSettled extends DbFenced {
+  woke: DbInt;
+}
+
+/** How many dead letters a redrive re-opened (redrive). */
+export interface DbRedriven {
+  n: DbInt;
+  woke: DbInt;
+}
 
 /** DDL, idempotent: safe to run at every start, under the install lock. */
 export function pgInstall(schema: string, t: TableNames): string[] {
@@ -121,7 +171,7 @@ export function pgPlans(t: TableNames) {
 
     // ---------------------------------------------------------------- streams and groups
 
-    createStream: `
+    createStream: returning<DbStream>(`
       WITH stream AS (
         INSERT INTO ${t.streams} (name, partitions, created_at) VALUES ($1, $2, $3)
         RETURNING name, partitions, created_at
@@ -129,22 +179,22 @@ export function pgPlans(t: TableNames) {
         INSERT INTO ${t.partitions} (stream, partition, hwm)
         SELECT $1, p, 0 FROM generate_series(0, $2 - 1) AS p
       )
-      SELECT name, partitions, created_at FROM stream`,
+      SELECT name, partitions, created_at FROM stream`),
 
-    getStream: `SELECT name, partitions, created_at FROM ${t.streams} WHERE name = $1`,
-    listStreams: `SELECT name, partitions, created_at FROM ${t.streams} ORDER BY name COLLATE "C"`,
+    getStream: returning<DbStream>(`SELECT name, partitions, created_at FROM ${t.streams} WHERE name = $1`),
+    listStreams: returning<DbStream>(`SELECT name, partitions, created_at FROM ${t.streams} ORDER BY name COLLATE "C"`),
 
     /** The high watermark of every partition: where a group starting at 'end' begins. */
-    highWatermarks: `SELECT partition, hwm FROM ${t.partitions} WHERE stream = $1 ORDER BY partition`,
+    highWatermarks: returning<DbHighWatermark>(`SELECT partition, hwm FROM ${t.partitions} WHERE stream = $1 ORDER BY partition`),
 
     /** Per partition, the last sequence before time $2 (a group or replay starting `at` a time). */
-    lastBefore: `
+    lastBefore: returning<DbLastBefore>(`
       SELECT p.partition,
              COALESCE((SELECT min(e.sequence) FROM ${t.events} e
                         WHERE e.stream = $1 AND e.partition = p.partition AND e.ts >= $2), p.hwm + 1) - 1 AS after
-      FROM ${t.partitions} p WHERE p.stream = $1 ORDER BY p.partition`,
+      FROM ${t.partitions} p WHERE p.stream = $1 ORDER BY p.partition`),
 
-    createGroup: `
+    createGroup: returning<DbGroup>(`
       WITH grp AS (
         INSERT INTO ${t.groups} (stream, name, max_attempts, retry_initial_ms, retry_factor, retry_max_ms, ordering, created_at)
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -153,10 +203,10 @@ export function pgPlans(t: TableNames) {
         INSERT INTO ${t.groupPartitions} (stream, group_name, partition, cursor)
         SELECT $1, $2, (n - 1)::int, after + 1 FROM unnest($9::bigint[]) WITH ORDINALITY AS a(after, n)
       )
-      SELECT * FROM grp`,
+      SELECT * FROM grp`),
 
-    getGroup: `SELECT * FROM ${t.groups} WHERE stream = $1 AND name = $2`,
-    listGroups: `SELECT * FROM ${t.groups} WHERE stream = $1 ORDER BY name COLLATE "C"`,
+    getGroup: returning<DbGroup>(`SELECT * FROM ${t.groups} WHERE stream = $1 AND name = $2`),
+    listGroups: returning<DbGroup>(`SELECT * FROM ${t.groups} WHERE stream = $1 ORDER BY name COLLATE "C"`),
 
     // ---------------------------------------------------------------- the log
 
@@ -167,7 +217,7 @@ export function pgPlans(t: TableNames) {
      * commit, so a later sequence range can never become visible before an
      * earlier one: readers never see a gap that later fills.
      */
-    append: `
+    append: returning<DbAppended>(`
       WITH input AS (
         SELECT * FROM unnest($2::text[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::json[], $8::json[])
           WITH ORDINALITY AS i(id, partition, ts, key, type, metadata, payload, ord)
@@ -201,12 +251,12 @@ export function pgPlans(t: TableNames) {
       FROM fresh f JOIN stored s ON s.id = f.id
       UNION ALL
       SELECT k.ord, k.sequence, k.id, k.partition, k.ts, k.key, k.type, k.metadata, k.payload, 0
-      FROM known k`,
+      FROM known k`),
 
-    read: `
+    read: returning<DbEvent>(`
       SELECT ${EVENT_COLUMNS} FROM ${t.events} e
       WHERE e.stream = $1 AND e.partition = $2 AND e.sequence > $3
-      ORDER BY e.sequence LIMIT $4`,
+      ORDER BY e.sequence LIMIT $4`),
 
     // ---------------------------------------------------------------- leases
 
@@ -215,13 +265,13 @@ export function pgPlans(t: TableNames) {
      * its end: fresh events are handed out by moving the cursor, so two fetchers
      * must not read the same cursor. (Settles never take them.)
      */
-    lockGroupPartitions: `
+    lockGroupPartitions: returning<{ partition: number }>(`
       SELECT partition FROM ${t.groupPartitions}
       WHERE stream = $1 AND group_name = $2 AND partition = ANY($3::int[])
-      ORDER BY partition FOR UPDATE`,
+      ORDER BY partition FOR UPDATE`),
 
-    fetch: claimPlan(t, 'any'),
-    fetchOrdered: claimPlan(t, 'ordered'),
+    fetch: returning<DbClaimed>(claimPlan(t, 'any')),
+    fetchOrdered: returning<DbClaimed>(claimPlan(t, 'ordered')),
 
     /**
      * Settle a batch in one statement. Fencing: an op applies only when its lease
@@ -232,7 +282,7 @@ export function pgPlans(t: TableNames) {
      * attempt reached max_attempts, else makes the event due again after its
      * explicit delay or core's backoff for the stored attempt (table $13..$15).
      */
-    settle: `
+    settle: returning<DbSettled>(`
       WITH op AS (
         SELECT * FROM unnest($2::int[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::text[], $8::text[],
                              $9::text[], $10::bigint[], $11::text[], $12::int[], $13::int[])
@@ -272,7 +322,7 @@ export function pgPlans(t: TableNames) {
       ), wake AS (
         SELECT pg_notify($17, s.stream) FROM (SELECT DISTINCT stream FROM retried) s
       )
-      SELECT h.i, h.receipt_ok, (SELECT count(*) FROM wake) AS woke FROM held h`,
+      SELECT h.i, h.receipt_ok, (SELECT count(*) FROM wake) AS woke FROM held h`),
 
     /**
      * Give leases back unhandled, in one statement: each delivery becomes due at $1
@@ -285,7 +335,7 @@ export function pgPlans(t: TableNames) {
      * nack with no delay. Commits asynchronously like a settle: a lost release only
      * leaves the lease to expire (a redelivery, one attempt later).
      */
-    release: `
+    release: returning<DbSettled>(`
       WITH op AS (
         SELECT * FROM unnest($2::int[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::text[], $8::text[])
           AS op(i, stream, group_name, partition, sequence, lease_id, receipt)
@@ -305,10 +355,10 @@ export function pgPlans(t: TableNames) {
       ), wake AS (
         SELECT pg_notify($9, s.stream) FROM (SELECT DISTINCT stream FROM released) s
       )
-      SELECT h.i, h.receipt_ok, (SELECT count(*) FROM wake) AS woke FROM held h`,
+      SELECT h.i, h.receipt_ok, (SELECT count(*) FROM wake) AS woke FROM held h`),
 
     /** Extend live leases to $2; same fencing as settle. */
-    renew: `
+    renew: returning<DbFenced>(`
       WITH op AS (
         SELECT * FROM unnest($3::int[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::text[], $9::text[])
           AS op(i, stream, group_name, partition, sequence, lease_id, receipt)
@@ -324,7 +374,7 @@ export function pgPlans(t: TableNames) {
         WHERE l.receipt_ok
           AND d.stream = l.stream AND d.group_name = l.group_name AND d.partition = l.partition AND d.sequence = l.sequence
       )
-      SELECT i, receipt_ok FROM live`,
+      SELECT i, receipt_ok FROM live`),
 
     // ---------------------------------------------------------------- replay, reset, redrive
 
@@ -343,7 +393,7 @@ export function pgPlans(t: TableNames) {
      * stale). Events at or above the cursor are still pending and need nothing.
      * Returns the re-opened events.
      */
-    reopen: `
+    reopen: returning<DbPosition>(`
       INSERT INTO ${t.deliveries} (stream, group_name, partition, sequence, state, attempt, due_at)
       SELECT $1, $2, r.partition, r.sequence, 'available', 0, 0
       FROM unnest($3::int[], $4::bigint[]) AS r(partition, sequence)
@@ -352,7 +402,7 @@ export function pgPlans(t: TableNames) {
       ON CONFLICT (stream, group_name, partition, sequence)
       DO UPDATE SET state = 'available', attempt = 0, lease_id = NULL, consumer_id = NULL, leased_at = NULL,
                     due_at = 0, reason = NULL, dead_at = NULL
-      RETURNING partition, sequence`,
+      RETURNING partition, sequence`),
 
     /**
      * Redrive dead letters in one statement, whatever their number (no positions
@@ -360,7 +410,7 @@ export function pgPlans(t: TableNames) {
      * reopen makes it. $3: the event ids, or NULL for every dead letter of the group.
      * Returns how many, and wakes consumers when there were any.
      */
-    redrive: `
+    redrive: returning<DbRedriven>(`
       WITH redriven AS (
         UPDATE ${t.deliveries} d
         SET state = 'available', attempt = 0, lease_id = NULL, consumer_id = NULL, leased_at = NULL,
@@ -372,7 +422,7 @@ export function pgPlans(t: TableNames) {
       ), wake AS (
         SELECT pg_notify($4, $1) WHERE EXISTS (SELECT 1 FROM redriven)
       )
-      SELECT (SELECT count(*) FROM redriven) AS n, (SELECT count(*) FROM wake) AS woke`,
+      SELECT (SELECT count(*) FROM redriven) AS n, (SELECT count(*) FROM wake) AS woke`),
 
     resetDeliveries: `DELETE FROM ${t.deliveries} WHERE stream = $1 AND group_name = $2`,
 
@@ -385,7 +435,7 @@ export function pgPlans(t: TableNames) {
      * before the first delivery that is not dead, else cursor - 1), the live
      * leases, and the timestamp of the first unsettled event.
      */
-    groupState: `
+    groupState: returning<DbPartitionState>(`
       SELECT g.partition, p.hwm, g.cursor,
              LEAST(g.cursor - 1, COALESCE(o.first_open - 1, g.cursor - 1)) AS frontier,
              COALESCE(o.live, 0) AS live,
@@ -401,23 +451,23 @@ export function pgPlans(t: TableNames) {
         WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = g.partition AND d.state <> 'dead'
       ) o ON true
       WHERE g.stream = $1 AND g.group_name = $2
-      ORDER BY g.partition`,
+      ORDER BY g.partition`),
 
-    deadCount: `SELECT count(*) AS n FROM ${t.deliveries} WHERE stream = $1 AND group_name = $2 AND state = 'dead'`,
+    deadCount: returning<DbCount>(`SELECT count(*) AS n FROM ${t.deliveries} WHERE stream = $1 AND group_name = $2 AND state = 'dead'`),
 
     /** Dead letters in (partition, sequence) order, after position ($3, $4). */
-    deadLetters: `
+    deadLetters: returning<DbDeadLetter>(`
       SELECT d.partition AS d_partition, d.sequence AS d_sequence, d.reason, d.attempt, d.dead_at, ${EVENT_COLUMNS}
       FROM ${t.deliveries} d
       LEFT JOIN ${t.events} e ON e.stream = d.stream AND e.partition = d.partition AND e.sequence = d.sequence
       WHERE d.stream = $1 AND d.group_name = $2 AND d.state = 'dead' AND (d.partition, d.sequence) > ($3::int, $4::bigint)
-      ORDER BY d.partition, d.sequence LIMIT $5`,
+      ORDER BY d.partition, d.sequence LIMIT $5`),
 
     /** Where a dead letter sits, by event id (the `after` of a dead-letter page). */
-    deadLetterPosition: `
+    deadLetterPosition: returning<DbPosition>(`
       SELECT d.partition, d.sequence FROM ${t.events} e
       JOIN ${t.deliveries} d ON d.stream = e.stream AND d.group_name = $2 AND d.partition = e.partition AND d.sequence = e.sequence
-      WHERE e.stream = $1 AND e.id = $3 AND d.state = 'dead'`,
+      WHERE e.stream = $1 AND e.id = $3 AND d.state = 'dead'`),
   };
 }
 
@@ -526,9 +576,9 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered'): string {
 
 /**
  * A query's column filters compiled to SQL (payload and metadata equality is
- * checked on the parsed rows: see query-filter.ts). Values are bound parameters.
+ * checked on the parsed rows: see sql/query-filter.ts). Values are bound parameters.
  */
-export function pgQuery(t: TableNames, q: ColumnQuery): { sql: string; params: unknown[] } {
+export function pgQuery(t: TableNames, q: ColumnQuery): { sql: Sql<DbEvent>; params: unknown[] } {
   const params: unknown[] = [q.stream];
   const bind = (v: unknown) => {
     params.push(v);
@@ -546,7 +596,7 @@ export function pgQuery(t: TableNames, q: ColumnQuery): { sql: string; params: u
   if (q.after)
     where.push(`(e.sequence, e.partition) ${asc ? '>' : '<'} (${bind(q.after.sequence)}::bigint, ${bind(q.after.partition)}::int)`);
   const dir = asc ? 'ASC' : 'DESC';
-  const sql = `SELECT ${EVENT_COLUMNS} FROM ${t.events} e WHERE ${where.join(' AND ')}
-    ORDER BY e.sequence ${dir}, e.partition ${dir} LIMIT ${bind(q.limit)}`;
+  const sql = returning<DbEvent>(`SELECT ${EVENT_COLUMNS} FROM ${t.events} e WHERE ${where.join(' AND ')}
+    ORDER BY e.sequence ${dir}, e.partition ${dir} LIMIT ${bind(q.limit)}`);
   return { sql, params };
 }

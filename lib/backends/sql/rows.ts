@@ -1,0 +1,146 @@
+import type { DeadLetter, EventMetadata, GroupConfig, JsonValue, Lag, Ordering, RheoEvent, StreamInfo } from '../../core/types';
+
+// The rows both dialects' SELECTs return, one interface per column list (the
+// dialect-only ones are in postgres/plans.ts and sqlite/plans.ts, next to their
+// statements), and their mapping to core's types.
+
+/** An integer column: PostgreSQL's bigint (and count) arrives as a string (pg keeps all 64 bits), the rest as a number. */
+export type DbInt = number | string;
+
+/** Every column of `T` null: the columns of a LEFT JOIN that found no row. */
+export type DbNulls<T> = { [K in keyof T]: null };
+
+/** A stream: rheo_streams (getStream, listStreams, createStream). */
+export interface DbStream {
+  name: string;
+  partitions: DbInt;
+  created_at: DbInt;
+}
+
+/** A group: rheo_groups, `SELECT *` (getGroup, listGroups, createGroup). */
+export interface DbGroup {
+  stream: string;
+  name: string;
+  max_attempts: DbInt;
+  retry_initial_ms: DbInt;
+  retry_factor: DbInt;
+  retry_max_ms: DbInt;
+  ordering: string;
+  created_at: DbInt;
+}
+
+/** An event as every read returns it (each dialect's EVENT_COLUMNS): JSON columns as text, parsed once here. */
+export interface DbEvent {
+  id: string;
+  partition: DbInt;
+  sequence: DbInt;
+  ts: DbInt;
+  key: string | null;
+  type: string | null;
+  metadata: string;
+  payload: string;
+}
+
+/** A partition's high watermark (highWatermarks). */
+export interface DbHighWatermark {
+  partition: DbInt;
+  hwm: DbInt;
+}
+
+/** Where a delivery sits (deadLetterPosition, deadById, reopen). */
+export interface DbPosition {
+  partition: DbInt;
+  sequence: DbInt;
+}
+
+/** A count (deadCount). */
+export interface DbCount {
+  n: DbInt;
+}
+
+/** Per partition of a group (groupState): high watermark, cursor, derived frontier, live leases, first unsettled event's time. */
+export interface DbPartitionState {
+  partition: DbInt;
+  hwm: DbInt;
+  cursor: DbInt;
+  frontier: DbInt;
+  live: DbInt;
+  oldest_ts: DbInt | null;
+}
+
+/** A dead letter (deadLetters): the delivery's columns, then the event's, all null when the event row is gone. */
+export type DbDeadLetter = {
+  d_partition: DbInt;
+  d_sequence: DbInt;
+  reason: string | null;
+  attempt: DbInt;
+  dead_at: DbInt;
+} & (DbEvent | DbNulls<DbEvent>);
+
+/** JSON columns arrive as text from both dialects; parsing yields a fresh object every time. */
+function json<T>(text: string): T {
+  return JSON.parse(text) as T;
+}
+
+export function toEvent(stream: string, r: DbEvent): RheoEvent {
+  return {
+    id: r.id,
+    stream,
+    partition: Number(r.partition),
+    sequence: Number(r.sequence),
+    timestamp: new Date(Number(r.ts)),
+    key: r.key,
+    type: r.type,
+    metadata: json<EventMetadata>(r.metadata),
+    payload: json<JsonValue>(r.payload),
+  };
+}
+
+export function toStream(r: DbStream): StreamInfo {
+  return { name: r.name, partitions: Number(r.partitions), createdAt: new Date(Number(r.created_at)) };
+}
+
+export function toGroup(r: DbGroup): GroupConfig {
+  return {
+    stream: r.stream,
+    group: r.name,
+    maxAttempts: Number(r.max_attempts),
+    retry: { initialMs: Number(r.retry_initial_ms), factor: Number(r.retry_factor), maxMs: Number(r.retry_max_ms) },
+    ordering: r.ordering as Ordering,
+    createdAt: new Date(Number(r.created_at)),
+  };
+}
+
+/** A fresh copy, so a caller mutating what it got back never touches a cache. */
+export function copyGroup(g: GroupConfig): GroupConfig {
+  return { ...g, retry: { ...g.retry }, createdAt: new Date(g.createdAt.getTime()) };
+}
+
+export function copyStream(s: StreamInfo): StreamInfo {
+  return { ...s, createdAt: new Date(s.createdAt.getTime()) };
+}
+
+/** Lag from the per-partition rows of a group-state query (hwm, derived frontier). */
+export function lagOf(stream: string, group: string, rows: DbPartitionState[]): Lag {
+  const partitions = rows.map((r) => {
+    const highWatermark = Number(r.hwm);
+    const frontier = Number(r.frontier);
+    return { partition: Number(r.partition), frontier, highWatermark, lag: Math.max(0, highWatermark - frontier) };
+  });
+  return { stream, group, lag: partitions.reduce((n, p) => n + p.lag, 0), partitions };
+}
+
+/** A dead-letter row (delivery columns plus the event's, null when the event row is gone) as a DeadLetter. */
+export function toDeadLetter(stream: string, group: string, r: DbDeadLetter): DeadLetter {
+  return {
+    stream,
+    group,
+    eventId: r.id as string, // null if the event row is gone
+    partition: Number(r.d_partition),
+    sequence: Number(r.d_sequence),
+    reason: r.reason ?? '',
+    attempt: Number(r.attempt),
+    deadLetteredAt: new Date(Number(r.dead_at)),
+    event: r.id === null ? null : toEvent(stream, r),
+  };
+}

@@ -5,7 +5,7 @@ import { InjectDataSource, TypeOrmModule } from '@nestjs/typeorm';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { RheoClient, RheoConsumer, RheoContext, RheoHealthIndicator, RheoModule, typeormBackend } from '../../lib';
-import { dropSchema, freshSchema, PG_URL } from '../typeorm/pg-helpers';
+import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
 import { startHybrid, waitFor } from './support';
 
 // The PostgreSQL wiring a Nest user writes: TypeOrmModule owns the DataSource,

@@ -255,7 +255,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     const info = await this.mustStream(stream);
     const manager = options.manager === undefined ? undefined : transactionManager(options.manager, this.ds);
     const { unique, indexOf } = this.dedupe(events, info.partitions);
-    const metadata = unique.map((e) => JSON.stringify(e.metadata));
+    const metadata = unique.map((e) => e.metadataJson);
     const payloads = unique.map((e) => e.payloadJson);
     const params = [
       stream,

@@ -7,7 +7,7 @@
  *
  * One file for the three drivers, not one per dialect: the shapes hang off each
  * other (a TypeORM DataSource's driver holds the pg pool, or the better-sqlite3
- * connection), and one compile-time check (test/typeorm/external.typecheck.ts)
+ * connection), and one compile-time check (test/sql/external.typecheck.ts)
  * holds them all against the installed packages: a TypeORM 1.1 `DataSource`,
  * `EntityManager` and `QueryRunner` satisfy the TypeORM shapes, its constructors
  * accept the options the backends give them, what `rheoMigrations` /

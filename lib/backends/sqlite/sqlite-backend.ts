@@ -306,7 +306,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         const e = unique[i];
         const sequence = next.get(e.partition)!;
         next.set(e.partition, sequence + 1);
-        const metadata = JSON.stringify(e.metadata);
+        const metadata = e.metadataJson;
         const payload = e.payloadJson;
         insert.run(stream, e.partition, sequence, e.id, e.timestamp.getTime(), e.key, e.type, metadata, payload);
         out[i] = toEvent(stream, {

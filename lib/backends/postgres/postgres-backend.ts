@@ -390,13 +390,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       this.plans.settle,
       [
         now,
-        planned.map((p) => p.i),
-        planned.map((p) => p.stream),
-        planned.map((p) => p.group),
-        planned.map((p) => p.partition),
-        planned.map((p) => p.sequence),
-        planned.map((p) => p.leaseId),
-        planned.map((p) => p.receipt),
+        ...fenceColumns(planned),
         planned.map((p) => p.action),
         planned.map((p) => p.delayMs),
         planned.map((p) => p.reason),
@@ -427,22 +421,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     );
     const results: Array<SettleResult | undefined> = new Array(leases.length);
     if (planned.length > 0) {
-      const rows = await this.q(
-        this.plans.release,
-        [
-          now,
-          planned.map((p) => p.i),
-          planned.map((p) => p.stream),
-          planned.map((p) => p.group),
-          planned.map((p) => p.partition),
-          planned.map((p) => p.sequence),
-          planned.map((p) => p.leaseId),
-          planned.map((p) => p.receipt),
-          this.channel,
-        ],
-        'write',
-        'release',
-      );
+      const rows = await this.q(this.plans.release, [now, ...fenceColumns(planned), this.channel], 'write', 'release');
       const woken = new Set<string>();
       for (const r of rows) {
         const i = Number(r.i);
@@ -591,4 +570,23 @@ export function postgresBackend(options: PostgresBackendOptions): PostgresBacken
   loadOptionalPeer('pg', 'postgresBackend');
   const dataSource = new DataSource({ type: 'postgres', url: o.url, poolSize, connectTimeoutMS: 10_000, applicationName: 'rheo' });
   return new PostgresBackend({ dataSource, owned: true, schema, install, clock });
+}
+
+/**
+ * The columns that name and fence each planned lease, bound as one array per
+ * column ($2..$8 of the settle and release statements): position in the call,
+ * stream, group, partition, sequence, lease id, receipt.
+ */
+function fenceColumns(
+  planned: Array<{ i: number; stream: string; group: string; partition: number; sequence: number; leaseId: string; receipt: string }>,
+) {
+  return [
+    planned.map((p) => p.i),
+    planned.map((p) => p.stream),
+    planned.map((p) => p.group),
+    planned.map((p) => p.partition),
+    planned.map((p) => p.sequence),
+    planned.map((p) => p.leaseId),
+    planned.map((p) => p.receipt),
+  ];
 }

@@ -55,25 +55,13 @@ export function planLeases(
   what: (i: number) => string,
   groupOf: (stream: string, group: string) => GroupConfig | null,
 ): { planned: Array<PlannedLease & { config: GroupConfig }>; answered: Map<number, RheoError> } {
-  const planned: Array<PlannedLease & { config: GroupConfig }> = [];
-  const answered = new Map<number, RheoError>();
-  const seen = new Set<string>();
-  leases.forEach((lease, i) => {
-    const config = groupOf(lease.stream, lease.group);
-    if (!config) {
-      answered.set(i, new RheoError('group_not_found', `group "${lease.group}" does not exist on stream "${lease.stream}"`));
-      return;
-    }
-    const pos = leasePosition(lease);
-    const key = pos && `${lease.stream}\u0000${lease.group}\u0000${pos.partition}\u0000${pos.sequence}`;
-    if (!pos || !key || seen.has(key)) {
-      answered.set(i, staleLease(what(i)));
-      return;
-    }
-    seen.add(key);
-    planned.push({ i, stream: lease.stream, group: lease.group, ...pos, leaseId: lease.leaseId, receipt: lease.receipt, config });
-  });
-  return { planned, answered };
+  return planEach(
+    leases.length,
+    (i) => leases[i],
+    what,
+    groupOf,
+    (base, config) => ({ ...base, config }),
+  );
 }
 
 /** Resolve settle ops to rows and actions (see {@link planLeases} for the ops answered without the store). */
@@ -81,25 +69,70 @@ export function planSettles(
   ops: SettleOp[],
   groupOf: (stream: string, group: string) => GroupConfig | null,
 ): { planned: PlannedSettle[]; answered: Map<number, RheoError> } {
-  const { planned, answered } = planLeases(
-    ops.map((op) => op.lease),
+  // The hot path of every SQL settle: objects are built field by field, once
+  // (no rest/spread copies: measured ~4 µs an op on the SQLite bench).
+  return planEach(
+    ops.length,
+    (i) => ops[i].lease,
     (i) => ops[i].kind,
     groupOf,
-  );
-  return {
-    planned: planned.map(({ config, ...p }) => {
-      const op = ops[p.i];
+    (base, config, i): PlannedSettle => {
+      const op = ops[i];
       return {
-        ...p,
+        i: base.i,
+        stream: base.stream,
+        group: base.group,
+        partition: base.partition,
+        sequence: base.sequence,
+        leaseId: base.leaseId,
+        receipt: base.receipt,
         action: op.kind,
         delayMs: op.kind === 'nack' && op.delayMs !== undefined ? op.delayMs : null,
         reason: op.kind === 'ack' ? null : op.reason,
         maxAttempts: config.maxAttempts,
         retry: config.retry,
       };
-    }),
-    answered,
-  };
+    },
+  );
+}
+
+/** The one loop behind planLeases and planSettles: resolve each lease, answer what the store need not see, build the rest. */
+function planEach<P>(
+  count: number,
+  leaseAt: (i: number) => Lease<unknown>,
+  what: (i: number) => string,
+  groupOf: (stream: string, group: string) => GroupConfig | null,
+  build: (base: PlannedLease, config: GroupConfig, i: number) => P,
+): { planned: P[]; answered: Map<number, RheoError> } {
+  const planned: P[] = [];
+  const answered = new Map<number, RheoError>();
+  const seen = new Set<string>();
+  for (let i = 0; i < count; i++) {
+    const lease = leaseAt(i);
+    const config = groupOf(lease.stream, lease.group);
+    if (!config) {
+      answered.set(i, new RheoError('group_not_found', `group "${lease.group}" does not exist on stream "${lease.stream}"`));
+      continue;
+    }
+    const pos = leasePosition(lease);
+    const key = pos && `${lease.stream}\u0000${lease.group}\u0000${pos.partition}\u0000${pos.sequence}`;
+    if (!pos || !key || seen.has(key)) {
+      answered.set(i, staleLease(what(i)));
+      continue;
+    }
+    seen.add(key);
+    const base: PlannedLease = {
+      i,
+      stream: lease.stream,
+      group: lease.group,
+      partition: pos.partition,
+      sequence: pos.sequence,
+      leaseId: lease.leaseId,
+      receipt: lease.receipt,
+    };
+    planned.push(build(base, config, i));
+  }
+  return { planned, answered };
 }
 
 /**

@@ -19,6 +19,7 @@ import type {
 } from '../backend';
 import { createCapabilities } from '../capabilities';
 import { eventFilter, mergeByPosition, partitionRange, queryPartitions } from '../query';
+import { copyGroupConfig as copyConfig, copyStreamInfo } from '../copies';
 
 /** Options of {@link memoryBackend}. */
 export interface MemoryBackendOptions {
@@ -160,18 +161,18 @@ export class MemoryBackend implements Backend {
       groups: new Map(),
       waiters: new Set(),
     });
-    return copyInfo(info);
+    return copyStreamInfo(info);
   }
 
   async getStream(stream: string): Promise<StreamInfo | null> {
     this.open();
     const s = this.streams.get(stream);
-    return s ? copyInfo(s.info) : null;
+    return s ? copyStreamInfo(s.info) : null;
   }
 
   async listStreams(): Promise<StreamInfo[]> {
     this.open();
-    return [...this.streams.values()].map((s) => copyInfo(s.info)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return [...this.streams.values()].map((s) => copyStreamInfo(s.info)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   async createGroup(req: CreateGroupRequest): Promise<GroupConfig> {
@@ -609,13 +610,6 @@ function firstAtOrAfter(log: StoredEvent[], t: number): number {
 }
 
 // Records leave as deep copies (Dates included), so a caller can never change the store through them.
-function copyInfo(info: StreamInfo): StreamInfo {
-  return { ...info, createdAt: new Date(info.createdAt) };
-}
-
-function copyConfig(config: GroupConfig): GroupConfig {
-  return { ...config, retry: { ...config.retry }, createdAt: new Date(config.createdAt) };
-}
 
 function toEvent(stream: string, e: StoredEvent): RheoEvent {
   return {

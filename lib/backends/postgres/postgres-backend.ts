@@ -24,7 +24,8 @@ import type { PgDataSourceOptions, PostgresDriver, TypeormDataSource, TypeormMod
 import { checkSchemaName, notifyChannel, pgTables } from '../sql/names';
 import { checkCommonOptions, InstallMode } from '../sql/options';
 import { columnFilters, filteredQuery } from '../sql/query-filter';
-import { copyGroup, lagOf, toDeadLetter, toEvent, toGroup, toStream } from '../sql/rows';
+import { copyGroupConfig } from '../copies';
+import { lagOf, toDeadLetter, toEvent, toGroup, toStream } from '../sql/rows';
 import { backoffTable, leasePosition, planLeases, planSettles, receiptMismatch, settled, staleRenewals } from '../sql/settle-plan';
 import { query, Sql } from '../sql/statement';
 import { transactionManager } from '../sql/transaction';
@@ -212,7 +213,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
         'write',
         'createGroup',
       );
-      return copyGroup(this.rememberGroup(toGroup(row)));
+      return copyGroupConfig(this.rememberGroup(toGroup(row)));
     } catch (err) {
       if (err instanceof RheoError && err.code === 'already_exists') {
         throw new RheoError('already_exists', `group "${req.group}" already exists on stream "${req.stream}"`, { cause: err });
@@ -519,7 +520,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       inflight: rows.reduce((n, r) => n + Number(r.live), 0),
       deadLetters: Number(dead.n),
       oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
-      config: copyGroup(await this.mustGroup(stream, group)),
+      config: copyGroupConfig(await this.mustGroup(stream, group)),
     };
   }
 

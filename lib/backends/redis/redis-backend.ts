@@ -28,6 +28,7 @@ import { entryId, firstAtOrAfter, scanQuery, seqOf } from './log-scan';
 import { type ScriptCall, ScriptRunner } from './script-runner';
 import type { ScriptName } from './scripts';
 import { WakeListener } from './wake-listener';
+import { copyGroupConfig as copyConfig, copyStreamInfo } from '../copies';
 
 /** Options of {@link redisBackend}: `url` and/or `options` (the backend creates its client), or `client` (borrowed). Neither: localhost:6379. */
 export interface RedisBackendOptions {
@@ -338,14 +339,14 @@ export class RedisBackend implements Backend {
     // A registration never changes and streams are never deleted, so a known one is answered from memory
     // (the facade asks on every call: this saves a round trip per fetch and append).
     const known = this.streamInfos.get(stream);
-    if (known) return { ...known, createdAt: new Date(known.createdAt.getTime()) };
+    if (known) return copyStreamInfo(known);
     const [partitions, createdAt] = await this.withMappedErrors('read', () =>
       this.redis().hmget(this.keys(stream).meta, META_FIELDS.partitions, META_FIELDS.createdAt),
     );
     if (partitions === null) return null;
     const info = { name: stream, partitions: Number(partitions), createdAt: new Date(Number(createdAt)) };
     this.remember(info);
-    return { ...info, createdAt: new Date(info.createdAt.getTime()) };
+    return copyStreamInfo(info);
   }
 
   async listStreams(): Promise<StreamInfo[]> {
@@ -967,9 +968,6 @@ function groupId(stream: string, group: string): string {
 }
 
 /** A caller's copy of a (cached) group config: nothing shared with the cache. */
-function copyConfig(c: GroupConfig): GroupConfig {
-  return { ...c, retry: { ...c.retry }, createdAt: new Date(c.createdAt.getTime()) };
-}
 
 function leaseProblem(op: string, code: string): string {
   switch (code) {

@@ -2,7 +2,7 @@ import { RheoError } from '../../core/errors';
 import type { GroupConfig, RheoEvent, StreamInfo } from '../../core/types';
 import type { NewEvent } from '../backend';
 import type { TypeormDataSource } from './external';
-import { copyGroup, copyStream } from './rows';
+import { copyGroupConfig, copyStreamInfo } from '../copies';
 
 /**
  * What both SQL dialects share: opening once, caches of stream and group
@@ -49,7 +49,7 @@ export abstract class SqlBackendBase {
 
   protected rememberStream(info: StreamInfo): StreamInfo {
     this.streams.set(info.name, info);
-    return copyStream(info);
+    return copyStreamInfo(info);
   }
 
   protected rememberGroup(config: GroupConfig): GroupConfig {
@@ -63,7 +63,7 @@ export abstract class SqlBackendBase {
 
   async getStream(stream: string): Promise<StreamInfo | null> {
     const cached = this.streams.get(stream);
-    if (cached) return copyStream(cached);
+    if (cached) return copyStreamInfo(cached);
     const info = await this.loadStream(stream);
     return info ? this.rememberStream(info) : null;
   }
@@ -84,7 +84,7 @@ export abstract class SqlBackendBase {
 
   async getGroup(stream: string, group: string): Promise<GroupConfig | null> {
     const g = await this.group(stream, group);
-    return g ? copyGroup(g) : null;
+    return g ? copyGroupConfig(g) : null;
   }
 
   protected async mustGroup(stream: string, group: string): Promise<GroupConfig> {

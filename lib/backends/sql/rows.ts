@@ -112,13 +112,6 @@ export function toGroup(r: DbGroup): GroupConfig {
 }
 
 /** A fresh copy, so a caller mutating what it got back never touches a cache. */
-export function copyGroup(g: GroupConfig): GroupConfig {
-  return { ...g, retry: { ...g.retry }, createdAt: new Date(g.createdAt.getTime()) };
-}
-
-export function copyStream(s: StreamInfo): StreamInfo {
-  return { ...s, createdAt: new Date(s.createdAt.getTime()) };
-}
 
 /** Lag from the per-partition rows of a group-state query (hwm, derived frontier). */
 export function lagOf(stream: string, group: string, rows: DbPartitionState[]): Lag {

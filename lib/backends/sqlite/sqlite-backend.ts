@@ -26,7 +26,8 @@ import type { SqliteDatabase, SqliteDriver, SqliteStatement, TypeormDataSource, 
 import { sqliteTables } from '../sql/names';
 import { checkCommonOptions, InstallMode } from '../sql/options';
 import { columnFilters, filteredQuery } from '../sql/query-filter';
-import { copyGroup, DbPartitionState, lagOf, toDeadLetter, toEvent, toGroup, toStream } from '../sql/rows';
+import { copyGroupConfig } from '../copies';
+import { DbPartitionState, lagOf, toDeadLetter, toEvent, toGroup, toStream } from '../sql/rows';
 import { leasePosition, planLeases, planSettles, receiptMismatch, settled, staleLease } from '../sql/settle-plan';
 import type { Sql } from '../sql/statement';
 import { transactionManager } from '../sql/transaction';
@@ -232,7 +233,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         afters.forEach((after, p) => ins.run(req.stream, req.group, p, after + 1));
         return g!;
       });
-      return copyGroup(this.rememberGroup(toGroup(row)));
+      return copyGroupConfig(this.rememberGroup(toGroup(row)));
     } catch (err) {
       if (err instanceof RheoError && err.code === 'already_exists') {
         throw new RheoError('already_exists', `group "${req.group}" already exists on stream "${req.stream}"`, { cause: err });
@@ -623,7 +624,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       inflight: rows.reduce((n, r) => n + Number(r.live), 0),
       deadLetters: Number(dead.n),
       oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
-      config: copyGroup(config),
+      config: copyGroupConfig(config),
     };
   }
 

@@ -45,6 +45,32 @@ export function wakeUpCases(ctx: ConformanceContext): void {
         await waiting;
         expect(appends).toBeLessThan(100);
       });
+
+      if (ctx.caps.guarantees.orderedPartitions) {
+        it("is woken when a partition-ordered group's head is settled (the next event becomes claimable)", async () => {
+          const stream = await newStream(ctx);
+          await ctx.rheo.createGroup(stream, 'g', { ordering: 'partition' });
+          await ctx.rheo.appendBatch(stream, [{ payload: 1 }, { payload: 2 }]);
+          const [head] = await ctx.rheo.fetch(stream, 'g', { limit: 2, leaseMs: 60_000 });
+          expect(await ctx.rheo.fetch(stream, 'g', { limit: 2 })).toEqual([]);
+          const controller = new AbortController();
+          let woken = false;
+          const waiting = ctx.backend.wait!({ stream, group: 'g', timeoutMs: 600_000, signal: controller.signal }).then(() => {
+            woken = true;
+          });
+          // No append follows: only the settle can announce the next event.
+          await new Promise((r) => setTimeout(r, 100));
+          await ctx.rheo.ack(head);
+          for (let i = 0; i < 100 && !woken; i++) await new Promise((r) => setTimeout(r, 20));
+          const wokenBySettle = woken; // read before the abort, which ends the wait too
+          controller.abort();
+          await waiting;
+          expect(wokenBySettle).toBe(true);
+          const [next] = await ctx.rheo.fetch(stream, 'g', { limit: 2, leaseMs: 60_000 });
+          expect(next.event.sequence).toBe(2);
+          await ctx.rheo.ack(next);
+        });
+      }
     }
   });
 }

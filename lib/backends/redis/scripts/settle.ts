@@ -11,7 +11,8 @@
  * KEYS[3]     dl      HASH    delivery records (written)
  * KEYS[4]     dead    HASH    dead letters by event id (written)
  * KEYS[5]     deadz   ZSET    dead letters in (partition, sequence) order (written)
- * KEYS[6]     wake    STREAM  bumped when a nack makes an event available again
+ * KEYS[6]     wake    STREAM  bumped when a nack makes an event available again, and on any
+ *                             settle in a partition-ordered group (the next event became claimable)
  * KEYS[7+3j]  leased  ZSET    the leased set of the partition in slot j (settled ones removed)
  * KEYS[8+3j]  avail   ZSET    its retry set (a nacked sequence added, due at now + delay)
  * KEYS[9+3j]  log     STREAM  its log (read: the stored event id of a dead letter)
@@ -57,6 +58,7 @@ local nd = tonumber(ARGV[3])
 local out = {}
 local gone = missing(KEYS[1], KEYS[2])
 local maxAttempts = tonumber(redis.call('HGET', KEYS[2], 'maxAttempts') or '-1')
+local ordered = redis.call('HGET', KEYS[2], 'ord') == 'partition'
 local woke = false
 local cut = false
 -- Make sequence seq of p terminal and walk the frontier over terminal sequences.
@@ -84,6 +86,9 @@ for b = 4 + nd, #ARGV, 8 do
       local k = p .. ':' .. seq
       unleased[j] = unleased[j] or {}
       unleased[j][#unleased[j] + 1] = seq
+      -- A partition-ordered group's next event becomes claimable when its head
+      -- settles: no append announces it, so the settle wakes the waiters.
+      if ordered then woke = true end
       if kind == 'a' then
         terminal(p, seq, k, att)
       elseif kind == 'r' or att >= maxAttempts then

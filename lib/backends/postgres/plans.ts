@@ -285,8 +285,8 @@ export function pgPlans(t: TableNames) {
     settle: returning<DbSettled>(`
       WITH op AS (
         SELECT * FROM unnest($2::int[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::text[], $8::text[],
-                             $9::text[], $10::bigint[], $11::text[], $12::int[], $13::int[])
-          AS op(i, stream, group_name, partition, sequence, lease_id, receipt, action, delay_ms, reason, max_attempts, gi)
+                             $9::text[], $10::bigint[], $11::text[], $12::int[], $13::int[], $18::bool[])
+          AS op(i, stream, group_name, partition, sequence, lease_id, receipt, action, delay_ms, reason, max_attempts, gi, ordered)
         WHERE ${ASYNC_COMMIT}
       ), held AS (
         SELECT op.*, op.receipt = d.lease_id AS receipt_ok, d.attempt AS stored_attempt
@@ -320,7 +320,8 @@ export function pgPlans(t: TableNames) {
         WHERE h.outcome = 'dead'
           AND d.stream = h.stream AND d.group_name = h.group_name AND d.partition = h.partition AND d.sequence = h.sequence
       ), wake AS (
-        SELECT pg_notify($17, s.stream) FROM (SELECT DISTINCT stream FROM retried) s
+        -- A retry is due again; in a partition-ordered group any settle frees the next event.
+        SELECT pg_notify($17, s.stream) FROM (SELECT stream FROM retried UNION SELECT stream FROM decided WHERE ordered) s
       )
       SELECT h.i, h.receipt_ok, (SELECT count(*) FROM wake) AS woke FROM held h`),
 

@@ -401,6 +401,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
         backoff.attempt,
         backoff.delay,
         this.channel,
+        planned.map((p) => p.ordered),
       ],
       'write',
       'settle',
@@ -408,14 +409,6 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     for (const r of rows) {
       const i = Number(r.i);
       results[i] = r.receipt_ok ? { ok: true } : { ok: false, error: receiptMismatch(ops[i].kind) };
-    }
-    // In a partition-ordered group, settling the head makes the next event claimable,
-    // which no append announces: wake the waiters (here and, by NOTIFY, elsewhere).
-    const ordered = new Set<string>();
-    for (const p of planned) if (results[p.i]?.ok && this.cachedGroup(p.stream, p.group)?.ordering === 'partition') ordered.add(p.stream);
-    for (const stream of ordered) {
-      this.board.wake(stream);
-      await this.notify(stream);
     }
     return settled(results, answered, (i) => ops[i].kind);
   }

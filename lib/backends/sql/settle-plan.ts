@@ -30,6 +30,8 @@ export interface PlannedSettle extends PlannedLease {
   reason: string | null;
   maxAttempts: number;
   retry: GroupConfig['retry'];
+  /** The group orders by partition: settling this event makes the next one claimable, which no append announces (wake the waiters). */
+  ordered: boolean;
 }
 
 export const staleLease = (what: string) =>
@@ -91,6 +93,7 @@ export function planSettles(
         reason: op.kind === 'ack' ? null : op.reason,
         maxAttempts: config.maxAttempts,
         retry: config.retry,
+        ordered: config.ordering === 'partition',
       };
     },
   );

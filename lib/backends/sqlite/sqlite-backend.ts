@@ -473,7 +473,10 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         if (s.action === 'ack' && s.receipt === s.leaseId) {
           // The common case in one statement: only a live lease with this id is deleted.
           const { changes } = this.stmt(p.ackHeld).run(s.stream, s.group, s.partition, s.sequence, s.leaseId, now);
-          if (changes === 1) results[s.i] = { ok: true };
+          if (changes === 1) {
+            results[s.i] = { ok: true };
+            if (s.ordered) woken.add(s.stream);
+          }
           continue;
         }
         const held = this.stmt(p.held).get(s.stream, s.group, s.partition, s.sequence, s.leaseId, now);
@@ -490,6 +493,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
           this.stmt(p.retry).run(now + (s.delayMs ?? backoffDelay(s.retry, held.attempt)), s.reason, ...key);
           woken.add(s.stream);
         }
+        if (s.ordered) woken.add(s.stream); // the next event of an ordered partition is free: no append announces it
         results[s.i] = { ok: true };
       }
       return { results, woken };

@@ -381,7 +381,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
 
   async settle(ops: SettleOp[]): Promise<SettleResult[]> {
     const now = this.clock.now();
-    for (const op of ops) await this.group(op.lease.stream, op.lease.group);
+    await this.loadGroupsOf(ops.map((op) => op.lease));
     const { planned, answered } = planSettles(ops, (s, g) => this.cachedGroup(s, g));
     // Errors are built only for the ops that fail (a RheoError captures a stack: not free on the hot path).
     const results: Array<SettleResult | undefined> = new Array(ops.length);
@@ -415,7 +415,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
 
   async release(leases: Lease<unknown>[]): Promise<SettleResult[]> {
     const now = this.clock.now();
-    for (const l of leases) await this.group(l.stream, l.group);
+    await this.loadGroupsOf(leases);
     const { planned, answered } = planLeases(
       leases,
       () => 'release',

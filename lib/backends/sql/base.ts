@@ -82,6 +82,15 @@ export abstract class SqlBackendBase {
     return config ? this.rememberGroup(config) : null;
   }
 
+  /**
+   * Bring the configs of every group `leases` name into the cache, so a batch can
+   * be planned from it: one lookup per distinct (stream, group), not per lease
+   * (and none at all once cached, the usual case).
+   */
+  protected async loadGroupsOf(leases: Iterable<{ stream: string; group: string }>): Promise<void> {
+    for (const l of leases) if (!this.cachedGroup(l.stream, l.group)) await this.group(l.stream, l.group);
+  }
+
   async getGroup(stream: string, group: string): Promise<GroupConfig | null> {
     const g = await this.group(stream, group);
     return g ? copyGroupConfig(g) : null;

@@ -461,7 +461,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
 
   async settle(ops: SettleOp[]): Promise<SettleResult[]> {
     await this.init();
-    for (const op of ops) await this.group(op.lease.stream, op.lease.group);
+    await this.loadGroupsOf(ops.map((op) => op.lease));
     const now = this.clock.now();
     const { planned, answered } = planSettles(ops, (s, g) => this.cachedGroup(s, g));
     const { results, woken } = await this.write('settle', () => {
@@ -510,7 +510,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
    */
   async release(leases: Lease<unknown>[]): Promise<SettleResult[]> {
     await this.init();
-    for (const l of leases) await this.group(l.stream, l.group);
+    await this.loadGroupsOf(leases);
     const now = this.clock.now();
     const { planned, answered } = planLeases(
       leases,

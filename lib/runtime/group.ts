@@ -89,7 +89,7 @@ export class Group extends EventEmitter<GroupEvents> {
     this.startMarginMs = Math.min(Math.max(Math.ceil(leaseMs / 10), 100), Math.floor(leaseMs / 2));
     this.renewals = new Renewals(rheo, this.held, leaseMs, {
       lost: (entry) => {
-        entry.abort?.abort(new RheoError('stale_lease', `lease on event ${entry.lease.event.id} lost: another consumer holds it now`));
+        entry.control?.abort(new RheoError('stale_lease', `lease on event ${entry.lease.event.id} lost: another consumer holds it now`));
         this.notify('lease_lost', entry.lease);
         this.roomFreed();
         this.checkDrained();
@@ -361,10 +361,15 @@ export class Group extends EventEmitter<GroupEvents> {
     while (this.handlersRunning < this.options.concurrency && this.ready.length > 0) {
       const entry = this.ready.shift()!;
       if (!this.held.holds(entry)) continue;
-      if (entry.expiresAt - now < this.startMarginMs) (expiring ??= []).push(entry);
+      if (this.tooLateToStart(entry, now)) (expiring ??= []).push(entry);
       else this.handle(entry);
     }
     if (expiring) this.dropExpiring(expiring);
+  }
+
+  /** Less than the start margin left: a handler started now would likely outlive the lease. */
+  private tooLateToStart(entry: InflightEntry, now: number): boolean {
+    return entry.expiresAt - now < this.startMarginMs;
   }
 
   /** After each renewal round: drop buffered leases too close to expiry; abort handlers whose lease has expired. */
@@ -375,7 +380,7 @@ export class Group extends EventEmitter<GroupEvents> {
     const expiring: InflightEntry[] = [];
     for (const entry of this.ready) {
       if (!this.held.holds(entry)) continue;
-      if (entry.expiresAt - now < this.startMarginMs) expiring.push(entry);
+      if (this.tooLateToStart(entry, now)) expiring.push(entry);
       else keep.push(entry);
     }
     if (expiring.length > 0) {
@@ -383,8 +388,8 @@ export class Group extends EventEmitter<GroupEvents> {
       this.dropExpiring(expiring);
     }
     for (const entry of this.held.all()) {
-      if (entry.abort && !entry.abort.aborted && entry.expiresAt <= now) {
-        entry.abort.abort(
+      if (entry.control && !entry.control.aborted && entry.expiresAt <= now) {
+        entry.control.abort(
           new RheoError('stale_lease', `lease on event ${entry.lease.event.id} expired: renewals failed, another consumer may hold it now`),
         );
       }
@@ -437,7 +442,7 @@ export class Group extends EventEmitter<GroupEvents> {
     const lease = entry.lease;
     this.handlersRunning++;
     const control = new LazyDeliveryControl();
-    entry.abort = control;
+    entry.control = control;
     let result: Promise<Outcome | void>;
     try {
       result = Promise.resolve(this.handler(lease, control));
@@ -533,7 +538,7 @@ export class Group extends EventEmitter<GroupEvents> {
     this.ready.length = 0; // given back when the drain began
     // Handlers still running lose their leases to expiry: tell them to stop.
     for (const entry of this.held.all()) {
-      entry.abort?.abort(
+      entry.control?.abort(
         new RheoError('failed', `drain timed out: the lease on event ${entry.lease.event.id} is given up and will be redelivered`),
       );
     }

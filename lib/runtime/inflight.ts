@@ -9,7 +9,7 @@ export interface InflightEntry {
   /** Latest known expiry (ms since epoch), moved by successful renewals. */
   expiresAt: number;
   /** Set when a handler starts on it: aborted when the lease is lost or a drain times out. */
-  abort: LazyDeliveryControl | null;
+  control: LazyDeliveryControl | null;
 }
 
 /**
@@ -26,7 +26,7 @@ export class Inflight {
   }
 
   add(lease: Lease): InflightEntry {
-    const entry: InflightEntry = { lease, settling: false, expiresAt: lease.expiresAt.getTime(), abort: null };
+    const entry: InflightEntry = { lease, settling: false, expiresAt: lease.expiresAt.getTime(), control: null };
     this.entries.set(lease.leaseId, entry);
     return entry;
   }

@@ -250,9 +250,8 @@ export class Rheo {
 
   /** Renew many leases in one backend call; per-lease results. */
   async renewMany(leases: Lease<unknown>[], options: { leaseMs?: number } = {}): Promise<RenewResult[]> {
-    checkBatch('leases', leases, 'leases');
-    checkObject('options', options);
     checkLeases(leases);
+    checkObject('options', options);
     const leaseMs = checkLeaseMs(options.leaseMs);
     if (leases.length === 0) return [];
     await this.init();

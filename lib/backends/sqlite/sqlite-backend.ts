@@ -396,7 +396,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       }
       // Claim per partition: due deliveries one by one (each has its own attempt), fresh events as one run.
       const byPosition = new Map<string, Lease>();
-      const lease = (partition: number, sequence: number, leaseId: string, attempt: number, event: RheoEvent): Lease => ({
+      const lease = (leaseId: string, attempt: number, event: RheoEvent): Lease => ({
         leaseId,
         receipt: leaseId,
         stream,
@@ -414,7 +414,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
           const leaseId = newId();
           const { attempt } = this.stmt(p.claimDue).get(leaseId, req.consumerId, now, expiresAt, stream, group, partition, c.sequence)!;
           const event = toEvent(stream, this.stmt(p.eventAt).get(stream, partition, c.sequence)!);
-          byPosition.set(`${partition}:${c.sequence}`, lease(partition, c.sequence, leaseId, attempt, event));
+          byPosition.set(`${partition}:${c.sequence}`, lease(leaseId, attempt, event));
         }
         if (fresh.length) {
           const first = fresh[0];
@@ -423,7 +423,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
           this.stmt(p.claimFresh).run(stream, group, partition, first, req.consumerId, now, expiresAt, JSON.stringify(ids));
           for (const row of this.stmt(p.eventRange).all(stream, partition, first, last)) {
             const seq = Number(row.sequence);
-            byPosition.set(`${partition}:${seq}`, lease(partition, seq, ids[seq - first], 1, toEvent(stream, row)));
+            byPosition.set(`${partition}:${seq}`, lease(ids[seq - first], 1, toEvent(stream, row)));
           }
           this.stmt(p.moveCursor).run(last + 1, stream, group, partition);
         }

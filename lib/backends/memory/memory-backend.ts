@@ -19,7 +19,7 @@ import type {
 } from '../backend';
 import { createCapabilities } from '../capabilities';
 import { eventFilter, mergeByPosition, partitionRange, queryPartitions } from '../query';
-import { copyGroupConfig as copyConfig, copyStreamInfo } from '../copies';
+import { copyGroupConfig, copyStreamInfo } from '../copies';
 
 /** Options of {@link memoryBackend}. */
 export interface MemoryBackendOptions {
@@ -187,7 +187,7 @@ export class MemoryBackend implements Backend {
       createdAt: new Date(this.clock.now()),
     };
     s.groups.set(req.group, { config, parts: this.startParts(s, req.start), dead: new Map(), nextPartition: 0 });
-    return copyConfig(config);
+    return copyGroupConfig(config);
   }
 
   private startParts(s: MemStream, start: ResolvedStart): GroupPartition[] {
@@ -203,12 +203,14 @@ export class MemoryBackend implements Backend {
   async getGroup(stream: string, group: string): Promise<GroupConfig | null> {
     this.open();
     const g = this.streams.get(stream)?.groups.get(group);
-    return g ? copyConfig(g.config) : null;
+    return g ? copyGroupConfig(g.config) : null;
   }
 
   async listGroups(stream: string): Promise<GroupConfig[]> {
     const s = this.stream(stream);
-    return [...s.groups.values()].map((g) => copyConfig(g.config)).sort((a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
+    return [...s.groups.values()]
+      .map((g) => copyGroupConfig(g.config))
+      .sort((a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
   }
 
   // ------------------------------------------------------------ the log
@@ -539,7 +541,7 @@ export class MemoryBackend implements Backend {
       inflight,
       deadLetters: g.dead.size,
       oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
-      config: copyConfig(g.config),
+      config: copyGroupConfig(g.config),
     };
   }
 

@@ -28,7 +28,7 @@ import { entryId, firstAtOrAfter, scanQuery, seqOf } from './log-scan';
 import { type ScriptCall, ScriptRunner } from './script-runner';
 import type { ScriptName } from './scripts';
 import { WakeListener } from './wake-listener';
-import { copyGroupConfig as copyConfig, copyStreamInfo } from '../copies';
+import { copyGroupConfig, copyStreamInfo } from '../copies';
 
 /** Options of {@link redisBackend}: `url` and/or `options` (the backend creates its client), or `client` (borrowed). Neither: localhost:6379. */
 export interface RedisBackendOptions {
@@ -378,7 +378,7 @@ export class RedisBackend implements Backend {
         : err;
     });
     this.groupConfigs.set(groupId(req.stream, req.group), config);
-    return copyConfig(config);
+    return copyGroupConfig(config);
   }
 
   /** A start position as script arguments: 'end' is resolved inside the script (atomic with appends), the rest here. */
@@ -400,13 +400,13 @@ export class RedisBackend implements Backend {
     // Like a stream's registration, a group's config never changes and groups are never deleted, so a
     // known one is answered from memory; if its keys vanished, the group's scripts say so (see explain).
     const known = this.groupConfigs.get(groupId(stream, group));
-    if (known) return copyConfig(known);
+    if (known) return copyGroupConfig(known);
     const g = this.keys(stream).group(group);
     const values = await this.withMappedErrors('read', () => this.redis().hmget(g.cfg, ...STORED_GROUP_FIELD_NAMES));
     const config = decodeGroupConfig(stream, group, values);
     if (!config) return null;
     this.groupConfigs.set(groupId(stream, group), config);
-    return copyConfig(config);
+    return copyGroupConfig(config);
   }
 
   async listGroups(stream: string): Promise<GroupConfig[]> {
@@ -878,7 +878,7 @@ export class RedisBackend implements Backend {
       inflight,
       deadLetters: dead,
       oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
-      config: copyConfig(config),
+      config: copyGroupConfig(config),
       ...(this.durabilityWarnings.length > 0 ? { warnings: [...this.durabilityWarnings] } : {}),
     };
   }

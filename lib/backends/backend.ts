@@ -11,8 +11,10 @@ import type {
   Lease,
   Ordering,
   QueryWhere,
+  Retention,
   RheoEvent,
   StreamInfo,
+  TrimResult,
 } from '../core/types';
 import type { Capabilities } from './capabilities';
 
@@ -96,6 +98,22 @@ export type ReplayRequest =
   | { stream: string; group: string; kind: 'time'; from: Date; partitions?: number[] }
   | { stream: string; group: string; kind: 'events'; events: Array<{ id: string; partition: number; sequence: number }> };
 
+/**
+ * A validated trim. The retention point of partition p is the highest of
+ * `hwm(p) - maxEvents` and the last sequence before the first event stamped at
+ * or after `before` (the same lookup as a start `at` a time), never below the
+ * partition's current trim point, never above its high watermark. Unforced, it
+ * is further capped at every group's frontier in p.
+ */
+export interface TrimRequest {
+  stream: string;
+  /** Events stamped before this may go (a `maxAgeMs` resolved against the clock). */
+  before?: Date;
+  /** Each partition keeps at most this many of its latest events. */
+  maxEvents?: number;
+  force: boolean;
+}
+
 export interface WaitRequest {
   stream: string;
   group: string;
@@ -131,9 +149,13 @@ export interface Backend {
   /** Release what the backend owns. Idempotent. */
   close(): Promise<void>;
 
-  createStream(stream: string, partitions: number): Promise<StreamInfo>;
+  /** `retention` has at least one limit set, or is absent. */
+  createStream(stream: string, partitions: number, retention?: Retention): Promise<StreamInfo>;
+  /** Current registration, retention included: read from the store (another process may have changed it). */
   getStream(stream: string): Promise<StreamInfo | null>;
   listStreams(): Promise<StreamInfo[]>;
+  /** Replace the stream's retention (`{}` clears it); returns the updated registration. */
+  setRetention(stream: string, retention: Retention): Promise<StreamInfo>;
 
   createGroup(request: CreateGroupRequest): Promise<GroupConfig>;
   getGroup(stream: string, group: string): Promise<GroupConfig | null>;
@@ -165,8 +187,33 @@ export interface Backend {
   groupInfo(stream: string, group: string): Promise<GroupInfo>;
   /** Ordered by (partition, sequence); `after` is an event id from an earlier page. */
   deadLetters(stream: string, group: string, limit: number, after?: string): Promise<DeadLetter[]>;
-  /** Make dead letters available again; returns how many were redriven. */
+  /**
+   * Make dead letters available again; returns how many were redriven. A dead
+   * letter whose event was trimmed is skipped (not counted) and stays listed.
+   */
   redrive(stream: string, group: string, eventIds: string[] | 'all'): Promise<number>;
+
+  /**
+   * Delete events up to each partition's retention point (see {@link TrimRequest}).
+   * Works in bounded chunks, each its own short write, so claims, settles and
+   * appends never wait for a whole trim; safe to run concurrently (the trim point
+   * only moves forward). The ids of trimmed events leave the idempotency index
+   * with them. Forced, a group behind the point gets its frontier moved there:
+   * its deliveries at or below it are dropped (live leases go stale), and
+   * `skipped` counts the events it had not finished (not acked, not dead).
+   * Dead letters of trimmed events stay, listed with `event: null`. Reads, queries,
+   * replays and starts below the trim point begin after it.
+   */
+  trim(request: TrimRequest): Promise<TrimResult>;
+  /** Delete dead letters of a group dead-lettered before `before` (all when null), in bounded chunks; returns how many. */
+  purgeDeadLetters(stream: string, group: string, before: Date | null): Promise<number>;
+  /**
+   * A named, expiring turn for background work shared by every process on this
+   * store (the periodic trim): true when `holder` may run `job` now, because
+   * nobody holds it, its holder's turn has expired, or `holder` holds it already;
+   * the turn is then `holder`'s until `ttlMs` from now.
+   */
+  claimTurn(job: string, holder: string, ttlMs: number): Promise<boolean>;
 
   /**
    * Optional wake-up hint: resolves when work might exist for the group, at the

@@ -22,7 +22,7 @@ import {
 } from './limits';
 import { boundReason } from './outcomes';
 import { partitionForKey } from './partitioner';
-import type { AppendInput, GroupConfig, GroupOptions, JsonValue, Lease, Query, StartPosition } from './types';
+import type { AppendInput, GroupConfig, GroupOptions, JsonValue, Lease, Query, Retention, StartPosition } from './types';
 import { checkDate, checkInt, checkJsonObject, checkMetadata, checkName, checkObject, checkPayload } from './validate';
 
 /** Options of fetch. */
@@ -296,4 +296,43 @@ export function checkRedrive(options: unknown): string[] | 'all' {
   if (o.all === true && o.eventIds === undefined) return 'all';
   if (Array.isArray(o.eventIds) && o.all === undefined) return o.eventIds.map((id, i) => checkName(`eventIds[${i}]`, id));
   throw RheoError.invalid('options', 'must be { eventIds: [...] } or { all: true }');
+}
+
+const RETENTION_KEYS = ['maxAgeMs', 'maxEvents', 'deadLetterMaxAgeMs'];
+
+/**
+ * A retention: each limit optional, each a whole number of at least 1; unknown
+ * keys are refused (a typo would otherwise keep everything forever). Returns only
+ * the limits that are set.
+ */
+export function checkRetention(field: string, value: unknown): Retention {
+  const o = checkObject(field, value);
+  for (const key of Object.keys(o)) {
+    if (!RETENTION_KEYS.includes(key)) throw RheoError.invalid(`${field}.${key}`, `is not a retention setting (${RETENTION_KEYS.join(', ')})`);
+  }
+  const out: Retention = {};
+  if (o.maxAgeMs !== undefined) out.maxAgeMs = checkInt(`${field}.maxAgeMs`, o.maxAgeMs, 1);
+  if (o.maxEvents !== undefined) out.maxEvents = checkInt(`${field}.maxEvents`, o.maxEvents, 1);
+  if (o.deadLetterMaxAgeMs !== undefined) out.deadLetterMaxAgeMs = checkInt(`${field}.deadLetterMaxAgeMs`, o.deadLetterMaxAgeMs, 1);
+  return out;
+}
+
+/** True when a retention sets no limit at all (the stream keeps everything). */
+export function keepsEverything(retention: Retention): boolean {
+  return retention.maxAgeMs === undefined && retention.maxEvents === undefined && retention.deadLetterMaxAgeMs === undefined;
+}
+
+/** Options of trim: `force` must be a boolean when given. */
+export function checkTrimOptions(options: unknown): { force: boolean } {
+  const o = checkObject('options', options);
+  if (o.force !== undefined && typeof o.force !== 'boolean') throw RheoError.invalid('options.force', 'must be a boolean');
+  return { force: o.force === true };
+}
+
+/** Which dead letters to purge: `{ before: Date }` or `{ all: true }`; null means all. */
+export function checkPurge(options: unknown): Date | null {
+  const o = checkObject('options', options);
+  if (o.all === true && o.before === undefined) return null;
+  if (o.before !== undefined && o.all === undefined) return checkDate('options.before', o.before);
+  throw RheoError.invalid('options', 'must be { before: Date } or { all: true }');
 }

@@ -14,15 +14,19 @@ import {
   checkLeases,
   checkPageLimit,
   checkPartitions,
+  checkPurge,
   checkQuery,
   checkQueryPartition,
   checkRedrive,
   checkReplayKind,
   checkReplayRange,
+  checkRetention,
   checkSettles,
+  checkTrimOptions,
   type FetchOptions,
   isIssued,
   issueLease,
+  keepsEverything,
   type NackOptions,
   type RejectOptions,
   resolveStart,
@@ -40,12 +44,16 @@ import type {
   Lag,
   Lease,
   Page,
+  PurgeDeadLettersOptions,
   Query,
   RedriveOptions,
   ReplayOptions,
   ResetOptions,
+  Retention,
   RheoEvent,
   StreamInfo,
+  TrimOptions,
+  TrimResult,
 } from './types';
 import { checkInt, checkName, checkObject } from './validate';
 
@@ -94,18 +102,26 @@ export class Rheo {
 
   // ---------------------------------------------------------------- streams, groups
 
-  /** Create a stream with `partitions` partitions (default 1). */
-  async createStream(stream: string, options: { partitions?: number; ifNotExists?: boolean } = {}): Promise<StreamInfo> {
+  /**
+   * Create a stream with `partitions` partitions (default 1) and, optionally, a
+   * retention. With `ifNotExists`, an existing stream is returned as it is (its
+   * partitions and retention unchanged: see {@link setRetention}).
+   */
+  async createStream(
+    stream: string,
+    options: { partitions?: number; ifNotExists?: boolean; retention?: Retention } = {},
+  ): Promise<StreamInfo> {
     checkName('stream', stream);
     checkObject('options', options);
     const partitions = options.partitions === undefined ? 1 : checkInt('partitions', options.partitions, 1, MAX_PARTITIONS);
+    const retention = options.retention === undefined ? undefined : checkRetention('retention', options.retention);
     await this.init();
     if (options.ifNotExists) {
       const existing = await this.backend.getStream(stream);
       if (existing) return existing;
     }
     try {
-      return await this.backend.createStream(stream, partitions);
+      return await this.backend.createStream(stream, partitions, retention && !keepsEverything(retention) ? retention : undefined);
     } catch (err) {
       if (options.ifNotExists && err instanceof RheoError && err.code === 'already_exists') return this.stream(stream);
       throw err;
@@ -133,6 +149,42 @@ export class Rheo {
       }
       throw err;
     }
+  }
+
+  /** Replace a stream's retention; `{}` makes it keep everything again. Takes effect at the next trim. */
+  async setRetention(stream: string, retention: Retention): Promise<StreamInfo> {
+    checkName('stream', stream);
+    const checked = checkRetention('retention', retention);
+    await this.init();
+    await this.stream(stream);
+    return this.backend.setRetention(stream, checked);
+  }
+
+  /**
+   * Apply the stream's retention now: delete the events it lets go that every
+   * group has finished (see {@link TrimOptions.force} for the ones they have not).
+   * A stream without `maxAgeMs` or `maxEvents` keeps everything: the result then
+   * removes nothing. Dead letters are purged separately ({@link purgeDeadLetters}).
+   */
+  async trim(stream: string, options: TrimOptions = {}): Promise<TrimResult> {
+    checkName('stream', stream);
+    const { force } = checkTrimOptions(options);
+    await this.init();
+    const info = await this.stream(stream);
+    const retention = info.retention ?? {};
+    const before = retention.maxAgeMs === undefined ? undefined : new Date(this.backend.clock.now() - retention.maxAgeMs);
+    return this.backend.trim({ stream, before, maxEvents: retention.maxEvents, force });
+  }
+
+  /** Delete a group's dead letters dead-lettered before a time, or all of them. Returns how many. */
+  async purgeDeadLetters(stream: string, group: string, options: PurgeDeadLettersOptions): Promise<number> {
+    checkName('stream', stream);
+    checkName('group', group);
+    const before = checkPurge(options);
+    await this.init();
+    await this.stream(stream);
+    await this.groupConfig(stream, group);
+    return this.backend.purgeDeadLetters(stream, group, before);
   }
 
   async listStreams(): Promise<StreamInfo[]> {

@@ -53,12 +53,56 @@ export interface AppendOptions {
   manager?: unknown;
 }
 
+/**
+ * How long a stream keeps its events, and its groups their dead letters. Each
+ * limit is optional; an event goes when it breaks any limit it has AND every
+ * group has finished it (at or below each group's frontier), unless a trim is
+ * forced. See docs/adr/017-retention-and-trim.md.
+ */
+export interface Retention {
+  /** Events whose timestamp is older than this, ms, may be trimmed. */
+  maxAgeMs?: number;
+  /** Each partition keeps at most this many of its latest events; older ones may be trimmed. */
+  maxEvents?: number;
+  /** Dead letters older than this (by when they were dead-lettered), ms, are purged by the background trim. */
+  deadLetterMaxAgeMs?: number;
+}
+
 /** A stream's registration. */
 export interface StreamInfo {
   name: string;
   partitions: number;
   createdAt: Date;
+  /** The stream's retention; absent when it keeps everything. */
+  retention?: Retention;
 }
+
+/** Options of `trim`. */
+export interface TrimOptions {
+  /**
+   * Trim to the retention point even past groups that have not finished: their
+   * frontiers move to the trim point, their leases there go stale, and the
+   * result says how many events each group skipped (Kafka's rule, made explicit).
+   */
+  force?: boolean;
+}
+
+/** What one trim did. */
+export interface TrimResult {
+  stream: string;
+  /** Events this call deleted (0 when there was nothing to trim). */
+  removed: number;
+  /** Per partition, the trim point: every event at or below `trimmedTo` is gone. */
+  partitions: Array<{ partition: number; trimmedTo: number }>;
+  /**
+   * Per group of the stream, the events it had not finished that the trim removed:
+   * always 0 unless `force`.
+   */
+  skipped: Record<string, number>;
+}
+
+/** Which dead letters to purge: those dead-lettered before a time, or all. */
+export type PurgeDeadLettersOptions = { before: Date } | { all: true };
 
 /** Where a new (or reset) group starts reading, per partition. */
 export type StartPosition = 'beginning' | 'end' | { afterSequence: number | Record<number, number> } | { at: Date };

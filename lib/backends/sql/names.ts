@@ -8,6 +8,9 @@ export const TABLES = {
   groups: 'rheo_groups',
   groupPartitions: 'rheo_group_partitions',
   deliveries: 'rheo_deliveries',
+  deadLetters: 'rheo_dead_letters',
+  jobs: 'rheo_jobs',
+  schemaVersion: 'rheo_schema_version',
 } as const;
 
 /** Logical table name -> the identifier to put in SQL (schema-qualified and quoted on PostgreSQL). */

@@ -14,6 +14,7 @@ import { queryCases } from './cases/query';
 import { raceCases } from './cases/races';
 import { releaseCases } from './cases/release';
 import { replayCases } from './cases/replay';
+import { retentionCases } from './cases/retention';
 import { retryCases } from './cases/retry';
 import { wakeUpCases } from './cases/wake-ups';
 import type { ConformanceContext } from './context';
@@ -74,6 +75,7 @@ export function runConformance(target: ConformanceTarget): void {
     bulkCases(ctx);
     releaseCases(ctx);
     raceCases(ctx);
+    retentionCases(ctx);
     if (ctx.waits) wakeUpCases(ctx);
   });
 }

@@ -1,4 +1,5 @@
-import type { Query, RheoEvent } from '../../core/types';
+import { jsonEqual } from '../../core/json-equal';
+import type { JsonValue, Query, RheoEvent } from '../../core/types';
 import { ConformanceContext, newStream } from '../context';
 
 type Filter = Omit<Query, 'stream' | 'limit' | 'cursor' | 'order'>;
@@ -100,6 +101,63 @@ export function queryCases(ctx: ConformanceContext): void {
         for await (const e of ctx.rheo.queryStream({ stream, ...filter(), order, limit: 7 })) streamed.push(e.id);
         expect(streamed).toEqual(want);
       }
+    });
+
+    it('matches payload and metadata filters by JSON value, whatever the encoding', async () => {
+      const s = await newStream(ctx, ctx.caps.guarantees.partitions ? 2 : 1);
+      const values: JsonValue[] = [
+        'a"b\\c/d',
+        'é😀\u2028',
+        'nul\u0000byte',
+        '',
+        '1',
+        0.1,
+        1e21,
+        -5,
+        1,
+        2 ** 53,
+        true,
+        false,
+        null,
+        { x: 1, y: [1, 2] },
+        { y: [1, 2], x: 1 },
+        { x: 1 },
+        [1, 'a'],
+        ['a', 1],
+        [],
+        {},
+      ];
+      const stored: RheoEvent[] = [];
+      // Each value under key `v` (payload and metadata), with a neighbour key, plus events without the key.
+      for (const [i, v] of values.entries()) {
+        stored.push(
+          await ctx.rheo.append(s, {
+            partition: i % 2 === 0 || !ctx.caps.guarantees.partitions ? 0 : 1,
+            metadata: { v },
+            payload: { v, w: i },
+          }),
+        );
+      }
+      stored.push(await ctx.rheo.append(s, { payload: { w: 'no v' } }));
+      stored.push(await ctx.rheo.append(s, { payload: ['v'] }));
+      stored.push(await ctx.rheo.append(s, { payload: 'v' }));
+      for (const v of values) {
+        const want = stored
+          .filter((e) => {
+            const p = e.payload as Record<string, JsonValue>;
+            return typeof p === 'object' && p !== null && !Array.isArray(p) && Object.hasOwn(p, 'v') && jsonEqual(p.v, v);
+          })
+          .map((e) => e.id)
+          .sort();
+        expect(want.length).toBeGreaterThan(0);
+        const byPayload = await ctx.rheo.query({ stream: s, where: { payload: { v } }, limit: 1000 });
+        expect(byPayload.map((e) => e.id).sort()).toEqual(want);
+        const byMetadata = await ctx.rheo.query({ stream: s, where: { metadata: { v } }, limit: 1000 });
+        expect(byMetadata.map((e) => e.id).sort()).toEqual(want);
+      }
+      expect(await ctx.rheo.query({ stream: s, where: { payload: { v: 'nul' } } })).toEqual([]);
+      expect(await ctx.rheo.query({ stream: s, where: { payload: { v: 0.10000001 } } })).toEqual([]);
+      expect(await ctx.rheo.query({ stream: s, where: { payload: { v: [1] } } })).toEqual([]);
     });
 
     it('keeps a cursor stable under concurrent appends: new events only appear later', async () => {

@@ -10,5 +10,7 @@ export function copyGroupConfig(config: GroupConfig): GroupConfig {
 
 /** A copy of a stream's registration that shares nothing mutable with it. */
 export function copyStreamInfo(info: StreamInfo): StreamInfo {
-  return { ...info, createdAt: new Date(info.createdAt.getTime()) };
+  const copy: StreamInfo = { ...info, createdAt: new Date(info.createdAt.getTime()) };
+  if (info.retention) copy.retention = { ...info.retention };
+  return copy;
 }

@@ -2,7 +2,19 @@ import { backoffDelay } from '../../core/backoff';
 import { Clock, systemClock } from '../../core/clock';
 import { RheoError, toRheoError } from '../../core/errors';
 import { newId } from '../../core/ids';
-import type { DeadLetter, EventMetadata, GroupConfig, GroupInfo, JsonValue, Lag, Lease, RheoEvent, StreamInfo } from '../../core/types';
+import type {
+  DeadLetter,
+  EventMetadata,
+  GroupConfig,
+  GroupInfo,
+  JsonValue,
+  Lag,
+  Lease,
+  Retention,
+  RheoEvent,
+  StreamInfo,
+  TrimResult,
+} from '../../core/types';
 import type {
   Backend,
   CreateGroupRequest,
@@ -15,27 +27,17 @@ import type {
   ResolvedStart,
   SettleOp,
   SettleResult,
+  TrimRequest,
   WaitRequest,
 } from '../backend';
 import { createCapabilities } from '../capabilities';
 import { eventFilter, mergeByPosition, partitionRange, queryPartitions } from '../query';
 import { copyGroupConfig, copyStreamInfo } from '../copies';
+import { PartitionLog, StoredEvent } from './partition-log';
 
 /** Options of {@link memoryBackend}. */
 export interface MemoryBackendOptions {
   clock?: Clock;
-}
-
-/** A stored event: the payload is kept as JSON text so callers can never mutate the log. */
-interface StoredEvent {
-  id: string;
-  partition: number;
-  sequence: number;
-  timestamp: number;
-  key: string | null;
-  type: string | null;
-  metadata: string;
-  payload: string;
 }
 
 type DeliveryState = 'available' | 'leased' | 'acked' | 'dead';
@@ -78,17 +80,22 @@ interface MemGroup {
   config: GroupConfig;
   parts: GroupPartition[];
   dead: Map<string, DeadEntry>;
+  /** Event ids of `dead` in (partition, sequence) order, rebuilt on the first page read after a change. */
+  deadOrder: string[] | null;
   /** Rotates the partition fetch starts from, so no partition starves. */
   nextPartition: number;
 }
 
 interface MemStream {
   info: StreamInfo;
-  log: StoredEvent[][];
+  log: PartitionLog[];
   byId: Map<string, StoredEvent>;
   groups: Map<string, MemGroup>;
   waiters: Set<() => void>;
 }
+
+/** Events a trim frees between two yields to the event loop: a claim waits at most this much work. */
+const TRIM_CHUNK = 5000;
 
 const STALE = (what: string) => new RheoError('stale_lease', `${what}: the lease is no longer held (expired, settled or replaced)`);
 
@@ -105,6 +112,7 @@ export class MemoryBackend implements Backend {
   });
   readonly clock: Clock;
   private readonly streams = new Map<string, MemStream>();
+  private readonly turns = new Map<string, { holder: string; until: number }>();
   private closed = false;
 
   constructor(options: MemoryBackendOptions = {}) {
@@ -150,13 +158,14 @@ export class MemoryBackend implements Backend {
 
   // ------------------------------------------------------------ streams and groups
 
-  async createStream(stream: string, partitions: number): Promise<StreamInfo> {
+  async createStream(stream: string, partitions: number, retention?: Retention): Promise<StreamInfo> {
     this.open();
     if (this.streams.has(stream)) throw new RheoError('already_exists', `stream "${stream}" already exists`);
     const info: StreamInfo = { name: stream, partitions, createdAt: new Date(this.clock.now()) };
+    if (retention) info.retention = { ...retention };
     this.streams.set(stream, {
       info,
-      log: Array.from({ length: partitions }, () => []),
+      log: Array.from({ length: partitions }, () => new PartitionLog()),
       byId: new Map(),
       groups: new Map(),
       waiters: new Set(),
@@ -175,6 +184,13 @@ export class MemoryBackend implements Backend {
     return [...this.streams.values()].map((s) => copyStreamInfo(s.info)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
+  async setRetention(stream: string, retention: Retention): Promise<StreamInfo> {
+    const s = this.stream(stream);
+    if (Object.keys(retention).length > 0) s.info.retention = { ...retention };
+    else delete s.info.retention;
+    return copyStreamInfo(s.info);
+  }
+
   async createGroup(req: CreateGroupRequest): Promise<GroupConfig> {
     const s = this.stream(req.stream);
     if (s.groups.has(req.group)) throw new RheoError('already_exists', `group "${req.group}" already exists on stream "${req.stream}"`);
@@ -186,16 +202,18 @@ export class MemoryBackend implements Backend {
       ordering: req.ordering,
       createdAt: new Date(this.clock.now()),
     };
-    s.groups.set(req.group, { config, parts: this.startParts(s, req.start), dead: new Map(), nextPartition: 0 });
+    s.groups.set(req.group, { config, parts: this.startParts(s, req.start), dead: new Map(), deadOrder: null, nextPartition: 0 });
     return copyGroupConfig(config);
   }
 
   private startParts(s: MemStream, start: ResolvedStart): GroupPartition[] {
-    return s.log.map((events, p) => {
+    return s.log.map((log, p) => {
       let after = 0;
-      if (start.kind === 'end') after = events.length;
+      if (start.kind === 'end') after = log.hwm;
       else if (start.kind === 'after') after = typeof start.sequences === 'number' ? start.sequences : (start.sequences[p] ?? 0);
-      else if (start.kind === 'at') after = firstAtOrAfter(events, start.time.getTime()) - 1;
+      else if (start.kind === 'at') after = log.firstAtOrAfter(start.time.getTime()) - 1;
+      // Nothing at or below the trim point exists any more: start after it.
+      after = Math.max(after, log.trimmedTo);
       return { cursor: after + 1, frontier: after, deliveries: new Map(), open: new Set() };
     });
   }
@@ -225,7 +243,9 @@ export class MemoryBackend implements Backend {
     const out: RheoEvent[] = [];
     const batchIds = new Map<string, StoredEvent>();
     for (const e of events) {
-      const known = s.byId.get(e.id) ?? batchIds.get(e.id);
+      const indexed = s.byId.get(e.id);
+      // An id whose event was trimmed is free again (its memory may not be freed yet).
+      const known = (indexed && s.log[indexed.partition].get(indexed.sequence) === indexed ? indexed : undefined) ?? batchIds.get(e.id);
       if (known) {
         out.push(toEvent(stream, known));
         continue;
@@ -234,7 +254,7 @@ export class MemoryBackend implements Backend {
       const stored: StoredEvent = {
         id: e.id,
         partition: e.partition,
-        sequence: log.length + 1,
+        sequence: log.hwm + 1,
         timestamp: e.timestamp.getTime(),
         key: e.key,
         type: e.type,
@@ -252,7 +272,12 @@ export class MemoryBackend implements Backend {
 
   async read(req: ReadRequest): Promise<RheoEvent[]> {
     const s = this.stream(req.stream);
-    return s.log[req.partition].slice(req.afterSequence, req.afterSequence + req.limit).map((e) => toEvent(req.stream, e));
+    const log = s.log[req.partition];
+    const out: RheoEvent[] = [];
+    for (let seq = Math.max(req.afterSequence, log.trimmedTo) + 1; seq <= log.hwm && out.length < req.limit; seq++) {
+      out.push(toEvent(req.stream, log.get(seq)!));
+    }
+    return out;
   }
 
   async query(req: QueryRequest): Promise<RheoEvent[]> {
@@ -262,10 +287,12 @@ export class MemoryBackend implements Backend {
     const found: RheoEvent[] = [];
     for (const p of queryPartitions(req, s.log.length)) {
       const log = s.log[p];
-      const { lo, hi } = partitionRange(req, p, log.length);
+      const range = partitionRange(req, p, log.hwm);
+      const lo = Math.max(range.lo, log.trimmedTo + 1);
+      const hi = range.hi;
       let taken = 0;
       for (let seq = asc ? lo : hi; asc ? seq <= hi : seq >= lo; seq += asc ? 1 : -1) {
-        const e = toEvent(req.stream, log[seq - 1]);
+        const e = toEvent(req.stream, log.get(seq)!);
         if (matches(e)) {
           found.push(e);
           if (++taken >= req.limit) break;
@@ -286,7 +313,7 @@ export class MemoryBackend implements Backend {
     const queues: Array<{ p: number; seqs: number[] }> = [];
     for (const p of partitions) {
       const part = g.parts[p];
-      const hwm = s.log[p].length;
+      const hwm = s.log[p].hwm;
       const seqs: number[] = [];
       if (strict) {
         const next = part.frontier + 1;
@@ -349,7 +376,7 @@ export class MemoryBackend implements Backend {
       attempt: d.attempt,
       leasedAt: new Date(now),
       expiresAt: new Date(d.expiresAt),
-      event: toEvent(req.stream, s.log[p][seq - 1]),
+      event: toEvent(req.stream, s.log[p].get(seq)!),
     };
   }
 
@@ -391,7 +418,8 @@ export class MemoryBackend implements Backend {
           // The stored delivery is the truth, never the caller's copy of the lease.
           const p = op.lease.event.partition;
           d.state = 'dead';
-          g.dead.set(this.streams.get(op.lease.stream)!.log[p][seq - 1].id, {
+          g.deadOrder = null;
+          g.dead.set(this.streams.get(op.lease.stream)!.log[p].get(seq)!.id, {
             partition: p,
             sequence: seq,
             reason: op.reason,
@@ -453,7 +481,8 @@ export class MemoryBackend implements Backend {
     } else {
       for (const p of req.partitions ?? s.log.map((_, i) => i)) {
         const log = s.log[p];
-        const after = req.kind === 'sequence' ? Math.min(req.afterSequence, log.length) : firstAtOrAfter(log, req.from.getTime()) - 1;
+        const wanted = req.kind === 'sequence' ? Math.min(req.afterSequence, log.hwm) : log.firstAtOrAfter(req.from.getTime()) - 1;
+        const after = Math.max(wanted, log.trimmedTo);
         const part = g.parts[p];
         for (const seq of [...part.deliveries.keys()]) {
           if (seq > after) {
@@ -462,9 +491,10 @@ export class MemoryBackend implements Backend {
           }
         }
         for (const [id, dl] of g.dead) if (dl.partition === p && dl.sequence > after) g.dead.delete(id);
+        g.deadOrder = null;
         part.cursor = after + 1;
         part.frontier = Math.min(part.frontier, after);
-        reopened += log.length - after;
+        reopened += log.hwm - after;
       }
     }
     this.wake(s);
@@ -475,6 +505,7 @@ export class MemoryBackend implements Backend {
   private reopen(g: MemGroup, eventId: string, p: number, seq: number): boolean {
     const part = g.parts[p];
     g.dead.delete(eventId);
+    g.deadOrder = null;
     if (seq >= part.cursor) return false; // never delivered: already pending
     const d: Delivery = {
       sequence: seq,
@@ -496,12 +527,18 @@ export class MemoryBackend implements Backend {
     const { s, g } = this.group(stream, group);
     g.parts = this.startParts(s, start);
     g.dead.clear();
+    g.deadOrder = null;
     this.wake(s);
   }
 
   async redrive(stream: string, group: string, eventIds: string[] | 'all'): Promise<number> {
     const { s, g } = this.group(stream, group);
-    const ids = eventIds === 'all' ? [...g.dead.keys()] : eventIds.filter((id) => g.dead.has(id));
+    // A dead letter whose event was trimmed has nothing left to deliver: it stays listed until purged.
+    const live = (id: string) => {
+      const dl = g.dead.get(id);
+      return dl !== undefined && dl.sequence > s.log[dl.partition].trimmedTo;
+    };
+    const ids = eventIds === 'all' ? [...g.dead.keys()].filter(live) : eventIds.filter(live);
     for (const id of ids) {
       const dl = g.dead.get(id)!;
       this.reopen(g, id, dl.partition, dl.sequence);
@@ -515,7 +552,7 @@ export class MemoryBackend implements Backend {
   async lag(stream: string, group: string): Promise<Lag> {
     const { s, g } = this.group(stream, group);
     const partitions = g.parts.map((part, p) => {
-      const highWatermark = s.log[p].length;
+      const highWatermark = s.log[p].hwm;
       return { partition: p, frontier: part.frontier, highWatermark, lag: Math.max(0, highWatermark - part.frontier) };
     });
     return { stream, group, lag: partitions.reduce((n, x) => n + x.lag, 0), partitions };
@@ -531,7 +568,7 @@ export class MemoryBackend implements Backend {
         const d = part.deliveries.get(q)!;
         if (d.state === 'leased' && d.expiresAt > now) inflight++;
       }
-      const next = s.log[p][part.frontier];
+      const next = s.log[p].get(part.frontier + 1);
       if (next && (oldest === null || next.timestamp < oldest)) oldest = next.timestamp;
     });
     return {
@@ -547,24 +584,84 @@ export class MemoryBackend implements Backend {
 
   async deadLetters(stream: string, group: string, limit: number, after?: string): Promise<DeadLetter[]> {
     const { s, g } = this.group(stream, group);
-    const all = [...g.dead.entries()].sort(([, a], [, b]) => a.partition - b.partition || a.sequence - b.sequence);
+    g.deadOrder ??= [...g.dead.entries()].sort(([, a], [, b]) => a.partition - b.partition || a.sequence - b.sequence).map(([id]) => id);
+    const order = g.deadOrder;
     let from = 0;
     if (after !== undefined) {
       const cut = g.dead.get(after);
       if (!cut) throw RheoError.invalid('after', `is not a dead-lettered event id of group "${group}"`);
-      from = all.findIndex(([id]) => id === after) + 1;
+      from = lowerBound(order, (id) => comparePosition(g.dead.get(id)!, cut) <= 0);
     }
-    return all.slice(from, from + limit).map(([id, dl]) => ({
-      stream,
-      group,
-      eventId: id,
-      partition: dl.partition,
-      sequence: dl.sequence,
-      reason: dl.reason,
-      attempt: dl.attempt,
-      deadLetteredAt: new Date(dl.at),
-      event: toEvent(stream, s.log[dl.partition][dl.sequence - 1]),
-    }));
+    return order
+      .slice(from, from + limit)
+      .map((id) => [id, g.dead.get(id)!] as const)
+      .map(([id, dl]) => ({
+        stream,
+        group,
+        eventId: id,
+        partition: dl.partition,
+        sequence: dl.sequence,
+        reason: dl.reason,
+        attempt: dl.attempt,
+        deadLetteredAt: new Date(dl.at),
+        event: eventOrNull(stream, s.log[dl.partition].get(dl.sequence)),
+      }));
+  }
+
+  // ------------------------------------------------------------ retention
+
+  async trim(req: TrimRequest): Promise<TrimResult> {
+    const s = this.stream(req.stream);
+    const skipped: Record<string, number> = {};
+    for (const name of s.groups.keys()) skipped[name] = 0;
+    // Decide and move every trim point at once (nothing awaits in between), then free memory in chunks.
+    s.log.forEach((log, p) => {
+      let point = log.trimmedTo;
+      if (req.maxEvents !== undefined) point = Math.max(point, log.hwm - req.maxEvents);
+      if (req.before !== undefined) point = Math.max(point, log.firstAtOrAfter(req.before.getTime()) - 1);
+      point = Math.min(point, log.hwm);
+      for (const [name, g] of s.groups) {
+        const part = g.parts[p];
+        if (part.frontier >= point) continue;
+        if (!req.force) point = part.frontier;
+        else skipped[name] += skipTo(part, point);
+      }
+      log.trimmedTo = Math.max(log.trimmedTo, point);
+    });
+    let removed = 0;
+    for (const log of s.log) {
+      for (;;) {
+        const n = log.dropTrimmed(TRIM_CHUNK, (e) => {
+          if (s.byId.get(e.id) === e) s.byId.delete(e.id);
+        });
+        removed += n;
+        if (n < TRIM_CHUNK) break;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    }
+    return { stream: req.stream, removed, partitions: s.log.map((log, partition) => ({ partition, trimmedTo: log.trimmedTo })), skipped };
+  }
+
+  async purgeDeadLetters(stream: string, group: string, before: Date | null): Promise<number> {
+    const { g } = this.group(stream, group);
+    let n = 0;
+    for (const [id, dl] of g.dead) {
+      if (before === null || dl.at < before.getTime()) {
+        g.dead.delete(id);
+        n++;
+      }
+    }
+    if (n > 0) g.deadOrder = null;
+    return n;
+  }
+
+  async claimTurn(job: string, holder: string, ttlMs: number): Promise<boolean> {
+    this.open();
+    const now = this.clock.now();
+    const turn = this.turns.get(job);
+    if (turn && turn.holder !== holder && turn.until > now) return false;
+    this.turns.set(job, { holder, until: now + ttlMs });
+    return true;
   }
 
   // ------------------------------------------------------------ wake-ups
@@ -605,10 +702,44 @@ function advance(part: GroupPartition): void {
   }
 }
 
-/** First sequence whose timestamp is at or after `t` (length + 1 when none); timestamps are non-decreasing per partition in practice, but caller-supplied ones need not be, so this scans. */
-function firstAtOrAfter(log: StoredEvent[], t: number): number {
-  for (let i = 0; i < log.length; i++) if (log[i].timestamp >= t) return i + 1;
-  return log.length + 1;
+/**
+ * A forced trim moves a lagging group's partition to `point`: its records at or
+ * below it go (a live lease there turns stale), and the frontier jumps there.
+ * Returns how many events up to `point` it had not finished.
+ */
+function skipTo(part: GroupPartition, point: number): number {
+  // Never offered: everything from the cursor (or just past the frontier) up to the point.
+  let unfinished = Math.max(0, point - Math.max(part.cursor - 1, part.frontier));
+  for (const [seq, d] of part.deliveries) {
+    if (seq > point) continue;
+    if (d.state !== 'acked' && d.state !== 'dead') unfinished++;
+    part.deliveries.delete(seq);
+    part.open.delete(seq);
+  }
+  part.cursor = Math.max(part.cursor, point + 1);
+  part.frontier = point;
+  advance(part);
+  return unfinished;
+}
+
+function comparePosition(a: { partition: number; sequence: number }, b: { partition: number; sequence: number }): number {
+  return a.partition - b.partition || a.sequence - b.sequence;
+}
+
+/** First index of `sorted` for which `before` is false (`before` holds for a prefix). */
+function lowerBound<T>(sorted: T[], before: (item: T) => boolean): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (before(sorted[mid])) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function eventOrNull(stream: string, e: StoredEvent | undefined): RheoEvent | null {
+  return e ? toEvent(stream, e) : null;
 }
 
 // Records leave as deep copies (Dates included), so a caller can never change the store through them.

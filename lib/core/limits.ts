@@ -34,3 +34,5 @@ export const DEFAULT_FETCH_LIMIT = 10;
 export const DEFAULT_MAX_ATTEMPTS = 5;
 /** How long a drain waits for running handlers when not given, ms. */
 export const DEFAULT_DRAIN_TIMEOUT_MS = 10_000;
+/** Time between two rounds of the transport's background trim when not given, ms. */
+export const DEFAULT_TRIM_INTERVAL_MS = 60_000;

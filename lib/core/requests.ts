@@ -308,7 +308,8 @@ const RETENTION_KEYS = ['maxAgeMs', 'maxEvents', 'deadLetterMaxAgeMs'];
 export function checkRetention(field: string, value: unknown): Retention {
   const o = checkObject(field, value);
   for (const key of Object.keys(o)) {
-    if (!RETENTION_KEYS.includes(key)) throw RheoError.invalid(`${field}.${key}`, `is not a retention setting (${RETENTION_KEYS.join(', ')})`);
+    if (!RETENTION_KEYS.includes(key))
+      throw RheoError.invalid(`${field}.${key}`, `is not a retention setting (${RETENTION_KEYS.join(', ')})`);
   }
   const out: Retention = {};
   if (o.maxAgeMs !== undefined) out.maxAgeMs = checkInt(`${field}.maxAgeMs`, o.maxAgeMs, 1);

@@ -12,12 +12,16 @@ import type {
   JsonValue,
   Lag,
   Page,
+  PurgeDeadLettersOptions,
   Query,
   RedriveOptions,
   ReplayOptions,
   ResetOptions,
+  Retention,
   RheoEvent,
   StreamInfo,
+  TrimOptions,
+  TrimResult,
 } from '../core/types';
 
 /** What `RheoClient.status` emits. */
@@ -90,9 +94,24 @@ export class RheoClient extends ClientProxy<Record<never, Function>, RheoClientS
     return this.core.appendBatch(stream, events, options);
   }
 
-  /** Create a stream (partitions default 1). */
-  createStream(stream: string, options?: { partitions?: number; ifNotExists?: boolean }): Promise<StreamInfo> {
+  /** Create a stream (partitions default 1), optionally with a retention. */
+  createStream(stream: string, options?: { partitions?: number; ifNotExists?: boolean; retention?: Retention }): Promise<StreamInfo> {
     return this.core.createStream(stream, options);
+  }
+
+  /** Replace a stream's retention (`{}` keeps everything again). */
+  setRetention(stream: string, retention: Retention): Promise<StreamInfo> {
+    return this.core.setRetention(stream, retention);
+  }
+
+  /** Apply the stream's retention now (`force` also skips what groups have not finished). */
+  trim(stream: string, options?: TrimOptions): Promise<TrimResult> {
+    return this.core.trim(stream, options);
+  }
+
+  /** Delete a group's dead letters dead-lettered before a time, or all of them. */
+  purgeDeadLetters(stream: string, group: string, options: PurgeDeadLettersOptions): Promise<number> {
+    return this.core.purgeDeadLetters(stream, group, options);
   }
 
   /** Create a consumer group. */

@@ -1,10 +1,12 @@
 import { RheoError, toRheoError } from '../core/errors';
 import { Rheo } from '../core/rheo';
-import { MAX_DURATION_MS } from '../core/limits';
+import { DEFAULT_TRIM_INTERVAL_MS, MAX_DURATION_MS } from '../core/limits';
+import { checkRetention } from '../core/requests';
+import type { Retention } from '../core/types';
 import { checkInt, checkName, checkObject } from '../core/validate';
 import type { Backend } from '../backends/backend';
 import { checkSettings } from './consumer-options';
-import type { RheoModuleOptions, RheoStreamDeclaration } from './rheo-module-options';
+import type { RheoModuleOptions } from './rheo-module-options';
 
 /** A Backend, as opposed to module options (which hold one). */
 export function isBackend(value: unknown): value is Backend {
@@ -24,7 +26,9 @@ export function isBackend(value: unknown): value is Backend {
 export class RheoInstance {
   readonly rheo: Rheo;
   readonly options: RheoModuleOptions;
-  readonly streams: Required<RheoStreamDeclaration>[];
+  readonly streams: Array<{ name: string; partitions: number; retention?: Retention }>;
+  /** Background trim interval, ms; 0 when off. */
+  readonly trimIntervalMs: number;
   private streamsReady?: Promise<void>;
 
   /** Validates the options: errors name the instance and the field. */
@@ -35,7 +39,17 @@ export class RheoInstance {
     try {
       const options = isBackend(input) ? { backend: input } : (checkObject('options', input) as unknown as RheoModuleOptions);
       if (!isBackend(options.backend)) throw RheoError.invalid('backend', 'must be a Backend (e.g. memoryBackend())');
-      const known = ['backend', 'streams', 'defaults', 'consumers', 'maxPayloadBytes', 'drainTimeoutMs', 'name', 'isGlobal'];
+      const known = [
+        'backend',
+        'streams',
+        'defaults',
+        'consumers',
+        'maxPayloadBytes',
+        'drainTimeoutMs',
+        'trimIntervalMs',
+        'name',
+        'isGlobal',
+      ];
       for (const k of Object.keys(options))
         if (!known.includes(k)) throw RheoError.invalid(k, `is not a RheoModule option (use ${known.join(', ')})`);
       if (options.defaults !== undefined) checkSettings('defaults', options.defaults);
@@ -44,13 +58,18 @@ export class RheoInstance {
           checkSettings(`consumers["${key}"]`, settings);
       }
       if (options.drainTimeoutMs !== undefined) checkInt('drainTimeoutMs', options.drainTimeoutMs, 0, MAX_DURATION_MS);
+      this.trimIntervalMs =
+        options.trimIntervalMs === undefined
+          ? DEFAULT_TRIM_INTERVAL_MS
+          : checkInt('trimIntervalMs', options.trimIntervalMs, 0, MAX_DURATION_MS);
       if (options.streams !== undefined && !Array.isArray(options.streams))
-        throw RheoError.invalid('streams', 'must be an array of { name, partitions }');
+        throw RheoError.invalid('streams', 'must be an array of { name, partitions, retention }');
       this.streams = (options.streams ?? []).map((s, i) => {
         checkObject(`streams[${i}]`, s);
         return {
           name: checkName(`streams[${i}].name`, s.name),
           partitions: s.partitions === undefined ? 1 : checkInt(`streams[${i}].partitions`, s.partitions, 1),
+          retention: s.retention === undefined ? undefined : checkRetention(`streams[${i}].retention`, s.retention),
         };
       });
       this.options = options;
@@ -61,11 +80,17 @@ export class RheoInstance {
     }
   }
 
-  /** Create the declared streams that are missing. Once; retried after a failure. */
+  /**
+   * Create the declared streams that are missing, and bring a declared retention
+   * to an existing stream whose retention differs. Once; retried after a failure.
+   */
   ensureStreams(): Promise<void> {
     if (!this.streamsReady) {
       this.streamsReady = (async () => {
-        for (const s of this.streams) await this.rheo.createStream(s.name, { partitions: s.partitions, ifNotExists: true });
+        for (const s of this.streams) {
+          const info = await this.rheo.createStream(s.name, { partitions: s.partitions, retention: s.retention, ifNotExists: true });
+          if (s.retention && !sameRetention(info.retention ?? {}, s.retention)) await this.rheo.setRetention(s.name, s.retention);
+        }
       })().catch((err) => {
         this.streamsReady = undefined;
         throw err;
@@ -73,4 +98,8 @@ export class RheoInstance {
     }
     return this.streamsReady;
   }
+}
+
+function sameRetention(a: Retention, b: Retention): boolean {
+  return a.maxAgeMs === b.maxAgeMs && a.maxEvents === b.maxEvents && a.deadLetterMaxAgeMs === b.deadLetterMaxAgeMs;
 }

@@ -1,5 +1,6 @@
 import type { FactoryProvider, ModuleMetadata } from '@nestjs/common';
 import type { Backend } from '../backends/backend';
+import type { Retention } from '../core/types';
 import type { RheoConsumerSettings } from './consumer-options';
 
 /** A stream the module creates at startup when it is missing. */
@@ -7,6 +8,13 @@ export interface RheoStreamDeclaration {
   name: string;
   /** Partition count when the stream is created. Default 1. An existing stream keeps its own. */
   partitions?: number;
+  /**
+   * How long the stream keeps its events and dead letters. Applied when the stream
+   * is created, and to an existing stream at startup when it differs (configuration
+   * wins); leave it out to keep an existing stream's retention as it is. The
+   * transport's background trim enforces it (see `trimIntervalMs`).
+   */
+  retention?: Retention;
 }
 
 /** Options of one nestjs-rheo instance (what `forRoot` takes, or what `forRootAsync`'s factory returns). */
@@ -26,6 +34,13 @@ export interface RheoModuleOptions {
   maxPayloadBytes?: number;
   /** How long `RheoServer.close()` waits for running handlers, ms. Default 10000. */
   drainTimeoutMs?: number;
+  /**
+   * How often the transport applies stream retentions, ms: trims what every group
+   * has finished and purges old dead letters. One process of all those sharing the
+   * store does it at a time. Default 60000; 0 turns the background trim off
+   * (`Rheo#trim` and `purgeDeadLetters` still work on demand).
+   */
+  trimIntervalMs?: number;
 }
 
 /** Options of `RheoModule.forRoot` that shape the Nest module rather than the instance. */

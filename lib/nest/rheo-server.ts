@@ -6,7 +6,7 @@ import { DEFAULT_DRAIN_TIMEOUT_MS } from '../core/limits';
 import type { Outcome } from '../core/outcomes';
 import type { Rheo } from '../core/rheo';
 import type { GroupConfig, Lease } from '../core/types';
-import { type DeliveryControl, Group, type GroupState } from '../runtime';
+import { type DeliveryControl, Group, type GroupState, Trimmer } from '../runtime';
 import { RHEO_CONSUMER_EXTRAS, rheoTransportId } from './constants';
 import { blameSource, prefixed, resolveConsumer, type ResolvedConsumer } from './consumer-options';
 import { deliverThroughNest } from './deliver-through-nest';
@@ -92,6 +92,8 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
   private readonly backingOff = new Set<string>();
   private listening?: Promise<void>;
   private closing?: Promise<void>;
+  private trimmer?: Trimmer;
+  private trimFailures = 0;
 
   constructor(private readonly instance: RheoInstance) {
     super();
@@ -137,6 +139,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       for (const c of consumers) await this.ensureGroup(c);
       if (this.closing) return;
       for (const c of consumers) this.startConsumer(c);
+      this.startTrimmer();
       this._status$.next('connected');
       if (consumers.length > 0) this.logger.log(`Consuming ${consumers.map((c) => `${c.key} (${c.handlerName})`).join(', ')}`);
     } catch (err) {
@@ -185,6 +188,33 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     if (problems.length > 1)
       throw new RheoError('invalid_argument', problems.map((p) => p.message).join('\n'), { field: problems[0].field });
     return consumers;
+  }
+
+  /** The background retention job (docs/adr/017), unless `trimIntervalMs` is 0. */
+  private startTrimmer(): void {
+    const intervalMs = this.instance.trimIntervalMs;
+    if (intervalMs === 0) return;
+    this.trimmer = new Trimmer(this.instance.rheo, {
+      intervalMs,
+      events: {
+        trimmed: (r) => {
+          if (r.removed > 0) this.logger.debug(`${r.stream}: trimmed ${r.removed} event(s) past the retention`);
+          this.trimRecovered();
+        },
+        purged: (stream, group, n) => this.logger.debug(`${stream}/${group}: purged ${n} dead letter(s) past deadLetterMaxAgeMs`),
+        error: (error, stream) => {
+          // One warning per burst of failures, as with fetches and renewals.
+          if (++this.trimFailures === 1)
+            this.logger.warn(`${stream ?? 'retention'}: background trim failed, retrying next round: ${error.message}`);
+        },
+      },
+    });
+    this.trimmer.start();
+  }
+
+  private trimRecovered(): void {
+    if (this.trimFailures > 0) this.logger.log('background trim works again');
+    this.trimFailures = 0;
   }
 
   /** A `consumers` key that matches no handler is most likely a typo; it may also belong to another app, so warn only. */
@@ -322,7 +352,9 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
   }
 
   private async shutdown(): Promise<void> {
+    this.trimmer?.stop();
     await this.listening?.catch(() => undefined);
+    this.trimmer?.stop();
     await this.drainAll();
     this._status$.next('disconnected');
   }

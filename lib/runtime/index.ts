@@ -14,3 +14,5 @@ export type {
   DeliveryControl,
 } from './group-types';
 export type { GroupRunOptions, ResolvedGroupOptions } from './options';
+export { Trimmer, TRIM_JOB } from './trimmer';
+export type { TrimmerEvents, TrimmerOptions, TrimRound } from './trimmer';

@@ -6,7 +6,7 @@ import type { NewEvent, QueryRequest, ReplayRequest, ResolvedStart, SettleOp } f
 import { DEFAULT_RETRY } from './backoff';
 import { decodeCursor } from './cursor';
 import { RheoError } from './errors';
-import { newId } from './ids';
+import { newEventId, newId } from './ids';
 import {
   DEFAULT_FETCH_LIMIT,
   DEFAULT_LEASE_MS,
@@ -214,7 +214,7 @@ export function resolveStart(field: string, start: StartPosition | undefined, pa
 /** One event to append: validated, id and timestamp assigned, routed to its partition, payload serialised once. */
 export function toNewEvent(field: string, input: AppendInput<unknown>, partitions: number, now: number, maxPayloadBytes: number): NewEvent {
   checkObject(field, input);
-  const id = input.id === undefined ? newId() : checkName(`${field}.id`, input.id);
+  const id = input.id === undefined ? newEventId() : checkName(`${field}.id`, input.id);
   const key = input.key === undefined || input.key === null ? null : checkName(`${field}.key`, input.key);
   const type = input.type === undefined || input.type === null ? null : checkName(`${field}.type`, input.type);
   const metadata = input.metadata === undefined ? {} : checkMetadata(`${field}.metadata`, input.metadata);

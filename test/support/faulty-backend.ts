@@ -13,10 +13,11 @@ import type {
   ResolvedStart,
   SettleOp,
   SettleResult,
+  TrimRequest,
   WaitRequest,
 } from '../../lib/backends/backend';
 import { RheoError, type RheoErrorCode } from '../../lib/core/errors';
-import type { AppendOptions, Lease } from '../../lib/core/types';
+import type { AppendOptions, Lease, Retention } from '../../lib/core/types';
 
 /** A settle fault: which ops it hits, what it answers, and whether the write happens anyway. */
 export interface SettleFault {
@@ -213,8 +214,20 @@ export class FaultyBackend implements Backend {
   close() {
     return this.inner.close();
   }
-  createStream(stream: string, partitions: number) {
-    return this.inner.createStream(stream, partitions);
+  createStream(stream: string, partitions: number, retention?: Retention) {
+    return this.inner.createStream(stream, partitions, retention);
+  }
+  setRetention(stream: string, retention: Retention) {
+    return this.inner.setRetention(stream, retention);
+  }
+  trim(request: TrimRequest) {
+    return this.inner.trim(request);
+  }
+  purgeDeadLetters(stream: string, group: string, before: Date | null) {
+    return this.inner.purgeDeadLetters(stream, group, before);
+  }
+  claimTurn(job: string, holder: string, ttlMs: number) {
+    return this.inner.claimTurn(job, holder, ttlMs);
   }
   getStream(stream: string) {
     return this.inner.getStream(stream);

@@ -250,6 +250,7 @@ describe('redis: a process that dies between slices leaves a consistent state, f
       dl: `${g}:dl`,
       dead: `${g}:dead`,
       deadz: `${g}:deadz`,
+      deadt: `${g}:deadt`,
       wake: `${base(stream)}:wake`,
       leased: `${g}:leased:0`,
       avail: `${g}:avail:0`,
@@ -276,13 +277,14 @@ describe('redis: a process that dies between slices leaves a consistent state, f
       const l = stuck[group];
       const reply = (await admin.eval(
         SCRIPTS.settle,
-        9,
+        10,
         k.meta,
         k.cfg,
         k.dl,
         k.dead,
         k.deadz,
         k.wake,
+        k.deadt,
         k.leased,
         k.avail,
         k.log,
@@ -346,7 +348,9 @@ describe('redis: a process that dies between slices leaves a consistent state, f
     const k = groupKeys(stream, 'g');
     // REPLAY { afterSequence: 0 } records the rewind target; one TIDY slice of 200 clears the top of the partition.
     expect(await admin.eval(SCRIPTS.replay, 3, k.meta, k.cfg, k.wake, 'sequence', 0, 0)).toEqual([N, 0]);
-    expect(await admin.eval(SCRIPTS.tidy, 8, k.meta, k.cfg, k.dl, k.dead, k.deadz, k.wake, k.leased, k.avail, 200, 0)).toEqual([0]);
+    expect(await admin.eval(SCRIPTS.tidy, 9, k.meta, k.cfg, k.dl, k.dead, k.deadz, k.wake, k.deadt, k.leased, k.avail, 200, 0)).toEqual([
+      0,
+    ]);
     const cursor = Number(await admin.hget(k.cfg, 'c:0'));
     expect(cursor).toBe(N - 200 + 1);
     // Consistent meanwhile: leases on the cleared sequences are stale at once, the rest still held.

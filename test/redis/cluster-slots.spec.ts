@@ -1,7 +1,12 @@
+import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
 import { ManualClock, Rheo, redisBackend } from '../../lib';
 import { escapeName } from '../../lib/backends/redis/keys';
+import { SCRIPTS } from '../../lib/backends/redis/scripts';
 import { deleteKeys, freshPrefix, REDIS_URL } from './support';
+
+const sha1 = (text: string) => createHash('sha1').update(text).digest('hex');
+const SCRIPT_BY_SHA = new Map(Object.entries(SCRIPTS).map(([name, lua]) => [sha1(lua), name]));
 
 /** CRC16-XMODEM (poly 0x1021, init 0), as Redis Cluster computes key slots. */
 function crc16(buf: Buffer): number {
@@ -56,11 +61,15 @@ describe('redis key layout and cluster slots', () => {
     const monitorClient = new Redis(REDIS_URL);
     const monitor = await monitorClient.monitor();
     const scriptCalls: string[][] = [];
+    const scriptsRun = new Set<string>();
     const luaCommands: string[][] = [];
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       const cmd = args[0].toUpperCase();
       if (cmd === 'EVALSHA' || cmd === 'EVAL') {
-        if (args.some((a) => a.startsWith(prefix))) scriptCalls.push(args.slice(3, 3 + Number(args[2])));
+        if (args.some((a) => a.startsWith(prefix))) {
+          scriptCalls.push(args.slice(3, 3 + Number(args[2])));
+          scriptsRun.add(SCRIPT_BY_SHA.get(cmd === 'EVAL' ? sha1(args[1]) : args[1]) ?? args[1]);
+        }
       } else if (source.includes('lua') && args.some((a) => a.startsWith(prefix))) {
         luaCommands.push(args);
       }
@@ -82,6 +91,7 @@ describe('redis key layout and cluster slots', () => {
         { kind: 'nack', lease: leases[1], delayMs: 0 },
         { kind: 'reject', lease: leases[2], reason: 'no' },
       ]);
+      await rheo.releaseMany(leases.slice(3, 5));
       await rheo.fetch(STREAM, 'end-group');
       await rheo.append(STREAM, { payload: 'late' });
       await rheo.fetch(STREAM, 'end-group');
@@ -93,6 +103,19 @@ describe('redis key layout and cluster slots', () => {
       await rheo.groupInfo(STREAM, GROUP);
       await rheo.deadLetters(STREAM, GROUP);
       await rheo.reset(STREAM, GROUP, { confirm: true, start: 'end' });
+      // Retention: set, trim (unforced, then forced past lagging groups), purge by time (with the
+      // time index rebuilt from the dead letters, as for data of layout 1), purge all, a turn.
+      await rheo.setRetention(STREAM, { maxEvents: 2, maxAgeMs: 60_000 });
+      await rheo.trim(STREAM);
+      await rheo.trim(STREAM, { force: true });
+      const dead = await rheo.fetch(STREAM, 'at-group', { limit: 2, leaseMs: 1000 });
+      await rheo.settleMany(dead.map((lease) => ({ kind: 'reject' as const, lease, reason: 'x' })));
+      const admin = new Redis(REDIS_URL);
+      await admin.del(`${prefix}:{${escapeName(STREAM)}}:g:at-group:deadt`);
+      admin.disconnect();
+      await rheo.purgeDeadLetters(STREAM, 'at-group', { before: new Date(clock.now() + 1) });
+      await rheo.purgeDeadLetters(STREAM, GROUP, { all: true });
+      await rheo.backend.claimTurn(`trim:${STREAM}`, 'me', 1000);
       // MONITOR output is asynchronous: a PING round trip on the monitored server flushes it.
       await new Redis(REDIS_URL).quit();
       await new Promise((r) => setTimeout(r, 200));
@@ -103,10 +126,16 @@ describe('redis key layout and cluster slots', () => {
       await rheo.close();
     }
     const expected = slot(`${prefix}:{${escapeName(STREAM)}}:meta`);
-    // Every script ran with its keys declared, all in one slot.
-    expect(scriptCalls.length).toBeGreaterThanOrEqual(15);
+    // The keys outside every stream: the layout version and a job's turn, each the one key of its script.
+    const crossStream = new Set([`${prefix}:layout`, `${prefix}:turn:${escapeName(`trim:${STREAM}`)}`]);
+    // Every script ran with its keys declared, all in one slot: the stream's, or a cross-stream script's own key.
+    expect(scriptCalls.length).toBeGreaterThanOrEqual(20);
+    expect(scriptCalls.filter((keys) => keys.some((k) => crossStream.has(k)))).toEqual([...crossStream].map((k) => [k]));
+    // Every script of the registry ran (a new script is covered by adding its call above).
+    expect([...scriptsRun].sort()).toEqual(Object.keys(SCRIPTS).sort());
     for (const keys of scriptCalls) {
       expect(keys.length).toBeGreaterThan(0);
+      if (keys.some((k) => crossStream.has(k))) continue;
       for (const k of keys) expect(slot(k)).toBe(expected);
     }
     // Every key a script's own commands touched was declared to some script call, hence in the slot.
@@ -120,12 +149,14 @@ describe('redis key layout and cluster slots', () => {
         for (const k of keys) {
           seen.add(k);
           expect(declared.has(k)).toBe(true);
-          expect(slot(k)).toBe(expected);
+          if (!crossStream.has(k)) expect(slot(k)).toBe(expected);
         }
       }
       // The layout really uses per-partition and per-group keys (the check above is not vacuous).
       expect([...seen].some((k) => k.includes(':log:2'))).toBe(true);
       expect([...seen].some((k) => k.includes(`:g:${escapeName(GROUP)}:dl`))).toBe(true);
+      // ... and the retention keys: trimmed logs and ids, the dead-letter time index, both cross-stream keys.
+      for (const part of [':ids', ':deadt', ...crossStream]) expect([...seen].some((k) => k.endsWith(part))).toBe(true);
     } finally {
       admin.disconnect();
     }

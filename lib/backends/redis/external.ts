@@ -39,6 +39,7 @@ export interface RedisPipeline {
   evalsha(sha: string, numKeys: number, keysAndArgs: string[]): unknown;
   script(subcommand: 'LOAD', script: string): unknown;
   xrange(key: string, start: string, end: string): unknown;
+  xrevrange(key: string, end: string, start: string): unknown;
   exec(): Promise<RedisPipelineResult[] | null>;
 }
 

@@ -23,10 +23,11 @@ export function checkPrefix(prefix: unknown): string {
  * escaped stream name as their hash tag (`<prefix>:{<stream>}:...`), so each Lua
  * script touches keys of a single Redis Cluster slot.
  *
- * The one key that spans streams is the registry (`<prefix>:streams`, a set of
- * names). It is only an index for `listStreams`: it is written next to (not
- * inside) the stream's creation script, and the stream's own `meta` hash stays
- * the authority. See docs/redis.md.
+ * The keys that span streams are the registry (`<prefix>:streams`, a set of
+ * names), the layout version and the turns of background jobs. The registry is
+ * only an index for `listStreams`: it is written next to (not inside) the
+ * stream's creation script, and the stream's own `meta` hash stays the
+ * authority. See docs/redis.md.
  */
 export class StreamKeys {
   private readonly base: string;
@@ -86,6 +87,13 @@ export class GroupKeys {
   get deadOrder(): string {
     return `${this.base}:deadz`;
   }
+  /**
+   * ZSET: event id scored by when it was dead-lettered (ms): what a purge by time
+   * reads, so it costs what it deletes (layout 2; backfilled from `dead` when shorter).
+   */
+  get deadTimes(): string {
+    return `${this.base}:deadt`;
+  }
   /** ZSET: sequences of partition p under a lease, scored by expiresAt. */
   leased(p: number): string {
     return `${this.base}:leased:${p}`;
@@ -97,18 +105,34 @@ export class GroupKeys {
 }
 
 /**
- * Fields of a stream's `meta` hash: the partition count, the creation time, and
- * per partition p `hw:<p>`, its high watermark (the last sequence appended).
+ * Fields of a stream's `meta` hash: the partition count, the creation time, the
+ * retention limits (each only when set), and per partition p `hw:<p>`, its high
+ * watermark (the last sequence appended), and `lw:<p>`, its trim point (every
+ * sequence at or below it is gone; absent = 0).
  */
 export const META_FIELDS = {
   partitions: 'partitions',
   createdAt: 'createdAt',
+  retentionMaxAgeMs: 'ra',
+  retentionMaxEvents: 're',
+  retentionDeadLetterMaxAgeMs: 'rd',
   highWatermark: (p: number) => `hw:${p}`,
+  trimmedTo: (p: number) => `lw:${p}`,
 } as const;
 
-/** The registry of stream names (the only key outside any stream's hash tag). */
+/** The registry of stream names (one of the few keys outside any stream's hash tag). */
 export function registryKey(prefix: string): string {
   return `${prefix}:streams`;
+}
+
+/** STRING: the layout version of the data under the prefix (layout.ts); outside any stream's hash tag. */
+export function layoutKey(prefix: string): string {
+  return `${prefix}:layout`;
+}
+
+/** HASH `h` holder, `u` until (ms, the backend's clock): a named turn for background work (claimTurn). */
+export function turnKey(prefix: string, job: string): string {
+  return `${prefix}:turn:${escapeName(job)}`;
 }
 
 /**

@@ -2,7 +2,7 @@ import { backoffDelay } from '../../core/backoff';
 import { Clock, systemClock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import { newId } from '../../core/ids';
-import type { DeadLetter, GroupConfig, GroupInfo, Lag, Lease, RheoEvent, StreamInfo } from '../../core/types';
+import type { DeadLetter, GroupConfig, GroupInfo, Lag, Lease, Retention, RheoEvent, StreamInfo, TrimResult } from '../../core/types';
 import type {
   Backend,
   CreateGroupRequest,
@@ -15,6 +15,7 @@ import type {
   ResolvedStart,
   SettleOp,
   SettleResult,
+  TrimRequest,
   WaitRequest,
 } from '../backend';
 import { createCapabilities } from '../capabilities';
@@ -23,10 +24,15 @@ import { BLOCKER_OVERRIDES, CREATED_CLIENT_DEFAULTS, disconnect, loadIoredis, sl
 import { CallKind, mapRedisError, scriptDetail } from './errors';
 import type { RedisClient, RedisClientOptions, RedisPipelineResult, RedisStreamEntry } from './external';
 import { decodeGroupConfig, encodeGroupConfig, STORED_GROUP_FIELD_NAMES } from './group-config';
-import { checkPrefix, GroupKeys, KeyCache, META_FIELDS, registryKey, StreamKeys } from './keys';
-import { entryId, firstAtOrAfter, scanQuery, seqOf } from './log-scan';
+import { checkPrefix, GroupKeys, KeyCache, layoutKey, META_FIELDS, registryKey, StreamKeys, turnKey } from './keys';
+import { checkLayout, LAYOUT_VERSION } from './layout';
+import { DEFAULT_QUERY_SCAN_LIMIT, entryId, firstAtOrAfter, scanQuery, seqOf } from './log-scan';
+import type { RedisOps } from './ops';
+import { runPurge } from './purging';
+import { decodeRetention, retentionArgs, setLimits } from './retention';
 import { type ScriptCall, ScriptRunner } from './script-runner';
 import type { ScriptName } from './scripts';
+import { runTrim } from './trimming';
 import { WakeListener } from './wake-listener';
 import { copyGroupConfig, copyStreamInfo } from '../copies';
 
@@ -46,6 +52,13 @@ export interface RedisBackendOptions {
   prefix?: string;
   /** Time source for timestamps, lease expiry and retry delays. Default: the system clock. */
   clock?: Clock;
+  /**
+   * Log entries one query call may read to fill its page (there are no secondary
+   * indexes: a query reads the log in query order and filters here). A query that
+   * reads this many with its page still short fails with invalid_argument on `where`.
+   * Default 1,000,000 (docs/redis.md, "Queries").
+   */
+  queryScanLimit?: number;
 }
 
 /**
@@ -81,6 +94,8 @@ export class RedisBackend implements Backend {
   readonly clock: Clock;
   /** The key prefix every key of this backend starts with. */
   readonly prefix: string;
+  /** Log entries one query call may read (RedisBackendOptions.queryScanLimit). */
+  readonly queryScanLimit: number;
 
   private readonly options: RedisBackendOptions;
   private readonly owned: boolean;
@@ -88,9 +103,18 @@ export class RedisBackend implements Backend {
   private blocker?: RedisClient;
   private listener?: WakeListener;
   private readonly scripts = new ScriptRunner(() => this.redis());
+  /** Script and plain calls, errors mapped, for the modules that drive multi-call work (trimming.ts, purging.ts). */
+  private readonly ops: RedisOps = {
+    script: (kind, name, keys, args, on) => this.runScript(kind, name, keys, args, on),
+    call: (kind, fn) => this.withMappedErrors(kind, () => fn(this.redis())),
+  };
   private ready?: Promise<void>;
   private closed = false;
-  /** Partition counts and group configs never change once created, so they are cached. */
+  /**
+   * Partition counts, creation times and group configs never change once created, so
+   * they are cached. A stream's retention can (setRetention, from any process): it is
+   * never cached, getStream reads it every time.
+   */
   private readonly streamInfos = new Map<string, StreamInfo>();
   private readonly groupConfigs = new Map<string, GroupConfig>();
   /** Bounded: names come from callers, unknown ones included (see KeyCache). */
@@ -113,6 +137,10 @@ export class RedisBackend implements Backend {
     if (options.client !== undefined && typeof (options.client as { evalsha?: unknown }).evalsha !== 'function') {
       throw RheoError.invalid('client', 'must be an ioredis client');
     }
+    const scanLimit = options.queryScanLimit ?? DEFAULT_QUERY_SCAN_LIMIT;
+    if (!Number.isSafeInteger(scanLimit) || scanLimit < 1)
+      throw RheoError.invalid('queryScanLimit', 'must be a whole number of at least 1');
+    this.queryScanLimit = scanLimit;
     this.options = options;
     this.prefix = checkPrefix(options.prefix ?? 'rheo');
     this.streamKeys = new KeyCache(this.prefix);
@@ -162,7 +190,18 @@ export class RedisBackend implements Backend {
       }
     }
     await this.scripts.loadAll();
+    await this.checkLayout();
     await this.checkDurability(client);
+  }
+
+  /**
+   * Record the layout this code writes under the prefix (layout.ts), unless one at
+   * least as new is recorded; a newer one refuses this process before it writes
+   * anything it could get wrong.
+   */
+  private async checkLayout(): Promise<void> {
+    const recorded = await this.scripts.callScript('layout', [layoutKey(this.prefix)], [LAYOUT_VERSION]);
+    checkLayout(recorded, this.prefix);
   }
 
   /**
@@ -317,36 +356,56 @@ export class RedisBackend implements Backend {
 
   // ------------------------------------------------------------ streams and groups
 
-  async createStream(stream: string, partitions: number): Promise<StreamInfo> {
+  async createStream(stream: string, partitions: number, retention?: Retention): Promise<StreamInfo> {
     const createdAt = this.clock.now();
     const k = this.keys(stream);
     // The registry is an index in another slot, written after the creation (see keys.ts). It is
     // written on already_exists too, so a creation whose registry write was lost is repaired by a retry.
     const registered = () => this.withMappedErrors('write', () => this.redis().sadd(registryKey(this.prefix), stream));
     try {
-      await this.runScript('write', 'createStream', [k.meta], [partitions, createdAt]);
+      await this.runScript('write', 'createStream', [k.meta], [partitions, createdAt, ...retentionArgs(retention)]);
     } catch (err) {
       if ((err as RheoError).code !== 'already_exists') throw err;
       await registered();
       throw new RheoError('already_exists', `stream "${stream}" already exists`);
     }
     await registered();
-    this.remember({ name: stream, partitions, createdAt: new Date(createdAt) });
-    return { name: stream, partitions, createdAt: new Date(createdAt) };
+    const info: StreamInfo = { name: stream, partitions, createdAt: new Date(createdAt) };
+    this.remember(info);
+    return withRetention(info, setLimits(retention));
   }
 
+  /**
+   * The registration with its current retention, read from Redis every time (another
+   * process may have changed it); partitions and createdAt of a known stream come from
+   * memory. A known stream whose keys vanished is answered from memory: the scripts
+   * then report the loss in words (see explain).
+   */
   async getStream(stream: string): Promise<StreamInfo | null> {
-    // A registration never changes and streams are never deleted, so a known one is answered from memory
-    // (the facade asks on every call: this saves a round trip per fetch and append).
-    const known = this.streamInfos.get(stream);
-    if (known) return copyStreamInfo(known);
-    const [partitions, createdAt] = await this.withMappedErrors('read', () =>
-      this.redis().hmget(this.keys(stream).meta, META_FIELDS.partitions, META_FIELDS.createdAt),
+    const [partitions, createdAt, ...retention] = await this.withMappedErrors('read', () =>
+      this.redis().hmget(
+        this.keys(stream).meta,
+        META_FIELDS.partitions,
+        META_FIELDS.createdAt,
+        META_FIELDS.retentionMaxAgeMs,
+        META_FIELDS.retentionMaxEvents,
+        META_FIELDS.retentionDeadLetterMaxAgeMs,
+      ),
     );
-    if (partitions === null) return null;
-    const info = { name: stream, partitions: Number(partitions), createdAt: new Date(Number(createdAt)) };
+    const known = this.streamInfos.get(stream);
+    if (partitions === null) return known ? copyStreamInfo(known) : null;
+    const info = known ?? { name: stream, partitions: Number(partitions), createdAt: new Date(Number(createdAt)) };
+    if (!known) this.remember(info);
+    return withRetention(info, decodeRetention(retention));
+  }
+
+  async setRetention(stream: string, retention: Retention): Promise<StreamInfo> {
+    const [partitions, createdAt] = (await this.runScript('write', 'setRetention', [this.keys(stream).meta], retentionArgs(retention), {
+      stream,
+    })) as [string, string];
+    const info = this.streamInfos.get(stream) ?? { name: stream, partitions: Number(partitions), createdAt: new Date(Number(createdAt)) };
     this.remember(info);
-    return copyStreamInfo(info);
+    return withRetention(info, setLimits(retention));
   }
 
   async listStreams(): Promise<StreamInfo[]> {
@@ -434,40 +493,62 @@ export class RedisBackend implements Backend {
       args.push(...appendArgs(e, slots.get(e.partition)!));
     }
     const keys = [k.meta, k.ids, k.wake, ...[...slots.keys()].map((p) => k.log(p))];
-    const result = (await this.runScript('write', 'append', keys, args, { stream })) as Array<number | string>;
-    const known = new Map<string, RheoEvent>();
-    const lookups = result.filter((r): r is string => typeof r === 'string' && !known.has(r));
-    if (lookups.length) {
-      const p = this.redis().pipeline();
-      const unique = [...new Set(lookups)];
-      for (const ref of unique) {
-        const [part, seq] = ref.split(':').map(Number);
-        p.xrange(k.log(part), entryId(seq), entryId(seq));
+    // Per event: its new sequence, or for a known id `[ref, fields]` (read in the same step), or just the
+    // ref when the stored event's partition was not among this call's keys (read here; see scripts/append.ts).
+    for (let attempt = 1; ; attempt++) {
+      const result = (await this.runScript('write', 'append', keys, args, { stream })) as Array<number | string | [string, string[]]>;
+      const known = new Map<string, RheoEvent>();
+      for (const r of result) {
+        if (Array.isArray(r)) {
+          const [part, seq] = r[0].split(':').map(Number);
+          known.set(r[0], eventFromEntry(stream, part, seq, r[1]));
+        }
       }
-      const rows = await this.withMappedErrors('read', async () => (await p.exec()) ?? []);
-      unique.forEach((ref, i) => {
-        const [err, entries] = rows[i] as [Error | null, RedisStreamEntry[]];
-        if (err || !entries?.[0]) throw new RheoError('failed', `redis: event ${ref} is indexed but missing from the log`);
-        const [part, seq] = ref.split(':').map(Number);
-        known.set(ref, eventFromEntry(stream, part, seq, entries[0][1]));
+      const unread = [...new Set(result.filter((r): r is string => typeof r === 'string' && !known.has(r)))];
+      if (unread.length && !(await this.readKnown(stream, unread, known))) {
+        // Trimmed between the append and the read: appending again stores those events anew (their ids
+        // left the index with them), and returns the others as stored.
+        if (attempt < 3) continue;
+        throw new RheoError('failed', `redis: appended events of stream "${stream}" were trimmed while they were read back`);
+      }
+      return events.map((e, i) => {
+        const r = result[i];
+        if (typeof r !== 'number') {
+          const stored = known.get(Array.isArray(r) ? r[0] : r)!;
+          return { ...stored, metadata: { ...stored.metadata }, payload: structuredClone(stored.payload) };
+        }
+        return {
+          id: e.id,
+          stream,
+          partition: e.partition,
+          sequence: Number(r),
+          timestamp: new Date(e.timestamp.getTime()),
+          key: e.key,
+          type: e.type,
+          metadata: structuredClone(e.metadata),
+          payload: structuredClone(e.payload),
+        };
       });
     }
-    return events.map((e, i) => {
-      const r = result[i];
-      if (typeof r === 'string')
-        return { ...known.get(r)!, metadata: { ...known.get(r)!.metadata }, payload: structuredClone(known.get(r)!.payload) };
-      return {
-        id: e.id,
-        stream,
-        partition: e.partition,
-        sequence: Number(r),
-        timestamp: new Date(e.timestamp.getTime()),
-        key: e.key,
-        type: e.type,
-        metadata: structuredClone(e.metadata),
-        payload: structuredClone(e.payload),
-      };
-    });
+  }
+
+  /** Read stored events by `<p>:<seq>` into `known`; false when one is gone from the log. */
+  private async readKnown(stream: string, refs: string[], known: Map<string, RheoEvent>): Promise<boolean> {
+    const k = this.keys(stream);
+    const p = this.redis().pipeline();
+    for (const ref of refs) {
+      const [part, seq] = ref.split(':').map(Number);
+      p.xrange(k.log(part), entryId(seq), entryId(seq));
+    }
+    const rows = await this.withMappedErrors('read', async () => (await p.exec()) ?? []);
+    for (const [i, ref] of refs.entries()) {
+      const [err, entries] = rows[i] as [Error | null, RedisStreamEntry[]];
+      if (err) throw mapRedisError(err, 'read');
+      if (!entries?.[0]) return false;
+      const [part, seq] = ref.split(':').map(Number);
+      known.set(ref, eventFromEntry(stream, part, seq, entries[0][1]));
+    }
+    return true;
   }
 
   async read(req: ReadRequest): Promise<RheoEvent[]> {
@@ -479,7 +560,7 @@ export class RedisBackend implements Backend {
 
   async query(req: QueryRequest): Promise<RheoEvent[]> {
     const P = await this.partitions(req.stream);
-    return this.withMappedErrors('read', () => scanQuery(this.redis(), this.keys(req.stream), req, P));
+    return this.withMappedErrors('read', () => scanQuery(this.redis(), this.keys(req.stream), req, P, this.queryScanLimit));
   }
 
   // ------------------------------------------------------------ leases
@@ -563,7 +644,7 @@ export class RedisBackend implements Backend {
     const g = k.group(group);
     let left = parts;
     while (left.length > 0) {
-      const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, ...this.slotKeys(g, left)];
+      const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...this.slotKeys(g, left)];
       left = ((await this.runScript('write', 'tidy', keys, [SLICE, ...left], { stream, group })) as unknown[]).map(Number);
     }
   }
@@ -718,7 +799,7 @@ export class RedisBackend implements Backend {
 
   // ------------------------------------------------------------ replay, reset, redrive
 
-  /** KEYS shared by reopen / redrive / reset / tidy: per partition slot, leased then available. */
+  /** KEYS shared by reopen / redrive / reset / tidy after their fixed part: per partition slot, leased then available. */
   private slotKeys(g: GroupKeys, parts: number[]): string[] {
     return parts.flatMap((p) => [g.leased(p), g.available(p)]);
   }
@@ -771,7 +852,7 @@ export class RedisBackend implements Backend {
         if (!slots.has(e.partition)) slots.set(e.partition, slots.size);
         args.push(slots.get(e.partition)!, e.partition, e.sequence, e.id);
       }
-      const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, ...this.slotKeys(g, [...slots.keys()])];
+      const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...this.slotKeys(g, [...slots.keys()])];
       n += Number(await this.runScript('write', 'reopen', keys, args, { stream, group }));
     }
     return n;
@@ -784,7 +865,7 @@ export class RedisBackend implements Backend {
     const g = k.group(group);
     const { mode, after } = await this.startArgs(stream, P, start);
     const all = Array.from({ length: P }, (_, p) => p);
-    const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, ...this.slotKeys(g, all)];
+    const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...this.slotKeys(g, all)];
     await this.runScript('write', 'reset', keys, [mode, ...after], { stream, group });
   }
 
@@ -799,27 +880,18 @@ export class RedisBackend implements Backend {
     const k = this.keys(stream);
     const g = k.group(group);
     if (eventIds === 'all') {
-      const keys = [
-        k.meta,
-        g.cfg,
-        g.deliveries,
-        g.dead,
-        g.deadOrder,
-        k.wake,
-        ...this.slotKeys(
-          g,
-          Array.from({ length: P }, (_, p) => p),
-        ),
-      ];
+      const all = Array.from({ length: P }, (_, p) => p);
+      const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...this.slotKeys(g, all)];
       let total = 0;
       let start = '-';
       for (;;) {
-        const [n, last] = (await this.runScript('write', 'redrive', keys, [this.clock.now(), start, REOPEN_PER_CALL], {
+        const [n, seen, last] = (await this.runScript('write', 'redrive', keys, [this.clock.now(), start, REOPEN_PER_CALL], {
           stream,
           group,
-        })) as [number, string];
+        })) as [number, number, string];
         total += Number(n);
-        if (Number(n) < REOPEN_PER_CALL) return total;
+        // Pages are cut by what was looked at: dead letters of trimmed events stay, skipped.
+        if (Number(seen) < REOPEN_PER_CALL) return total;
         start = `(${last}`;
       }
     }
@@ -838,6 +910,34 @@ export class RedisBackend implements Backend {
       total += await this.reopen(stream, group, 'redrive', events);
     }
     return total;
+  }
+
+  // ------------------------------------------------------------ retention
+
+  /** In bounded slices, partition by partition (trimming.ts, scripts/trim.ts). */
+  async trim(req: TrimRequest): Promise<TrimResult> {
+    const P = await this.partitions(req.stream);
+    return runTrim(this.ops, this.keys(req.stream), req, P);
+  }
+
+  /** All at once by UNLINK, or before a time in bounded steps through the time index (purging.ts, scripts/purge.ts). */
+  async purgeDeadLetters(stream: string, group: string, before: Date | null): Promise<number> {
+    await this.partitions(stream);
+    await this.config(stream, group);
+    const k = this.keys(stream);
+    return runPurge(this.ops, k, k.group(group), { stream, group }, before);
+  }
+
+  /**
+   * One script on the job's own key (`<prefix>:turn:<job>`, outside every stream): the
+   * turn's end is a time of the backend's clock, so processes sharing a clock agree.
+   */
+  async claimTurn(job: string, holder: string, ttlMs: number): Promise<boolean> {
+    if (typeof job !== 'string' || job.length === 0) throw RheoError.invalid('job', 'must be a non-empty string');
+    if (typeof holder !== 'string' || holder.length === 0) throw RheoError.invalid('holder', 'must be a non-empty string');
+    if (!Number.isInteger(ttlMs) || ttlMs < 1) throw RheoError.invalid('ttlMs', 'must be a whole number of at least 1');
+    const granted = await this.runScript('write', 'claimTurn', [turnKey(this.prefix, job)], [this.clock.now(), holder, ttlMs]);
+    return Number(granted) === 1;
   }
 
   // ------------------------------------------------------------ inspection
@@ -973,10 +1073,27 @@ function bulkKeys(name: 'renew' | 'settle' | 'release', k: StreamKeys, g: GroupK
     case 'renew':
       return [k.meta, g.cfg, g.deliveries, ...parts.map((p) => g.leased(p))];
     case 'settle':
-      return [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, ...parts.flatMap((p) => [g.leased(p), g.available(p), k.log(p)])];
+      return [
+        k.meta,
+        g.cfg,
+        g.deliveries,
+        g.dead,
+        g.deadOrder,
+        k.wake,
+        g.deadTimes,
+        ...parts.flatMap((p) => [g.leased(p), g.available(p), k.log(p)]),
+      ];
     case 'release':
       return [k.meta, g.cfg, g.deliveries, k.wake, ...parts.flatMap((p) => [g.leased(p), g.available(p)])];
   }
+}
+
+/** A caller's copy of a registration, with `retention` only when one is set. */
+function withRetention(info: StreamInfo, retention: Retention | undefined): StreamInfo {
+  const copy = copyStreamInfo(info);
+  delete copy.retention;
+  if (retention) copy.retention = { ...retention };
+  return copy;
 }
 
 /** The in-process map key of a (stream, group); names never contain NUL (core/validate.ts). */

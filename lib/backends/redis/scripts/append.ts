@@ -20,8 +20,10 @@
  * ARGV[b+7]  payload    JSON
  * (built by appendArgs in ../codec.ts; entry fields as listed there)
  *
- * Returns per event its new sequence (integer), or `<p>:<seq>` (string) when the id
- * was already stored (the backend then reads that entry back).
+ * Returns per event its new sequence (integer), or, when the id was already stored,
+ * `{ '<p>:<seq>', entry fields }` read in the same step (a trim cannot take the entry
+ * between the lookup and the read), or just `'<p>:<seq>'` when that partition's log
+ * is not among this call's keys (the backend then reads the entry itself).
  * Errors:
  *   RHEO:stream_not_found  no meta hash -> RheoError stream_not_found (explained)
  */
@@ -38,12 +40,18 @@ local gone = missing(KEYS[1])
 if gone then return rheoError(gone) end
 local out = {}
 local wrote = false
-for i = 0, tonumber(ARGV[1]) - 1 do
+local n = tonumber(ARGV[1])
+-- The log key of each partition this call declared.
+local logOf = {}
+for i = 0, n - 1 do logOf[ARGV[4 + 8 * i]] = KEYS[4 + tonumber(ARGV[3 + 8 * i])] end
+for i = 0, n - 1 do
   local b = 2 + 8 * i
   local id = ARGV[b]
   local known = redis.call('HGET', KEYS[2], id)
   if known then
-    out[#out + 1] = known
+    local kp, kseq = string.match(known, '^(%d+):(%d+)$')
+    local e = logOf[kp] and redis.call('XRANGE', logOf[kp], '0-' .. kseq, '0-' .. kseq)[1]
+    if e then out[#out + 1] = { known, e[2] } else out[#out + 1] = known end
   else
     local p = ARGV[b + 2]
     local seq = redis.call('HINCRBY', KEYS[1], 'hw:' .. p, 1)

@@ -12,7 +12,7 @@
  * ARGV[2]  after  the event id the previous page ended with, or '' for the first page
  *
  * Returns per dead letter: event id, dead record (`p|seq|attempt|at|reason`), entry fields
- * ({} when the entry is gone).
+ * ({} when the entry is gone: trimmed).
  * Errors:
  *   RHEO:stream_not_found / RHEO:group_not_found  keys gone -> that RheoError (explained)
  *   RHEO:invalid_argument:after  `after` is not a dead letter of the group
@@ -42,11 +42,15 @@ local out = {}
 for _, m in ipairs(redis.call('ZRANGEBYLEX', KEYS[4], lo, '+', 'LIMIT', 0, tonumber(ARGV[1]))) do
   local id = deadMemberId(m)
   local rec = redis.call('HGET', KEYS[3], id)
-  local p, seq = deadRecordPosition(rec)
-  local e = logEntry(KEYS[5 + tonumber(p)], seq)
-  out[#out + 1] = id
-  out[#out + 1] = rec
-  out[#out + 1] = e and e[2] or {}
+  local p, seq = nil, nil
+  if rec then p, seq = deadRecordPosition(rec) end
+  -- Listed only when the record is this member's (every write keeps the two keys in step).
+  if p and tonumber(p) == deadMemberPartition(m) and tonumber(seq) == deadMemberSequence(m) then
+    local e = logEntry(KEYS[5 + tonumber(p)], seq)
+    out[#out + 1] = id
+    out[#out + 1] = rec
+    out[#out + 1] = e and e[2] or {}
+  end
 end
 return out
 `;

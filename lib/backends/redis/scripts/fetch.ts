@@ -5,9 +5,12 @@
  * round-robin from a rotating start (`rr`). With ordering 'partition' only
  * frontier + 1 of a partition with no live lease is claimable. A partition under a
  * rewind (`rw:<p>`, see replay) is left alone until the rewind is done. Nothing is
- * written before every claimed entry was read.
+ * written before every claimed entry was read. Nothing at or below a partition's
+ * trim point (`lw:<p>`) is ever claimed, whatever the group's keys say: its
+ * cursor is taken as at least lw + 1 and its frontier as at least lw (every path
+ * that starts or moves a group keeps them there; this is the guard behind them).
  *
- * KEYS[1]     meta    HASH    the stream's meta (hw:<p>)
+ * KEYS[1]     meta    HASH    the stream's meta (hw:<p>, lw:<p>)
  * KEYS[2]     cfg     HASH    the group's config (ord), positions (f:, c:, rw:), rr (incremented)
  * KEYS[3]     dl      HASH    delivery records (written: a leased record per claim)
  * KEYS[4]     wake    STREAM  read: its last entry id is returned
@@ -58,13 +61,21 @@ for j = 0, np - 1 do
   cfgFields[#cfgFields + 1] = 'c:' .. p
   cfgFields[#cfgFields + 1] = 'rw:' .. p
   hwFields[#hwFields + 1] = 'hw:' .. p
+  hwFields[#hwFields + 1] = 'lw:' .. p
 end
 local cfg = redis.call('HMGET', KEYS[2], unpack(cfgFields))
 if not cfg[1] then return rheoError('group_not_found') end
 local hws = redis.call('HMGET', KEYS[1], unpack(hwFields))
+-- Frontier and cursor of each partition, never below its trim point.
+local fs, cs, lws = {}, {}, {}
+for j = 0, np - 1 do
+  lws[j] = tonumber(hws[2 + 2 * j] or '0')
+  fs[j] = math.max(tonumber(cfg[2 + 3 * j]), lws[j])
+  cs[j] = math.max(tonumber(cfg[3 + 3 * j]), lws[j] + 1)
+end
 -- The record at frontier + 1 of each partition tells whether a frontier walk was left unfinished.
 local heads = {}
-for j = 0, np - 1 do heads[j + 1] = ARGV[5 + j] .. ':' .. (tonumber(cfg[2 + 3 * j]) + 1) end
+for j = 0, np - 1 do heads[j + 1] = ARGV[5 + j] .. ':' .. (fs[j] + 1) end
 local headRecs = redis.call('HMGET', KEYS[3], unpack(heads))
 local strict = cfg[1] == 'partition'
 local pending = 0
@@ -72,9 +83,9 @@ local queues = {}
 for j = 0, np - 1 do
   local p = ARGV[5 + j]
   local leased, avail = KEYS[6 + 3 * j], KEYS[7 + 3 * j]
-  local hw = tonumber(hws[j + 1] or '0')
-  local f = tonumber(cfg[2 + 3 * j])
-  local c = tonumber(cfg[3 + 3 * j])
+  local hw = tonumber(hws[1 + 2 * j] or '0')
+  local lw = lws[j]
+  local f, c = fs[j], cs[j]
   if walkLeft(f, c, headRecs[j + 1]) then pending = 1 end
   local seqs = {}
   if cfg[4 + 3 * j] then
@@ -93,8 +104,14 @@ for j = 0, np - 1 do
     end
   else
     local open = {}
-    for _, s in ipairs(redis.call('ZRANGEBYSCORE', avail, '-inf', now, 'LIMIT', 0, limit)) do open[#open + 1] = tonumber(s) end
-    for _, s in ipairs(redis.call('ZRANGEBYSCORE', leased, '-inf', now, 'LIMIT', 0, limit)) do open[#open + 1] = tonumber(s) end
+    for _, set in ipairs({ avail, leased }) do
+      local trimmed = {}
+      for _, s in ipairs(redis.call('ZRANGEBYSCORE', set, '-inf', now, 'LIMIT', 0, limit)) do
+        if tonumber(s) > lw then open[#open + 1] = tonumber(s) else trimmed[#trimmed + 1] = s end
+      end
+      -- A delivery of a trimmed event is never claimable: dropped, so it cannot crowd the due ones out.
+      if #trimmed > 0 then redis.call('ZREM', set, unpack(trimmed)) end
+    end
     table.sort(open)
     for i = 1, math.min(#open, limit) do seqs[#seqs + 1] = open[i] end
     local s = c

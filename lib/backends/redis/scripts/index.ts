@@ -9,7 +9,7 @@
  *
  * Conventions shared by every script:
  * - every key a script touches arrives in KEYS (cluster-safe: all share the stream's
- *   hash tag, see ../keys.ts);
+ *   hash tag, see ../keys.ts; layout and claimTurn touch one key each, outside any stream);
  * - the caller passes `now` from the backend's clock (never Redis TIME), so a
  *   ManualClock can expire leases;
  * - an error the caller should see as a RheoError is raised as `RHEO:<code>[:<detail>]`
@@ -21,7 +21,8 @@
  *
  * Bounded work. A script blocks the whole server while it runs, so no script may do
  * work that grows with the backlog. Work that can (walking the frontier over acked
- * records, rewinding a replayed partition, redriving every dead letter) is done in
+ * records, rewinding a replayed partition, redriving every dead letter, trimming a
+ * partition, purging dead letters by time) is done in
  * slices of at most `budget` records per call; the caller passes the budget and
  * calls again (tidy) until nothing is left. The state after every slice is a
  * consistent state of its own, so a process dying between slices loses nothing:
@@ -31,19 +32,24 @@
  * ops by the caller. See docs/adr/014-redis-bounded-scripts.md.
  */
 import { APPEND } from './append';
+import { CLAIM_TURN } from './claim-turn';
 import { CREATE_GROUP } from './create-group';
 import { CREATE_STREAM } from './create-stream';
 import { DEAD_LETTERS } from './dead-letters';
 import { FETCH } from './fetch';
 import { INSPECT } from './inspect';
+import { LAYOUT } from './layout';
+import { PURGE } from './purge';
 import { REDRIVE } from './redrive';
 import { RELEASE } from './release';
 import { RENEW } from './renew';
 import { REOPEN } from './reopen';
 import { REPLAY } from './replay';
 import { RESET } from './reset';
+import { SET_RETENTION } from './set-retention';
 import { SETTLE } from './settle';
 import { TIDY } from './tidy';
+import { TRIM } from './trim';
 
 /** The scripts by name, as loaded with SCRIPT LOAD. */
 export const SCRIPTS = {
@@ -61,6 +67,11 @@ export const SCRIPTS = {
   reset: RESET,
   inspect: INSPECT,
   deadLetters: DEAD_LETTERS,
+  setRetention: SET_RETENTION,
+  trim: TRIM,
+  purge: PURGE,
+  claimTurn: CLAIM_TURN,
+  layout: LAYOUT,
 } as const;
 
 /** The name of one script. */

@@ -3,7 +3,7 @@
  * groupInfo). Work found unfinished is reported; the backend finishes it (tidy)
  * and reads again.
  *
- * KEYS[1]     meta    HASH    the stream's meta (partitions, hw:<p>)
+ * KEYS[1]     meta    HASH    the stream's meta (partitions, hw:<p>, lw:<p>)
  * KEYS[2]     cfg     HASH    the group's positions (f:, c:, rw:)
  * KEYS[3]     dl      HASH    delivery records (the record at frontier + 1)
  * KEYS[4]     dead    HASH    dead letters (counted)
@@ -37,9 +37,11 @@ if gone then return rheoError(gone) end
 local P = tonumber(redis.call('HGET', KEYS[1], 'partitions'))
 local out = { redis.call('HLEN', KEYS[4]) }
 for p = 0, P - 1 do
-  local hw = tonumber(redis.call('HGET', KEYS[1], 'hw:' .. p) or '0')
+  local m = redis.call('HMGET', KEYS[1], 'hw:' .. p, 'lw:' .. p)
+  local hw, lw = tonumber(m[1] or '0'), tonumber(m[2] or '0')
   local v = redis.call('HMGET', KEYS[2], 'f:' .. p, 'c:' .. p, 'rw:' .. p)
-  local f, c = tonumber(v[1]), tonumber(v[2])
+  -- Never below the trim point: everything there is gone, so finished for every group.
+  local f, c = math.max(tonumber(v[1]), lw), math.max(tonumber(v[2]), lw + 1)
   out[#out + 1] = hw
   out[#out + 1] = f
   out[#out + 1] = redis.call('ZCOUNT', KEYS[5 + 2 * p], '(' .. ARGV[1], '+inf')

@@ -2,22 +2,26 @@
  * redrive: redrive every dead letter of one group, one page per call: the first
  * `limit` dead letters after a position in (partition, sequence) order, each
  * re-opened as reopen does. The backend walks the positions forward, so an event
- * dead-lettered again while the redrive runs is not redriven twice by it.
+ * dead-lettered again while the redrive runs is not redriven twice by it. A dead
+ * letter whose event was trimmed (at or below its partition's trim point) is
+ * skipped: not re-opened, not counted, still listed.
  *
- * KEYS[1]     meta    HASH    the stream's meta (existence)
+ * KEYS[1]     meta    HASH    the stream's meta (existence, lw:<p>)
  * KEYS[2]     cfg     HASH    the group's positions (frontiers written)
  * KEYS[3]     dl      HASH    delivery records (written: available)
- * KEYS[4]     dead    HASH    dead letters (the page's removed)
- * KEYS[5]     deadz   ZSET    dead-letter order (read; the page's removed)
- * KEYS[6]     wake    STREAM  bumped when the page was not empty
- * KEYS[7+2p]  leased  ZSET    the leased set of partition p (every partition, in order)
- * KEYS[8+2p]  avail   ZSET    the retry set of partition p
+ * KEYS[4]     dead    HASH    dead letters (the page's redriven ones removed)
+ * KEYS[5]     deadz   ZSET    dead-letter order (read; the page's redriven ones removed)
+ * KEYS[6]     wake    STREAM  bumped when something was redriven
+ * KEYS[7]     deadt   ZSET    dead letters by time (the page's redriven ones removed)
+ * KEYS[8+2p]  leased  ZSET    the leased set of partition p (every partition, in order)
+ * KEYS[9+2p]  avail   ZSET    the retry set of partition p
  *
  * ARGV[1]  now    ms
  * ARGV[2]  start  '-', or '(' followed by the last member of the previous page
  * ARGV[3]  limit  dead letters per page
  *
- * Returns { dead letters redriven, the last member of this page or '' }.
+ * Returns { dead letters redriven, dead letters looked at (the page is the last when
+ * fewer than limit), the last member of this page or '' }.
  * Errors:
  *   RHEO:stream_not_found / RHEO:group_not_found  keys gone -> that RheoError (explained)
  */
@@ -28,6 +32,7 @@ import { ERROR } from './includes/error';
 import { POSITIONS } from './includes/positions';
 import { RECORD } from './includes/record';
 import { REOPEN_ONE } from './includes/reopen-one';
+import { TRIM_POINT } from './includes/trim-point';
 import { WAKE } from './includes/wake';
 
 export const REDRIVE =
@@ -38,22 +43,30 @@ export const REDRIVE =
   POSITIONS +
   REOPEN_ONE +
   DEAD_LETTER +
+  TRIM_POINT +
   WAKE +
   `
 local gone = missing(KEYS[1], KEYS[2])
 if gone then return rheoError(gone) end
 local now = ARGV[1]
 local members = redis.call('ZRANGEBYLEX', KEYS[5], ARGV[2], '+', 'LIMIT', 0, tonumber(ARGV[3]))
-if #members == 0 then return { 0, '' } end
-local ids = {}
-for i, m in ipairs(members) do
-  local p = deadMemberPartition(m)
-  ids[i] = deadMemberId(m)
-  reopen(KEYS[2], KEYS[3], KEYS[7 + 2 * p], KEYS[8 + 2 * p], now, p, deadMemberSequence(m))
+if #members == 0 then return { 0, 0, '' } end
+local ids, taken = {}, {}
+for _, m in ipairs(members) do
+  local p, seq = deadMemberPartition(m), deadMemberSequence(m)
+  -- A trimmed event is gone: its dead letter stays listed, and is not counted.
+  if seq > trimPoint(KEYS[1], p) then
+    ids[#ids + 1] = deadMemberId(m)
+    taken[#taken + 1] = m
+    reopen(KEYS[2], KEYS[3], KEYS[8 + 2 * p], KEYS[9 + 2 * p], now, p, seq)
+  end
 end
-chunked('HDEL', KEYS[4], ids, 500)
-chunked('ZREM', KEYS[5], members, 500)
-saveFrontiers(KEYS[2])
-wake(KEYS[6])
-return { #members, members[#members] }
+if #ids > 0 then
+  chunked('HDEL', KEYS[4], ids, 500)
+  chunked('ZREM', KEYS[5], taken, 500)
+  chunked('ZREM', KEYS[7], ids, 500)
+  saveFrontiers(KEYS[2])
+  wake(KEYS[6])
+end
+return { #ids, #members, members[#members] }
 `;

@@ -1,16 +1,19 @@
 /**
  * reopen: re-open chosen events of one group (replay by query, or redrive of named
  * dead letters): each becomes available now with its attempt count reset, and the
- * frontier moves back before it. The backend sends at most 100 events per call.
+ * frontier moves back before it. An event at or below its partition's trim point is
+ * gone: it is not re-opened nor counted, and its dead letter stays listed. The
+ * backend sends at most 100 events per call.
  *
- * KEYS[1]     meta    HASH    the stream's meta (existence)
+ * KEYS[1]     meta    HASH    the stream's meta (existence, lw:<p>)
  * KEYS[2]     cfg     HASH    the group's positions (frontiers written)
  * KEYS[3]     dl      HASH    delivery records (written: available)
  * KEYS[4]     dead    HASH    dead letters (the event's removed)
  * KEYS[5]     deadz   ZSET    dead-letter order (the event's removed)
  * KEYS[6]     wake    STREAM  bumped
- * KEYS[7+2j]  leased  ZSET    the leased set of the partition in slot j (re-opened ones removed)
- * KEYS[8+2j]  avail   ZSET    its retry set (re-opened ones added, due now)
+ * KEYS[7]     deadt   ZSET    dead letters by time (the event's removed)
+ * KEYS[8+2j]  leased  ZSET    the leased set of the partition in slot j (re-opened ones removed)
+ * KEYS[9+2j]  avail   ZSET    its retry set (re-opened ones added, due now)
  *
  * ARGV[1]  mode  'events': re-open each event (a never-delivered one is pending already) |
  *                'redrive': re-open only the events that were dead letters
@@ -29,6 +32,7 @@ import { ERROR } from './includes/error';
 import { POSITIONS } from './includes/positions';
 import { RECORD } from './includes/record';
 import { REOPEN_ONE } from './includes/reopen-one';
+import { TRIM_POINT } from './includes/trim-point';
 import { WAKE } from './includes/wake';
 
 export const REOPEN =
@@ -39,6 +43,7 @@ export const REOPEN =
   POSITIONS +
   REOPEN_ONE +
   DEAD_LETTER +
+  TRIM_POINT +
   WAKE +
   `
 local gone = missing(KEYS[1], KEYS[2])
@@ -48,11 +53,24 @@ local now = ARGV[2]
 local n = 0
 for b = 3, #ARGV, 4 do
   local j, p, seq, id = tonumber(ARGV[b]), ARGV[b + 1], tonumber(ARGV[b + 2]), ARGV[b + 3]
-  local wasDead = redis.call('HDEL', KEYS[4], id) == 1
-  redis.call('ZREM', KEYS[5], deadMember(p, seq, id))
-  if wasDead or not redrive then
-    local reopened = reopen(KEYS[2], KEYS[3], KEYS[7 + 2 * j], KEYS[8 + 2 * j], now, p, seq)
-    if redrive or reopened then n = n + 1 end
+  -- A trimmed event is gone: nothing to re-open (its dead letter, if any, stays listed).
+  if seq > trimPoint(KEYS[1], p) then
+    -- The dead letter filed under this id, if it is this event's (not a trimmed namesake's).
+    local rec = redis.call('HGET', KEYS[4], id)
+    local wasDead = false
+    if rec then
+      local dp, ds = deadRecordPosition(rec)
+      wasDead = tonumber(dp) == tonumber(p) and tonumber(ds) == seq
+    end
+    if wasDead then
+      redis.call('HDEL', KEYS[4], id)
+      redis.call('ZREM', KEYS[5], deadMember(p, seq, id))
+      redis.call('ZREM', KEYS[7], id)
+    end
+    if wasDead or not redrive then
+      local reopened = reopen(KEYS[2], KEYS[3], KEYS[8 + 2 * j], KEYS[9 + 2 * j], now, p, seq)
+      if redrive or reopened then n = n + 1 end
+    end
   end
 end
 saveFrontiers(KEYS[2])

@@ -7,14 +7,15 @@
  * already recorded by an unfinished rewind is merged by keeping the lower one
  * (both rewinds' events are re-opened).
  *
- * KEYS[1]  meta  HASH    the stream's meta (hw:<p>)
+ * KEYS[1]  meta  HASH    the stream's meta (hw:<p>, lw:<p>)
  * KEYS[2]  cfg   HASH    the group's positions (written: c:, f:, rw:)
  * KEYS[3]  wake  STREAM  bumped
  *
  * ARGV[1]  mode  'sequence' (a value above the high watermark is capped at it) | 'after' (used as is)
- * then per partition (at b = 2 + 2i): ARGV[b] partition, ARGV[b+1] the sequence to rewind after.
+ * then per partition (at b = 2 + 2i): ARGV[b] partition, ARGV[b+1] the sequence to rewind after,
+ * raised to the partition's trim point (`lw:<p>`): trimmed events are gone, not re-opened.
  *
- * Returns { how many events were rewound over, then each partition left to tidy }.
+ * Returns { how many existing events were rewound over, then each partition left to tidy }.
  * Errors:
  *   RHEO:stream_not_found / RHEO:group_not_found  keys gone -> that RheoError (explained)
  */
@@ -33,9 +34,11 @@ local out = { 0 }
 local total = 0
 for b = 2, #ARGV, 2 do
   local p = ARGV[b]
-  local hw = tonumber(redis.call('HGET', KEYS[1], 'hw:' .. p) or '0')
+  local m = redis.call('HMGET', KEYS[1], 'hw:' .. p, 'lw:' .. p)
+  local hw = tonumber(m[1] or '0')
   local after = tonumber(ARGV[b + 1])
   if ARGV[1] == 'sequence' and after > hw then after = hw end
+  after = math.max(after, tonumber(m[2] or '0'))
   total = total + math.max(0, hw - after)
   local v = redis.call('HMGET', KEYS[2], 'f:' .. p, 'c:' .. p, 'rw:' .. p)
   local f, c = tonumber(v[1]), tonumber(v[2])

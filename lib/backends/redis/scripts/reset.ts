@@ -11,11 +11,13 @@
  * KEYS[4]     dead    HASH    dead letters (unlinked)
  * KEYS[5]     deadz   ZSET    dead-letter order (unlinked)
  * KEYS[6]     wake    STREAM  bumped
- * KEYS[7+2p]  leased  ZSET    the leased set of partition p (every partition; unlinked)
- * KEYS[8+2p]  avail   ZSET    the retry set of partition p (unlinked)
+ * KEYS[7]     deadt   ZSET    dead letters by time (unlinked)
+ * KEYS[8+2p]  leased  ZSET    the leased set of partition p (every partition; unlinked)
+ * KEYS[9+2p]  avail   ZSET    the retry set of partition p (unlinked)
  *
  * ARGV[1]    mode   'end' (after each partition's high watermark, read here) | 'after'
- * ARGV[2+p]         mode 'after': the last sequence of partition p to skip (missing = 0)
+ * ARGV[2+p]         mode 'after': the last sequence of partition p to skip (missing = 0);
+ *                   never below the partition's trim point (includes/start.ts)
  *
  * Returns 1.
  * Errors:
@@ -35,9 +37,9 @@ export const RESET =
 local gone = missing(KEYS[1], KEYS[2])
 if gone then return rheoError(gone) end
 local P = tonumber(redis.call('HGET', KEYS[1], 'partitions'))
-redis.call('UNLINK', KEYS[3], KEYS[4], KEYS[5])
+redis.call('UNLINK', KEYS[3], KEYS[4], KEYS[5], KEYS[7])
 for p = 0, P - 1 do
-  redis.call('UNLINK', KEYS[7 + 2 * p], KEYS[8 + 2 * p])
+  redis.call('UNLINK', KEYS[8 + 2 * p], KEYS[9 + 2 * p])
   startAfter(KEYS[1], KEYS[2], p, ARGV[1], ARGV[2 + p])
   -- A rewind left unfinished by a replay is superseded.
   redis.call('HDEL', KEYS[2], 'rw:' .. p)

@@ -2,7 +2,8 @@
  * settle: ack / nack / reject leases of one group, each fenced and applied in the
  * same step. Dead-lettering and the retry delay follow the STORED attempt, and a
  * dead letter is filed under the STORED event id: the lease object's copies are not
- * trusted. An ack (or dead letter) at frontier + 1 walks the frontier, bounded by
+ * trusted. An id is unique among a stream's live events, but a trimmed id can be
+ * appended again as a new event: its dead letter then replaces the old event's. An ack (or dead letter) at frontier + 1 walks the frontier, bounded by
  * `budget` records for the whole call; a walk cut short is finished by tidy. The
  * backend sends at most 100 ops per call, every call of one bulk settle in one pipeline.
  *
@@ -13,9 +14,10 @@
  * KEYS[5]     deadz   ZSET    dead letters in (partition, sequence) order (written)
  * KEYS[6]     wake    STREAM  bumped when a nack makes an event available again, and on any
  *                             settle in a partition-ordered group (the next event became claimable)
- * KEYS[7+3j]  leased  ZSET    the leased set of the partition in slot j (settled ones removed)
- * KEYS[8+3j]  avail   ZSET    its retry set (a nacked sequence added, due at now + delay)
- * KEYS[9+3j]  log     STREAM  its log (read: the stored event id of a dead letter)
+ * KEYS[7]     deadt   ZSET    dead letters by the time they were dead-lettered (written)
+ * KEYS[8+3j]  leased  ZSET    the leased set of the partition in slot j (settled ones removed)
+ * KEYS[9+3j]  avail   ZSET    its retry set (a nacked sequence added, due at now + delay)
+ * KEYS[10+3j] log     STREAM  its log (read: the stored event id of a dead letter)
  *
  * ARGV[1]     now     ms
  * ARGV[2]     budget  records the frontier walk may look at in this call
@@ -92,22 +94,31 @@ for b = 4 + nd, #ARGV, 8 do
       if kind == 'a' then
         terminal(p, seq, k, att)
       elseif kind == 'r' or att >= maxAttempts then
-        local id = entryField(logEntry(KEYS[9 + 3 * j], seq), 'i') or ''
+        local id = entryField(logEntry(KEYS[10 + 3 * j], seq), 'i') or ''
+        -- The same id dead-lettered at another position: a trimmed event's, replaced.
+        local old = redis.call('HGET', KEYS[4], id)
+        if old then
+          local oldP, oldSeq = deadRecordPosition(old)
+          if tonumber(oldP) ~= tonumber(p) or tonumber(oldSeq) ~= tonumber(seq) then
+            redis.call('ZREM', KEYS[5], deadMember(oldP, oldSeq, id))
+          end
+        end
         redis.call('HSET', KEYS[4], id, deadRecord(p, seq, att, now, ARGV[b + 6]))
         redis.call('ZADD', KEYS[5], 0, deadMember(p, seq, id))
+        redis.call('ZADD', KEYS[7], now, id)
         terminal(p, seq, k, att)
       else
         local delay = ARGV[b + 7]
         if delay == '' then delay = ARGV[3 + math.min(att, nd)] or '0' end
         redis.call('HSET', KEYS[3], k, availableRecord(att))
-        redis.call('ZADD', KEYS[8 + 3 * j], now + tonumber(delay), seq)
+        redis.call('ZADD', KEYS[9 + 3 * j], now + tonumber(delay), seq)
         woke = true
       end
       out[#out + 1] = 'ok'
     end
   end
 end
-for j, seqs in pairs(unleased) do chunked('ZREM', KEYS[7 + 3 * j], seqs, 1000) end
+for j, seqs in pairs(unleased) do chunked('ZREM', KEYS[8 + 3 * j], seqs, 1000) end
 saveFrontiers(KEYS[2])
 if woke then wake(KEYS[6]) end
 out[#out + 1] = cut and 1 or 0

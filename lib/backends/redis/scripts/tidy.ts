@@ -9,15 +9,18 @@
  * Everything from the cursor up is then fresh and everything below is as it was,
  * which is exactly the state a replay to (cursor - 1) would leave: a consistent
  * state after every slice, and any lease on a cleared sequence is stale at once.
+ * A rewind never goes below the partition's trim point (a forced trim raises the
+ * target; this reads the point again in case it moved since).
  *
- * KEYS[1]     meta    HASH    the stream's meta (existence)
+ * KEYS[1]     meta    HASH    the stream's meta (existence, lw:<p>)
  * KEYS[2]     cfg     HASH    the group's positions (read; written: c:, f:, rw: removed when done)
  * KEYS[3]     dl      HASH    delivery records (cleared ones and walked-over ones removed)
  * KEYS[4]     dead    HASH    dead letters (cleared ones removed)
  * KEYS[5]     deadz   ZSET    dead-letter order (cleared ones removed)
  * KEYS[6]     wake    STREAM  bumped when a rewind finished or a frontier moved
- * KEYS[7+2j]  leased  ZSET    the leased set of the partition in slot j (cleared ones removed)
- * KEYS[8+2j]  avail   ZSET    its retry set (cleared ones removed)
+ * KEYS[7]     deadt   ZSET    dead letters by time (cleared ones removed)
+ * KEYS[8+2j]  leased  ZSET    the leased set of the partition in slot j (cleared ones removed)
+ * KEYS[9+2j]  avail   ZSET    its retry set (cleared ones removed)
  *
  * ARGV[1]    budget     records and dead letters this call may look at or drop
  * ARGV[2+j]  partition  the partition of slot j
@@ -32,6 +35,7 @@ import { DEAD_LETTER } from './includes/dead-letter';
 import { ERROR } from './includes/error';
 import { FRONTIER } from './includes/frontier';
 import { RECORD } from './includes/record';
+import { TRIM_POINT } from './includes/trim-point';
 import { WAKE } from './includes/wake';
 
 export const TIDY =
@@ -41,6 +45,7 @@ export const TIDY =
   RECORD +
   FRONTIER +
   DEAD_LETTER +
+  TRIM_POINT +
   WAKE +
   `
 local gone = missing(KEYS[1], KEYS[2])
@@ -77,6 +82,7 @@ local function rewind(p, f, c, t, leased, avail)
   if #ids > 0 then
     chunked('HDEL', KEYS[4], ids, 500)
     chunked('ZREM', KEYS[5], members, 500)
+    chunked('ZREM', KEYS[7], ids, 500)
   end
   f = math.min(f, newc - 1)
   redis.call('HSET', KEYS[2], 'c:' .. p, newc, 'f:' .. p, f)
@@ -96,7 +102,8 @@ for j = 0, #ARGV - 2 do
     local f, c = tonumber(v[1]), tonumber(v[2])
     local more = false
     if v[3] then
-      f, c, more = rewind(p, f, c, tonumber(v[3]), KEYS[7 + 2 * j], KEYS[8 + 2 * j])
+      local t = math.max(tonumber(v[3]), trimPoint(KEYS[1], p))
+      f, c, more = rewind(p, f, c, t, KEYS[8 + 2 * j], KEYS[9 + 2 * j])
       woke = woke or not more
     end
     if not more then

@@ -8,7 +8,11 @@
  *   5-digit partition and 16-digit sequence, so lexicographic order is
  *   (partition, sequence) order.
  *
- * `deadRecord(p, seq, att, at, reason)`, `deadRecordPosition(rec)` -> p, seq (strings);
+ * - ZSET `deadt`: event id scored by `at`, the time it was dead-lettered (what a
+ *   purge by time reads; layout 2, see ../purge.ts for data written before it).
+ *
+ * `deadRecord(p, seq, att, at, reason)`, `deadRecordPosition(rec)` -> p, seq (strings),
+ * `deadRecordTime(rec)` -> at (number);
  * `deadMember(p, seq, id)`, `deadPosition(p, seq)` (a member's prefix: a range bound),
  * `deadMemberPartition(m)`, `deadMemberSequence(m)` (numbers), `deadMemberId(m)`.
  *
@@ -21,6 +25,9 @@ local function deadRecord(p, seq, att, at, reason)
 end
 local function deadRecordPosition(rec)
   return string.match(rec, '^(%d+)|(%d+)|')
+end
+local function deadRecordTime(rec)
+  return tonumber(string.match(rec, '^%d+|%d+|%d+|(%d+)|'))
 end
 -- Dead letters are ordered by this member of deadz: 5-digit partition, 16-digit sequence, event id.
 local function deadPosition(p, seq)

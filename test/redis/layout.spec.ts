@@ -1,0 +1,190 @@
+import Redis from 'ioredis';
+import { ManualClock, Rheo, RheoError, redisBackend } from '../../lib';
+import { LAYOUT_VERSION } from '../../lib/backends/redis/layout';
+import { deleteKeys, freshPrefix, REDIS_URL } from './support';
+
+// The layout version key, and data of layout 1 (written before the key existed)
+// read and upgraded online by this code.
+const admin = new Redis(REDIS_URL);
+const prefixes: string[] = [];
+const prefixFor = (label: string) => {
+  const p = freshPrefix(`layout-${label}`);
+  prefixes.push(p);
+  return p;
+};
+
+afterAll(async () => {
+  admin.disconnect();
+  for (const p of prefixes) await deleteKeys(p);
+});
+
+async function keysUnder(prefix: string): Promise<string[]> {
+  return (await admin.keys(`${prefix}:*`)).sort();
+}
+
+async function initError(prefix: string): Promise<RheoError> {
+  const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
+  try {
+    const err = await rheo.createStream('s').then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(RheoError);
+    return err as RheoError;
+  } finally {
+    await rheo.close();
+  }
+}
+
+describe('redis layout version', () => {
+  it('is 2, and init records it under an empty prefix', async () => {
+    expect(LAYOUT_VERSION).toBe(2);
+    const prefix = prefixFor('fresh');
+    const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
+    try {
+      await rheo.init();
+      expect(await admin.get(`${prefix}:layout`)).toBe('2');
+      // Not inside any stream's hash tag: one key for the whole prefix.
+      await rheo.createStream('s');
+      expect((await keysUnder(prefix)).filter((k) => !k.includes('{'))).toEqual([`${prefix}:layout`, `${prefix}:streams`]);
+    } finally {
+      await rheo.close();
+    }
+  });
+
+  it('refuses at init a layout newer than this code knows, writing nothing', async () => {
+    const prefix = prefixFor('newer');
+    await admin.set(`${prefix}:layout`, '3');
+    const err = await initError(prefix);
+    expect(err.code).toBe('failed');
+    expect(err.message).toBe(`Redis layout version 3 at prefix ${prefix} is newer than this nestjs-rheo knows (2): upgrade nestjs-rheo`);
+    expect(await keysUnder(prefix)).toEqual([`${prefix}:layout`]);
+    expect(await admin.get(`${prefix}:layout`)).toBe('3');
+    // Every later call refuses the same way (init is tried again, not remembered as done).
+    expect((await initError(prefix)).message).toMatch(/newer than this nestjs-rheo knows/);
+  });
+
+  it('refuses a layout key that holds no version', async () => {
+    const prefix = prefixFor('garbage');
+    await admin.set(`${prefix}:layout`, 'v2-beta');
+    const err = await initError(prefix);
+    expect(err.code).toBe('failed');
+    expect(err.message).toMatch(new RegExp(`${prefix}:layout holds "v2-beta", not a layout version`));
+    expect(await keysUnder(prefix)).toEqual([`${prefix}:layout`]);
+  });
+
+  it('records 2 over an older version', async () => {
+    const prefix = prefixFor('older');
+    await admin.set(`${prefix}:layout`, '1');
+    const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
+    try {
+      await rheo.init();
+      expect(await admin.get(`${prefix}:layout`)).toBe('2');
+    } finally {
+      await rheo.close();
+    }
+  });
+});
+
+describe('redis data of layout 1 (frozen: keys as the layout-1 scripts wrote them)', () => {
+  const T = Date.UTC(2026, 0, 1);
+  const clock = new ManualClock(T + 60_000);
+  const prefix = prefixFor('v1');
+  const base = `${prefix}:{orders}`;
+  const g = `${base}:g:billing`;
+  const id = (p: number, s: number) => `evt-${p}-${s}`;
+
+  /**
+   * Stream `orders`, 2 partitions (5 and 3 events), group `billing`: partition 0 acked up
+   * to 2, 3 leased (expired at T + 30 s), 4 dead-lettered, 5 never offered; partition 1
+   * never offered. No layout key, no trim points, no retention, no dead-letter time index.
+   */
+  async function writeLayout1(): Promise<void> {
+    const m = admin.multi();
+    m.hset(`${base}:meta`, 'partitions', '2', 'createdAt', String(T), 'hw:0', '5', 'hw:1', '3');
+    for (const [p, n] of [
+      [0, 5],
+      [1, 3],
+    ]) {
+      for (let s = 1; s <= n; s++) {
+        m.xadd(
+          `${base}:log:${p}`,
+          `0-${s}`,
+          'i',
+          id(p, s),
+          't',
+          String(T + s * 1000),
+          'm',
+          '{}',
+          'd',
+          JSON.stringify({ p, s }),
+          'y',
+          'order',
+        );
+        m.hset(`${base}:ids`, id(p, s), `${p}:${s}`);
+      }
+    }
+    m.sadd(`${base}:groups`, 'billing');
+    m.hset(`${g}:cfg`, 'maxAttempts', '3', 'ri', '1000', 'rf', '2', 'rm', '60000', 'ord', 'none', 'createdAt', String(T), 'rr', '0');
+    m.hset(`${g}:cfg`, 'f:0', '2', 'c:0', '5', 'f:1', '0', 'c:1', '1');
+    m.hset(`${g}:dl`, '0:3', `L|1|old-lease|${T + 30_000}`, '0:4', 'T|2||0');
+    m.zadd(`${g}:leased:0`, String(T + 30_000), '3');
+    m.hset(`${g}:dead`, id(0, 4), `0|4|2|${T + 10_000}|poison`);
+    m.zadd(`${g}:deadz`, '0', `00000:0000000000000004:${id(0, 4)}`);
+    m.sadd(`${prefix}:streams`, 'orders');
+    await m.exec();
+  }
+
+  it('is read as it is, upgraded online (layout key, dead-letter time index), and trims', async () => {
+    await writeLayout1();
+    const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix, clock }));
+    try {
+      await rheo.init();
+      expect(await admin.get(`${prefix}:layout`)).toBe('2');
+      expect(await rheo.listStreams()).toEqual([{ name: 'orders', partitions: 2, createdAt: new Date(T) }]);
+      expect(await rheo.lag('orders', 'billing')).toMatchObject({ lag: 6, partitions: [{ frontier: 2 }, { frontier: 0 }] });
+      expect((await rheo.deadLetters('orders', 'billing')).map((d) => [d.eventId, d.reason, d.event?.id])).toEqual([
+        [id(0, 4), 'poison', id(0, 4)],
+      ]);
+
+      // The expired lease comes back with its next attempt; the rest is fresh.
+      const leases = await rheo.fetch('orders', 'billing', { limit: 10 });
+      expect(leases.map((l) => [l.event.id, l.attempt])).toEqual([
+        [id(0, 3), 2],
+        [id(1, 1), 1],
+        [id(0, 5), 1],
+        [id(1, 2), 1],
+        [id(1, 3), 1],
+      ]);
+      await rheo.settleMany(leases.map((lease) => ({ kind: 'ack' as const, lease })));
+      expect((await rheo.lag('orders', 'billing')).lag).toBe(0);
+
+      // A purge by time finds the old dead letter: the time index is built from `dead` first.
+      expect(await admin.exists(`${g}:deadt`)).toBe(0);
+      expect(await rheo.purgeDeadLetters('orders', 'billing', { before: new Date(T + 10_000) })).toBe(0);
+      expect(await admin.zscore(`${g}:deadt`, id(0, 4))).toBe(String(T + 10_000));
+      expect(await rheo.purgeDeadLetters('orders', 'billing', { before: new Date(T + 10_001) })).toBe(1);
+      expect(await rheo.deadLetters('orders', 'billing')).toEqual([]);
+
+      // Retention and trim work on it.
+      await rheo.setRetention('orders', { maxEvents: 1 });
+      expect(await rheo.trim('orders')).toEqual({
+        stream: 'orders',
+        removed: 6,
+        partitions: [
+          { partition: 0, trimmedTo: 4 },
+          { partition: 1, trimmedTo: 2 },
+        ],
+        skipped: { billing: 0 },
+      });
+      expect(await admin.hlen(`${base}:ids`)).toBe(2);
+      // The idempotency window is the retention: a trimmed id appended again is a new event.
+      const again = await rheo.append('orders', { id: id(0, 1), partition: 0, payload: 'again' });
+      expect([again.partition, again.sequence]).toEqual([0, 6]);
+      const kept = await rheo.append('orders', { id: id(0, 5), partition: 0, payload: 'ignored' });
+      expect([kept.sequence, kept.payload]).toEqual([5, { p: 0, s: 5 }]);
+    } finally {
+      await rheo.close();
+    }
+  });
+});

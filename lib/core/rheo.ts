@@ -74,6 +74,7 @@ export class Rheo {
   readonly backend: Backend;
   private readonly maxPayloadBytes: number;
   private ready?: Promise<void>;
+  private readonly streams = new Map<string, StreamInfo>();
 
   constructor(backend: Backend, options: RheoOptions = {}) {
     if (!backend || typeof backend.fetch !== 'function') throw RheoError.invalid('backend', 'must be a Backend');
@@ -94,7 +95,22 @@ export class Rheo {
     return this.ready;
   }
 
+  /**
+   * The stream's registration, for its partition count: looked up once, then
+   * remembered (a stream's partitions never change and streams are never
+   * deleted), so appends, fetches and reads cost no extra round trip. Its
+   * `retention` may be stale: {@link freshStream} reads that.
+   */
   private async stream(name: string): Promise<StreamInfo> {
+    const known = this.streams.get(name);
+    if (known) return known;
+    const info = await this.freshStream(name);
+    this.streams.set(name, info);
+    return info;
+  }
+
+  /** The stream's registration as the store has it now (retention included). */
+  private async freshStream(name: string): Promise<StreamInfo> {
     const info = await this.backend.getStream(name);
     if (!info) throw new RheoError('stream_not_found', `stream "${name}" does not exist`);
     return info;
@@ -123,7 +139,7 @@ export class Rheo {
     try {
       return await this.backend.createStream(stream, partitions, retention && !keepsEverything(retention) ? retention : undefined);
     } catch (err) {
-      if (options.ifNotExists && err instanceof RheoError && err.code === 'already_exists') return this.stream(stream);
+      if (options.ifNotExists && err instanceof RheoError && err.code === 'already_exists') return this.freshStream(stream);
       throw err;
     }
   }
@@ -170,7 +186,7 @@ export class Rheo {
     checkName('stream', stream);
     const { force } = checkTrimOptions(options);
     await this.init();
-    const info = await this.stream(stream);
+    const info = await this.freshStream(stream);
     const retention = info.retention ?? {};
     const before = retention.maxAgeMs === undefined ? undefined : new Date(this.backend.clock.now() - retention.maxAgeMs);
     return this.backend.trim({ stream, before, maxEvents: retention.maxEvents, force });

@@ -1,4 +1,5 @@
-// `npm run bench -- <backend>`: runs bench/<backend>.ts's `main()`.
+// `npm run bench -- <backend>`: runs bench/<backend>.ts's `main()`, with the
+// arguments after the name (`npm run bench -- scale postgres --events 100000`).
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -15,14 +16,14 @@ function available(): string[] {
 async function run(): Promise<void> {
   const name = process.argv[2];
   if (!name || !/^[a-z0-9-]+$/.test(name) || NOT_BENCHES.has(name) || !existsSync(join(__dirname, `${name}.ts`))) {
-    console.error(`usage: npm run bench -- <backend>   (one of: ${available().join(', ')})`);
+    console.error(`usage: npm run bench -- <bench> [arguments]   (one of: ${available().join(', ')}; scale takes a backend)`);
     process.exitCode = 2;
     return;
   }
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const bench = require(join(__dirname, name)) as { main?: () => Promise<void> };
+  const bench = require(join(__dirname, name)) as { main?: (args: string[]) => Promise<void> };
   if (typeof bench.main !== 'function') throw new Error(`bench/${name}.ts exports no main()`);
-  await bench.main();
+  await bench.main(process.argv.slice(3));
 }
 
 run().catch((err: unknown) => {

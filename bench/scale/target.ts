@@ -1,0 +1,105 @@
+// The store under test, built the way the other benches build it: a fresh
+// PostgreSQL schema, Redis key prefix or SQLite file per run, dropped afterwards.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Redis from 'ioredis';
+import { Client } from 'pg';
+import { MemoryBackend, postgresBackend, redisBackend, Rheo, sqliteBackend } from '../../lib';
+import type { BackendName } from './options';
+
+export const PG_URL = process.env.RHEO_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const REDIS_URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export interface ScaleTarget {
+  rheo: Rheo;
+  /**
+   * What the store's own housekeeping would have done by now in production,
+   * done at once after a bulk step (the bench loads in seconds what production
+   * writes over hours). PostgreSQL: VACUUM ANALYZE of the run's schema, since
+   * plans and index scans depend on it (and autovacuum may be off, as it is on
+   * the test server). The others need none.
+   */
+  maintain(): Promise<void>;
+  /** Facts about the store that move the figures, for the config line. */
+  describe(): Promise<Record<string, unknown>>;
+  /** Close the store and remove what the run created. */
+  dispose(): Promise<void>;
+}
+
+export async function openTarget(name: BackendName): Promise<ScaleTarget> {
+  switch (name) {
+    case 'memory':
+      return closing(new Rheo(new MemoryBackend()), async () => undefined);
+    case 'sqlite': {
+      const dir = mkdtempSync(join(tmpdir(), 'rheo-scale-sqlite-'));
+      return closing(new Rheo(sqliteBackend({ database: join(dir, 'rheo.db') })), async () =>
+        rmSync(dir, { recursive: true, force: true }),
+      );
+    }
+    case 'postgres': {
+      const schema = `rheo_scale_${process.pid}`;
+      return {
+        ...closing(new Rheo(postgresBackend({ url: PG_URL, schema })), () => dropSchema(schema)),
+        maintain: () => vacuumAnalyze(schema),
+        describe: async () => ({ autovacuum: await withClient((c) => c.query('SHOW autovacuum')).then((r) => r.rows[0]?.autovacuum) }),
+      };
+    }
+    case 'redis': {
+      const prefix = `rheo-scale:${process.pid}`;
+      return closing(new Rheo(redisBackend({ url: REDIS_URL, prefix })), () => dropKeys(prefix));
+    }
+  }
+}
+
+function closing(rheo: Rheo, cleanup: () => Promise<void>): ScaleTarget {
+  return {
+    rheo,
+    maintain: async () => undefined,
+    describe: async () => ({}),
+    dispose: async () => {
+      try {
+        await rheo.close();
+      } finally {
+        await cleanup();
+      }
+    },
+  };
+}
+
+async function withClient<T>(fn: (c: Client) => Promise<T>): Promise<T> {
+  const c = new Client({ connectionString: PG_URL });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+/** One table at a time: VACUUM takes no list across schemas, and a database-wide one would touch other users' tables. */
+async function vacuumAnalyze(schema: string): Promise<void> {
+  await withClient(async (c) => {
+    const { rows } = await c.query<{ t: string }>(`SELECT tablename AS t FROM pg_tables WHERE schemaname = $1`, [schema]);
+    for (const { t } of rows) await c.query(`VACUUM (ANALYZE) "${schema}"."${t.replace(/"/g, '""')}"`);
+  });
+}
+
+async function dropSchema(schema: string): Promise<void> {
+  await withClient((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
+}
+
+async function dropKeys(prefix: string): Promise<void> {
+  const redis = new Redis(REDIS_URL);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      // UNLINK: a 1M-entry stream is freed in the background, not while Redis serves others.
+      if (keys.length) await redis.unlink(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}

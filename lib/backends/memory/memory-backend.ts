@@ -95,7 +95,7 @@ interface MemStream {
 }
 
 /** Events a trim frees between two yields to the event loop: a claim waits at most this much work. */
-const TRIM_CHUNK = 5000;
+const TRIM_CHUNK = 1000;
 
 const STALE = (what: string) => new RheoError('stale_lease', `${what}: the lease is no longer held (expired, settled or replaced)`);
 

@@ -19,6 +19,15 @@ async function until(cond: () => Promise<boolean> | boolean, tries = 200): Promi
   throw new Error('condition not reached');
 }
 
+/** A fresh schema with the tables installed (by a backend with install 'auto', closed since). */
+async function installed(label: string): Promise<string> {
+  const schema = freshSchema(label);
+  const installer = postgresBackend({ url: PG_URL, schema, poolSize: 1 });
+  await installer.init();
+  await installer.close();
+  return schema;
+}
+
 let admin: DataSource;
 beforeAll(async () => {
   admin = await pgDataSource(1);
@@ -94,8 +103,9 @@ describe('postgres: the LISTEN connection', () => {
     const app = `rheo-listen-test-${random()}`;
     const ds = new DataSource({ type: 'postgres', url: PG_URL, poolSize: 1, extra: { application_name: app } });
     await ds.initialize();
-    // install 'none': the listener needs no tables, and nothing is created.
-    const backend = typeormBackend({ dataSource: ds, schema: freshSchema('listen'), install: 'none' }) as PostgresBackend;
+    // install 'none' (another backend installed the tables): the listener creates nothing.
+    const schema = await installed('listen');
+    const backend = typeormBackend({ dataSource: ds, schema, install: 'none' }) as PostgresBackend;
     try {
       await backend.listen();
       await until(
@@ -105,11 +115,12 @@ describe('postgres: the LISTEN connection', () => {
     } finally {
       await backend.close();
       await ds.destroy();
+      await dropSchema(schema);
     }
   });
 
   it('has TCP keepalive on, as the kernel sees its socket', async () => {
-    const schema = freshSchema('keepalive');
+    const schema = await installed('keepalive');
     const app = `rheo_listener_${schema}`; // the DataSource sets no name: the listener's own
     const ds = new DataSource({ type: 'postgres', url: PG_URL, poolSize: 1 });
     await ds.initialize();
@@ -140,6 +151,7 @@ describe('postgres: the LISTEN connection', () => {
     } finally {
       await backend.close();
       await ds.destroy();
+      await dropSchema(schema);
     }
   });
 

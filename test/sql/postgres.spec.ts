@@ -289,12 +289,20 @@ describe('postgres backend', () => {
           [s],
         );
         expect(tables.map((t: { table_name: string }) => t.table_name)).toEqual([
+          'rheo_dead_letters',
           'rheo_deliveries',
           'rheo_events',
           'rheo_group_partitions',
           'rheo_groups',
+          'rheo_jobs',
           'rheo_partitions',
+          'rheo_schema_version',
           'rheo_streams',
+        ]);
+        // Every version recorded once, whoever applied it.
+        expect(await sources[0].query(`SELECT version, name FROM "${s}".rheo_schema_version ORDER BY version`)).toEqual([
+          { version: 1, name: 'initial' },
+          { version: 2, name: 'flat-cost' },
         ]);
         const r = new Rheo(backends[3]);
         await r.createStream('x');
@@ -306,7 +314,7 @@ describe('postgres backend', () => {
       }
     });
 
-    it("rheoMigrations create the same tables for hosts that run migrations (install: 'none'), and undo drops them", async () => {
+    it("rheoMigrations create the same tables for hosts that run migrations (install: 'none'), one class per version; undo reverses each", async () => {
       const s = freshSchema('mig');
       const d = new DataSource({
         type: 'postgres',
@@ -317,7 +325,9 @@ describe('postgres backend', () => {
       });
       await d.initialize();
       try {
-        await d.runMigrations();
+        const ran = await d.runMigrations();
+        expect(ran.map((m) => m.name)).toEqual(['RheoCreateTables1764374400000', 'RheoFlatCost1796083200000']);
+        expect(await d.query(`SELECT version FROM "${s}".rheo_schema_version ORDER BY version`)).toEqual([{ version: 1 }, { version: 2 }]);
         const r = new Rheo(typeormBackend({ dataSource: d, schema: s, install: 'none' }));
         await r.createStream('m');
         await r.createGroup('m', 'g');
@@ -325,7 +335,29 @@ describe('postgres backend', () => {
         const [l] = await r.fetch('m', 'g');
         await r.ack(l);
         expect((await r.lag('m', 'g')).lag).toBe(0);
+        // A dead letter, to see version 2's down carry it back.
+        await r.append('m', { payload: 'poison' });
+        const [poison] = await r.fetch('m', 'g');
+        await r.reject(poison, { reason: 'bad' });
         await r.close();
+
+        await d.undoLastMigration();
+        // Back to version 1: its six tables and the record, the dead letter a 'dead' delivery again.
+        expect(await d.query(`SELECT version FROM "${s}".rheo_schema_version`)).toEqual([{ version: 1 }]);
+        expect(await d.query(`SELECT state, reason FROM "${s}".rheo_deliveries`)).toEqual([{ state: 'dead', reason: 'bad' }]);
+        const v1 = await d.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name`, [s]);
+        expect(v1.map((t: { table_name: string }) => t.table_name)).toEqual([
+          'rheo_deliveries',
+          'rheo_events',
+          'rheo_group_partitions',
+          'rheo_groups',
+          'rheo_partitions',
+          'rheo_schema_version',
+          'rheo_streams',
+        ]);
+        // This release refuses to run on version 1 without installing.
+        expect(await code(new Rheo(typeormBackend({ dataSource: d, schema: s, install: 'none' })).createStream('n'))).toBe('failed');
+
         await d.undoLastMigration();
         const left = await d.query(`SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = $1`, [s]);
         expect(left).toEqual([{ n: 0 }]);
@@ -402,16 +434,23 @@ describe('postgres backend', () => {
     });
 
     it('a server that went away mid-life is backend_unavailable, and the backend recovers when it is back', async () => {
-      const own = postgresBackend({ url: PG_URL, schema, poolSize: 1 });
-      const r = new Rheo(own);
-      await r.createStream('flaky', { ifNotExists: true });
-      // Kill every connection of that pool (application_name 'rheo'), as a server restart would.
-      await ds.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'rheo' AND pid <> pg_backend_pid()`);
-      await until(async () => (await ds.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = 'rheo'`)).length === 0);
-      const first = await code(r.append('flaky', { payload: 1 }));
-      expect(['ok', 'backend_unavailable', 'ambiguous']).toContain(first);
-      expect(await code(r.append('flaky', { payload: 2 }))).toBe('ok');
-      await r.close();
+      // Its own pool under its own name: killing it must not touch any other process's connections.
+      const app = `rheo_flaky_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+      const own = new DataSource({ type: 'postgres', url: PG_URL, poolSize: 1, applicationName: app });
+      await own.initialize();
+      const r = new Rheo(typeormBackend({ dataSource: own, schema }));
+      try {
+        await r.createStream('flaky', { ifNotExists: true });
+        // Kill every connection of that pool, as a server restart would.
+        await ds.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [app]);
+        await until(async () => (await ds.query(`SELECT 1 FROM pg_stat_activity WHERE application_name = $1`, [app])).length === 0);
+        const first = await code(r.append('flaky', { payload: 1 }));
+        expect(['ok', 'backend_unavailable', 'ambiguous']).toContain(first);
+        expect(await code(r.append('flaky', { payload: 2 }))).toBe('ok');
+      } finally {
+        await r.close();
+        await own.destroy();
+      }
     });
 
     it('maps driver errors to the portable vocabulary', () => {

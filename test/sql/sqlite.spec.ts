@@ -104,10 +104,29 @@ describe('sqlite backend', () => {
       const [l] = await r.fetch('m', 'g');
       await r.ack(l);
       expect((await r.lag('m', 'g')).lag).toBe(0);
+      expect(await d.query(`SELECT version, name FROM rheo_schema_version ORDER BY version`)).toEqual([
+        { version: 1, name: 'initial' },
+        { version: 2, name: 'dead-letters-retention' },
+      ]);
       await r.close();
+      // Each version's down undoes it: version 2's leaves version 1's tables, version 1's leaves nothing.
       await d.undoLastMigration();
-      const left = await d.query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rheo_%'`);
-      expect(left).toEqual([]);
+      const tables = async () =>
+        (await d.query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rheo_%' ORDER BY name`)).map(
+          (x: { name: string }) => x.name,
+        );
+      expect(await tables()).toEqual([
+        'rheo_deliveries',
+        'rheo_events',
+        'rheo_group_partitions',
+        'rheo_groups',
+        'rheo_partitions',
+        'rheo_schema_version',
+        'rheo_streams',
+      ]);
+      expect(await d.query(`SELECT version FROM rheo_schema_version`)).toEqual([{ version: 1 }]);
+      await d.undoLastMigration();
+      expect(await tables()).toEqual([]);
     } finally {
       await d.destroy();
     }

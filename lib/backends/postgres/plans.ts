@@ -1,21 +1,27 @@
-// Every SQL statement of the PostgreSQL backend, in one place (pg-boss's plans.js
-// style). Values are always bound parameters; the only spliced text is the table
+// Every SQL statement of the PostgreSQL backend's hot path and registrations, in
+// one place (pg-boss's plans.js style); trim, purge and turns are in
+// retention-plans.ts, the query compiler in query-plan.ts, the DDL in schema.ts.
+// Values are always bound parameters; the only spliced text is the table
 // identifiers, built from a validated, quoted schema name (sql/names.ts).
 //
-// Storage model (shared with SQLite, see docs/sql.md):
-// - rheo_partitions.hwm is the last sequence allocated in a partition (its high watermark);
+// Storage model (schema version 2, shared with SQLite, see docs/sql.md):
+// - rheo_partitions.hwm is the last sequence allocated in a partition (its high
+//   watermark); trimmed_to the trim point (every event at or below it is gone, or
+//   going: see trim); ts_max the highest timestamp appended so far;
 // - rheo_group_partitions.cursor is the first sequence not yet offered to the group:
 //   events from the cursor up need no per-group row (lazy materialisation), so an
-//   append costs the same whatever the number of groups;
-// - rheo_deliveries holds one row per offered, not yet acked event of a group:
-//   state 'available' (due_at = when it may be claimed), 'leased' (due_at = lease
-//   expiry) or 'dead'. An ack deletes the row, so the table stays as small as the
-//   work in flight;
+//   append costs the same whatever the number of groups. The cursor in effect is
+//   GREATEST(cursor, trimmed_to + 1): a group never reaches below the trim point;
+// - rheo_deliveries holds one row per offered event of a group that is still in
+//   flight: state 'available' (due_at = when it may be claimed) or 'leased'
+//   (due_at = lease expiry). An ack deletes the row; a dead letter moves it to
+//   rheo_dead_letters. So the table stays as small as the work in flight, and the
+//   hot path never reads a dead letter;
 // - the frontier is therefore derived, never stored: the sequence before the first
-//   non-dead delivery, or cursor - 1 when there is none. No settle ever has to walk
-//   it, and concurrent settles from many processes cannot leave it behind.
+//   delivery above the trim point, or the cursor in effect - 1 when there is none.
+//   No settle ever has to walk it, and concurrent settles from many processes
+//   cannot leave it behind.
 import type { TableNames } from '../sql/names';
-import type { ColumnQuery } from '../sql/query-filter';
 import type {
   DbCount,
   DbDeadLetter,
@@ -28,9 +34,14 @@ import type {
   DbPosition,
   DbStream,
 } from '../sql/rows';
-import { returning, Sql } from '../sql/statement';
+import { returning } from '../sql/statement';
 
 // Rows only PostgreSQL's statements return. int columns arrive as numbers, bigint and count(*) as strings.
+
+/** A partition's high watermark and trim point (highWatermarks). */
+export interface DbTrimmedWatermark extends DbHighWatermark {
+  trimmed_to: DbInt;
+}
 
 /** Per partition, the last sequence before a time (lastBefore). */
 export interface DbLastBefore {
@@ -43,6 +54,13 @@ export interface DbLastBefore {
  * stored under its id (the whole event), or one stored now (only its sequence).
  */
 export type DbAppended = { ord: DbInt; woke: DbInt } & (DbEvent | (DbNulls<Omit<DbEvent, 'sequence'>> & { sequence: DbInt }));
+
+/** A partition's first sequence of an appended batch, minus one (appendFresh). */
+export interface DbAllocated {
+  partition: number;
+  base: DbInt;
+  woke: DbInt;
+}
 
 /** A delivery a claim leased (fetch, fetchOrdered): its event, attempt and new lease id. */
 export interface DbClaimed extends DbEvent {
@@ -67,84 +85,6 @@ export interface DbRedriven {
   woke: DbInt;
 }
 
-/** DDL, idempotent: safe to run at every start, under the install lock. */
-export function pgInstall(schema: string, t: TableNames): string[] {
-  const s = `"${schema.replace(/"/g, '""')}"`;
-  const literal = `'${schema.replace(/'/g, "''")}'`;
-  return [
-    // Not CREATE SCHEMA IF NOT EXISTS: that checks the CREATE privilege on the database even when
-    // the schema exists, and a role that was given an existing schema must still be able to install.
-    `DO $$ BEGIN
-       IF NOT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = ${literal}) THEN
-         EXECUTE 'CREATE SCHEMA ${s.replace(/'/g, "''")}';
-       END IF;
-     END $$`,
-    `CREATE TABLE IF NOT EXISTS ${t.streams} (
-      name        text    PRIMARY KEY,
-      partitions  integer NOT NULL,
-      created_at  bigint  NOT NULL
-    )`,
-    `CREATE TABLE IF NOT EXISTS ${t.partitions} (
-      stream      text    NOT NULL,
-      partition   integer NOT NULL,
-      hwm         bigint  NOT NULL DEFAULT 0,
-      PRIMARY KEY (stream, partition)
-    )`,
-    // json (not jsonb) keeps payloads byte-for-byte, including key order and \\u0000.
-    `CREATE TABLE IF NOT EXISTS ${t.events} (
-      stream      text    NOT NULL,
-      partition   integer NOT NULL,
-      sequence    bigint  NOT NULL,
-      id          text    NOT NULL,
-      ts          bigint  NOT NULL,
-      key         text,
-      type        text,
-      metadata    json    NOT NULL,
-      payload     json    NOT NULL,
-      PRIMARY KEY (stream, partition, sequence),
-      UNIQUE (stream, id)
-    )`,
-    `CREATE TABLE IF NOT EXISTS ${t.groups} (
-      stream            text    NOT NULL,
-      name              text    NOT NULL,
-      max_attempts      integer NOT NULL,
-      retry_initial_ms  bigint  NOT NULL,
-      retry_factor      double precision NOT NULL,
-      retry_max_ms      bigint  NOT NULL,
-      ordering          text    NOT NULL,
-      created_at        bigint  NOT NULL,
-      PRIMARY KEY (stream, name)
-    )`,
-    `CREATE TABLE IF NOT EXISTS ${t.groupPartitions} (
-      stream      text    NOT NULL,
-      group_name  text    NOT NULL,
-      partition   integer NOT NULL,
-      cursor      bigint  NOT NULL,
-      PRIMARY KEY (stream, group_name, partition)
-    )`,
-    `CREATE TABLE IF NOT EXISTS ${t.deliveries} (
-      stream      text    NOT NULL,
-      group_name  text    NOT NULL,
-      partition   integer NOT NULL,
-      sequence    bigint  NOT NULL,
-      state       text    NOT NULL,
-      attempt     integer NOT NULL DEFAULT 0,
-      lease_id    text,
-      consumer_id text,
-      leased_at   bigint,
-      due_at      bigint  NOT NULL DEFAULT 0,
-      reason      text,
-      dead_at     bigint,
-      PRIMARY KEY (stream, group_name, partition, sequence)
-    )`,
-  ];
-}
-
-/** DDL of the down migration. */
-export function pgUninstall(t: TableNames): string[] {
-  return [t.deliveries, t.groupPartitions, t.groups, t.events, t.partitions, t.streams].map((x) => `DROP TABLE IF EXISTS ${x}`);
-}
-
 /** Serialises concurrent installs: every process of every app takes the same transaction-scoped advisory lock. */
 export const PG_INSTALL_LOCK = `SELECT pg_advisory_xact_lock(hashtext($1))`;
 
@@ -161,9 +101,12 @@ export const PG_INSTALL_LOCK = `SELECT pg_advisory_xact_lock(hashtext($1))`;
  */
 const ASYNC_COMMIT = `set_config('synchronous_commit', 'off', true) IS NOT NULL`;
 
+/** A stream's columns as every statement returns them (DbStream). */
+const STREAM_COLUMNS = `name, partitions, created_at, max_age_ms, max_events, dead_letter_max_age_ms`;
+
 /** The per-row columns of an event as every read returns them. */
 // JSON leaves as text and is parsed once in JS, the same for both dialects.
-const EVENT_COLUMNS = `e.id, e.partition, e.sequence, e.ts, e.key, e.type, e.metadata::text AS metadata, e.payload::text AS payload`;
+export const EVENT_COLUMNS = `e.id, e.partition, e.sequence, e.ts, e.key, e.type, e.metadata::text AS metadata, e.payload::text AS payload`;
 
 export function pgPlans(t: TableNames) {
   return {
@@ -171,28 +114,54 @@ export function pgPlans(t: TableNames) {
 
     // ---------------------------------------------------------------- streams and groups
 
+    /** $4..$6: the retention columns (max_age_ms, max_events, dead_letter_max_age_ms), null when unset. */
     createStream: returning<DbStream>(`
       WITH stream AS (
-        INSERT INTO ${t.streams} (name, partitions, created_at) VALUES ($1, $2, $3)
-        RETURNING name, partitions, created_at
+        INSERT INTO ${t.streams} (name, partitions, created_at, max_age_ms, max_events, dead_letter_max_age_ms)
+        VALUES ($1, $2, $3, $4, $5, $6)
+        RETURNING ${STREAM_COLUMNS}
       ), counters AS (
         INSERT INTO ${t.partitions} (stream, partition, hwm)
         SELECT $1, p, 0 FROM generate_series(0, $2 - 1) AS p
       )
-      SELECT name, partitions, created_at FROM stream`),
+      SELECT ${STREAM_COLUMNS} FROM stream`),
 
-    getStream: returning<DbStream>(`SELECT name, partitions, created_at FROM ${t.streams} WHERE name = $1`),
-    listStreams: returning<DbStream>(`SELECT name, partitions, created_at FROM ${t.streams} ORDER BY name COLLATE "C"`),
+    getStream: returning<DbStream>(`SELECT ${STREAM_COLUMNS} FROM ${t.streams} WHERE name = $1`),
+    listStreams: returning<DbStream>(`SELECT ${STREAM_COLUMNS} FROM ${t.streams} ORDER BY name COLLATE "C"`),
+    setRetention: returning<DbStream>(`
+      UPDATE ${t.streams} SET max_age_ms = $2, max_events = $3, dead_letter_max_age_ms = $4 WHERE name = $1
+      RETURNING ${STREAM_COLUMNS}`),
 
-    /** The high watermark of every partition: where a group starting at 'end' begins. */
-    highWatermarks: returning<DbHighWatermark>(`SELECT partition, hwm FROM ${t.partitions} WHERE stream = $1 ORDER BY partition`),
+    /** Every partition's high watermark and trim point: where a group starting at 'end' begins, what a replay re-opens. */
+    highWatermarks: returning<DbTrimmedWatermark>(`
+      SELECT partition, hwm, trimmed_to FROM ${t.partitions} WHERE stream = $1 ORDER BY partition`),
 
-    /** Per partition, the last sequence before time $2 (a group or replay starting `at` a time). */
+    /**
+     * Per partition, the last sequence before time $2 (a group, replay or trim
+     * `at` a time), never below the trim point: the sequence before the first
+     * event whose coalesce(ts_max, ts) reaches $2, which is the first event, in
+     * sequence order, stamped at or after $2 (see schema.ts). That key never
+     * decreases along the sequence, and every sequence in (trimmed_to, hwm] is
+     * stored, so a binary search finds it: per partition, about log2(events)
+     * primary-key probes, one recursion step each. Invariant: `lo` is the trim
+     * point or an event stamped (in effect) before $2; `hi` is hwm + 1 or an event
+     * at or after it.
+     */
     lastBefore: returning<DbLastBefore>(`
-      SELECT p.partition,
-             COALESCE((SELECT min(e.sequence) FROM ${t.events} e
-                        WHERE e.stream = $1 AND e.partition = p.partition AND e.ts >= $2), p.hwm + 1) - 1 AS after
-      FROM ${t.partitions} p WHERE p.stream = $1 ORDER BY p.partition`),
+      WITH RECURSIVE search AS (
+        SELECT p.partition, p.trimmed_to AS lo, p.hwm + 1 AS hi FROM ${t.partitions} p WHERE p.stream = $1
+        UNION ALL
+        SELECT s.partition,
+               CASE WHEN e.key >= $2 THEN s.lo ELSE (s.lo + s.hi) / 2 END,
+               CASE WHEN e.key >= $2 THEN (s.lo + s.hi) / 2 ELSE s.hi END
+        FROM search s
+        CROSS JOIN LATERAL (
+          SELECT COALESCE(x.ts_max, x.ts) AS key FROM ${t.events} x
+          WHERE x.stream = $1 AND x.sequence = (s.lo + s.hi) / 2 AND x.partition = s.partition
+        ) e
+        WHERE s.hi - s.lo > 1
+      )
+      SELECT partition, min(hi) - 1 AS after FROM search GROUP BY partition ORDER BY partition`),
 
     createGroup: returning<DbGroup>(`
       WITH grp AS (
@@ -210,52 +179,16 @@ export function pgPlans(t: TableNames) {
 
     // ---------------------------------------------------------------- the log
 
-    /**
-     * Append a batch in one statement. Ids already in the stream are not written
-     * again (the caller gets the stored event). Each partition's counter row is
-     * locked in partition order (no deadlock between two batches) and held to
-     * commit, so a later sequence range can never become visible before an
-     * earlier one: readers never see a gap that later fills.
-     */
-    append: returning<DbAppended>(`
-      WITH input AS (
-        SELECT * FROM unnest($2::text[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::json[], $8::json[])
-          WITH ORDINALITY AS i(id, partition, ts, key, type, metadata, payload, ord)
-      ), known AS (
-        SELECT i.ord, ${EVENT_COLUMNS}
-        FROM input i JOIN ${t.events} e ON e.stream = $1 AND e.id = i.id
-      ), fresh AS (
-        SELECT * FROM input WHERE ord NOT IN (SELECT ord FROM known)
-      ), locked AS (
-        SELECT p.partition FROM ${t.partitions} p
-        WHERE p.stream = $1 AND p.partition IN (SELECT partition FROM fresh)
-        ORDER BY p.partition
-        FOR UPDATE
-      ), allocated AS (
-        UPDATE ${t.partitions} p SET hwm = p.hwm + n.count
-        FROM (SELECT f.partition, count(*) AS count FROM fresh f GROUP BY f.partition) n
-        JOIN locked l ON l.partition = n.partition
-        WHERE p.stream = $1 AND p.partition = n.partition
-        RETURNING p.partition, p.hwm - n.count AS base
-      ), stored AS (
-        INSERT INTO ${t.events} (stream, partition, sequence, id, ts, key, type, metadata, payload)
-        SELECT $1, f.partition, a.base + row_number() OVER (PARTITION BY f.partition ORDER BY f.ord),
-               f.id, f.ts, f.key, f.type, f.metadata, f.payload
-        FROM fresh f JOIN allocated a ON a.partition = f.partition
-        RETURNING id, sequence
-      ), wake AS (
-        SELECT pg_notify($9, $1) AS n WHERE EXISTS (SELECT 1 FROM stored)
-      )
-      SELECT f.ord, s.sequence, NULL::text AS id, NULL::int AS partition, NULL::bigint AS ts, NULL::text AS key,
-             NULL::text AS type, NULL::text AS metadata, NULL::text AS payload, (SELECT count(*) FROM wake) AS woke
-      FROM fresh f JOIN stored s ON s.id = f.id
-      UNION ALL
-      SELECT k.ord, k.sequence, k.id, k.partition, k.ts, k.key, k.type, k.metadata, k.payload, 0
-      FROM known k`),
+    /** Append a batch whose ids may already be stored: see {@link appendPlan}. */
+    append: returning<DbAppended>(appendPlan(t)),
+    /** Append a batch assuming none of its ids is stored: see {@link appendFreshPlan}. */
+    appendFresh: returning<DbAllocated>(appendFreshPlan(t)),
 
+    /** Never below the trim point: a trim's chunks may still be deleting there. */
     read: returning<DbEvent>(`
       SELECT ${EVENT_COLUMNS} FROM ${t.events} e
-      WHERE e.stream = $1 AND e.partition = $2 AND e.sequence > $3
+      WHERE e.stream = $1 AND e.partition = $2
+        AND e.sequence > GREATEST($3, (SELECT p.trimmed_to FROM ${t.partitions} p WHERE p.stream = $1 AND p.partition = $2))
       ORDER BY e.sequence LIMIT $4`),
 
     // ---------------------------------------------------------------- leases
@@ -278,9 +211,12 @@ export function pgPlans(t: TableNames) {
      * is still live (same lease id, leased, not expired at $1) and its receipt
      * matches; the caller reports the others as stale_lease / receipt_mismatch.
      * 'ack' deletes the delivery (acked events need no row: the cursor says they
-     * were offered); 'reject' dead-letters; 'nack' dead-letters once the STORED
-     * attempt reached max_attempts, else makes the event due again after its
-     * explicit delay or core's backoff for the stored attempt (table $13..$15).
+     * were offered); 'reject' dead-letters: the delivery moves to rheo_dead_letters,
+     * in this statement (a dead letter whose event was trimmed since its claim
+     * leaves no row: only a group that lost a race with a trim holds such a lease);
+     * 'nack' dead-letters once the STORED attempt reached max_attempts, else makes
+     * the event due again after its explicit delay or core's backoff for the
+     * stored attempt (table $14..$16).
      */
     settle: returning<DbSettled>(`
       WITH op AS (
@@ -304,21 +240,25 @@ export function pgPlans(t: TableNames) {
         LEFT JOIN unnest($14::int[], $15::int[], $16::bigint[]) AS b(gi, attempt, delay)
           ON b.gi = h.gi AND b.attempt = h.stored_attempt
         WHERE h.receipt_ok
-      ), acked AS (
+      ), finished AS (
         DELETE FROM ${t.deliveries} d USING decided h
-        WHERE h.outcome = 'ack'
+        WHERE h.outcome IN ('ack', 'dead')
           AND d.stream = h.stream AND d.group_name = h.group_name AND d.partition = h.partition AND d.sequence = h.sequence
+        RETURNING h.outcome, d.stream, d.group_name, d.partition, d.sequence, d.attempt, h.reason
       ), retried AS (
         UPDATE ${t.deliveries} d SET state = 'available', lease_id = NULL, due_at = h.due_at, reason = h.reason
         FROM decided h
         WHERE h.outcome = 'retry'
           AND d.stream = h.stream AND d.group_name = h.group_name AND d.partition = h.partition AND d.sequence = h.sequence
         RETURNING d.stream
-      ), dead AS (
-        UPDATE ${t.deliveries} d SET state = 'dead', lease_id = NULL, reason = h.reason, dead_at = $1
-        FROM decided h
-        WHERE h.outcome = 'dead'
-          AND d.stream = h.stream AND d.group_name = h.group_name AND d.partition = h.partition AND d.sequence = h.sequence
+      ), buried AS (
+        -- The event's id travels with the dead letter: it outlives a trimmed event.
+        INSERT INTO ${t.deadLetters} (stream, group_name, partition, sequence, event_id, attempt, reason, dead_at)
+        SELECT f.stream, f.group_name, f.partition, f.sequence, e.id, f.attempt, COALESCE(f.reason, ''), $1
+        FROM finished f JOIN ${t.events} e ON e.stream = f.stream AND e.partition = f.partition AND e.sequence = f.sequence
+        WHERE f.outcome = 'dead'
+        ON CONFLICT (stream, group_name, partition, sequence)
+        DO UPDATE SET event_id = EXCLUDED.event_id, attempt = EXCLUDED.attempt, reason = EXCLUDED.reason, dead_at = EXCLUDED.dead_at
       ), wake AS (
         -- A retry is due again; in a partition-ordered group any settle frees the next event.
         SELECT pg_notify($17, s.stream) FROM (SELECT stream FROM retried UNION SELECT stream FROM decided WHERE ordered) s
@@ -379,97 +319,269 @@ export function pgPlans(t: TableNames) {
 
     // ---------------------------------------------------------------- replay, reset, redrive
 
-    /** Replay from a sequence, per partition: forget deliveries after it (dead letters included) and move the cursor back. */
+    /**
+     * Replay from a sequence, per partition: forget deliveries after it and the
+     * dead letters there (re-opened events start over), and move the cursor back.
+     * The caller clamps each `after` at the trim point.
+     */
     rewindDeliveries: `
       DELETE FROM ${t.deliveries} d USING unnest($3::int[], $4::bigint[]) AS r(partition, after)
       WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = r.partition AND d.sequence > r.after`,
+    rewindDeadLetters: `
+      DELETE FROM ${t.deadLetters} d USING unnest($3::int[], $4::bigint[]) AS r(partition, after)
+      WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = r.partition AND d.sequence > r.after`,
     rewindCursors: `
-      UPDATE ${t.groupPartitions} g SET cursor = r.after + 1
+      UPDATE ${t.groupPartitions} g SET cursor = r.after + 1, low = LEAST(g.low, r.after + 1)
       FROM unnest($3::int[], $4::bigint[]) AS r(partition, after)
       WHERE g.stream = $1 AND g.group_name = $2 AND g.partition = r.partition`,
 
     /**
-     * Re-open chosen events that were already offered (below the cursor): a fresh
-     * 'available' delivery, replacing whatever state it had (a live lease becomes
-     * stale). Events at or above the cursor are still pending and need nothing.
-     * Returns the re-opened events.
+     * Re-open chosen events that were already offered (below the cursor) and not
+     * trimmed: a fresh 'available' delivery, replacing whatever state it had (a
+     * live lease becomes stale, a dead letter leaves rheo_dead_letters). Events at
+     * or above the cursor are still pending and need nothing. Returns the
+     * re-opened events.
      */
     reopen: returning<DbPosition>(`
+      WITH chosen AS (
+        SELECT r.partition, r.sequence
+        FROM unnest($3::int[], $4::bigint[]) AS r(partition, sequence)
+        JOIN ${t.groupPartitions} g ON g.stream = $1 AND g.group_name = $2 AND g.partition = r.partition
+        JOIN ${t.partitions} p ON p.stream = $1 AND p.partition = r.partition
+        WHERE r.sequence < g.cursor AND r.sequence > p.trimmed_to
+      ), undead AS (
+        DELETE FROM ${t.deadLetters} d USING chosen c
+        WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = c.partition AND d.sequence = c.sequence
+      ), lowered AS (
+        UPDATE ${t.groupPartitions} g SET low = LEAST(g.low, c.first)
+        FROM (SELECT partition, min(sequence) AS first FROM chosen GROUP BY partition) c
+        WHERE g.stream = $1 AND g.group_name = $2 AND g.partition = c.partition
+      )
       INSERT INTO ${t.deliveries} (stream, group_name, partition, sequence, state, attempt, due_at)
-      SELECT $1, $2, r.partition, r.sequence, 'available', 0, 0
-      FROM unnest($3::int[], $4::bigint[]) AS r(partition, sequence)
-      JOIN ${t.groupPartitions} g ON g.stream = $1 AND g.group_name = $2 AND g.partition = r.partition
-      WHERE r.sequence < g.cursor
+      SELECT $1, $2, c.partition, c.sequence, 'available', 0, 0 FROM chosen c
       ON CONFLICT (stream, group_name, partition, sequence)
       DO UPDATE SET state = 'available', attempt = 0, lease_id = NULL, consumer_id = NULL, leased_at = NULL,
-                    due_at = 0, reason = NULL, dead_at = NULL
+                    due_at = 0, reason = NULL
       RETURNING partition, sequence`),
 
     /**
      * Redrive dead letters in one statement, whatever their number (no positions
-     * travel to the client and back): each becomes a fresh 'available' delivery, as
-     * reopen makes it. $3: the event ids, or NULL for every dead letter of the group.
-     * Returns how many, and wakes consumers when there were any.
+     * travel to the client and back): each leaves rheo_dead_letters and becomes a
+     * fresh 'available' delivery, as reopen makes it. A dead letter whose event
+     * was trimmed (at or below the trim point) is skipped and stays listed.
+     * Returns how many were redriven, and wakes consumers when there were any.
      */
-    redrive: returning<DbRedriven>(`
-      WITH redriven AS (
-        UPDATE ${t.deliveries} d
-        SET state = 'available', attempt = 0, lease_id = NULL, consumer_id = NULL, leased_at = NULL,
-            due_at = 0, reason = NULL, dead_at = NULL
-        WHERE d.stream = $1 AND d.group_name = $2 AND d.state = 'dead'
-          AND ($3::text[] IS NULL OR (d.partition, d.sequence) IN (
-                SELECT e.partition, e.sequence FROM ${t.events} e WHERE e.stream = $1 AND e.id = ANY($3::text[])))
-        RETURNING 1
-      ), wake AS (
-        SELECT pg_notify($4, $1) WHERE EXISTS (SELECT 1 FROM redriven)
-      )
-      SELECT (SELECT count(*) FROM redriven) AS n, (SELECT count(*) FROM wake) AS woke`),
+    redriveAll: returning<DbRedriven>(redrivePlan(t, 'all')),
+    /** The same for the dead letters of the events whose ids are $3 (found through the stream's id index). */
+    redriveIds: returning<DbRedriven>(redrivePlan(t, 'ids')),
 
+    /** A reset forgets every delivery and dead letter of the group (then moves the cursors). */
     resetDeliveries: `DELETE FROM ${t.deliveries} WHERE stream = $1 AND group_name = $2`,
+    resetDeadLetters: `DELETE FROM ${t.deadLetters} WHERE stream = $1 AND group_name = $2`,
 
     wake: `SELECT pg_notify($1, $2)`,
 
     // ---------------------------------------------------------------- inspection
 
     /**
-     * Per partition: the high watermark and the derived frontier (the sequence
-     * before the first delivery that is not dead, else cursor - 1), the live
-     * leases, and the timestamp of the first unsettled event.
+     * Per partition: the high watermark, the cursor in effect, the derived
+     * frontier (the sequence before the first delivery above the trim point, else
+     * the cursor in effect - 1), the live leases, and the timestamp of the first
+     * unsettled event. Deliveries hold only work in flight: dead letters are never
+     * read here.
      */
     groupState: returning<DbPartitionState>(`
-      SELECT g.partition, p.hwm, g.cursor,
-             LEAST(g.cursor - 1, COALESCE(o.first_open - 1, g.cursor - 1)) AS frontier,
+      SELECT g.partition, p.hwm, c.cursor,
+             LEAST(c.cursor - 1, COALESCE(o.first_open - 1, c.cursor - 1)) AS frontier,
              COALESCE(o.live, 0) AS live,
              (SELECT e.ts FROM ${t.events} e
                WHERE e.stream = $1 AND e.partition = g.partition
-                 AND e.sequence = LEAST(g.cursor, COALESCE(o.first_open, g.cursor))) AS oldest_ts
+                 AND e.sequence = LEAST(c.cursor, COALESCE(o.first_open, c.cursor))) AS oldest_ts
       FROM ${t.groupPartitions} g
       JOIN ${t.partitions} p ON p.stream = g.stream AND p.partition = g.partition
+      CROSS JOIN LATERAL (SELECT GREATEST(g.cursor, p.trimmed_to + 1) AS cursor, GREATEST(g.low, p.trimmed_to + 1) AS low) c
       LEFT JOIN LATERAL (
         SELECT min(d.sequence) AS first_open,
                count(*) FILTER (WHERE d.state = 'leased' AND d.due_at > $3) AS live
         FROM ${t.deliveries} d
-        WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = g.partition AND d.state <> 'dead'
+        WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = g.partition AND d.sequence >= c.low
       ) o ON true
       WHERE g.stream = $1 AND g.group_name = $2
       ORDER BY g.partition`),
 
-    deadCount: returning<DbCount>(`SELECT count(*) AS n FROM ${t.deliveries} WHERE stream = $1 AND group_name = $2 AND state = 'dead'`),
+    /** A count over the group's range of rheo_dead_letters' primary key (groupInfo; never the hot path). */
+    deadCount: returning<DbCount>(`SELECT count(*) AS n FROM ${t.deadLetters} WHERE stream = $1 AND group_name = $2`),
 
-    /** Dead letters in (partition, sequence) order, after position ($3, $4). */
+    /**
+     * Dead letters in (partition, sequence) order, after position ($3, $4), each
+     * with its event, or none when the event is at or below the trim point.
+     */
     deadLetters: returning<DbDeadLetter>(`
-      SELECT d.partition AS d_partition, d.sequence AS d_sequence, d.reason, d.attempt, d.dead_at, ${EVENT_COLUMNS}
-      FROM ${t.deliveries} d
+      SELECT d.partition AS d_partition, d.sequence AS d_sequence, d.event_id AS d_event_id, d.reason, d.attempt, d.dead_at,
+             ${EVENT_COLUMNS}
+      FROM ${t.deadLetters} d
+      JOIN ${t.partitions} p ON p.stream = d.stream AND p.partition = d.partition
       LEFT JOIN ${t.events} e ON e.stream = d.stream AND e.partition = d.partition AND e.sequence = d.sequence
-      WHERE d.stream = $1 AND d.group_name = $2 AND d.state = 'dead' AND (d.partition, d.sequence) > ($3::int, $4::bigint)
+                              AND e.sequence > p.trimmed_to
+      WHERE d.stream = $1 AND d.group_name = $2 AND (d.partition, d.sequence) > ($3::int, $4::bigint)
       ORDER BY d.partition, d.sequence LIMIT $5`),
 
-    /** Where a dead letter sits, by event id (the `after` of a dead-letter page). */
+    /**
+     * Where a dead letter sits, by event id (the `after` of a dead-letter page):
+     * through the stream's id index while the event is there; a trimmed event's
+     * dead letter is found by its stored id (a scan of the group's dead letters,
+     * which the first branch's row spares the usual case).
+     */
     deadLetterPosition: returning<DbPosition>(`
-      SELECT d.partition, d.sequence FROM ${t.events} e
-      JOIN ${t.deliveries} d ON d.stream = e.stream AND d.group_name = $2 AND d.partition = e.partition AND d.sequence = e.sequence
-      WHERE e.stream = $1 AND e.id = $3 AND d.state = 'dead'`),
+      (SELECT d.partition, d.sequence FROM ${t.events} e
+       JOIN ${t.deadLetters} d ON d.stream = e.stream AND d.group_name = $2 AND d.partition = e.partition AND d.sequence = e.sequence
+       WHERE e.stream = $1 AND e.id = $3)
+      UNION ALL
+      (SELECT d.partition, d.sequence FROM ${t.deadLetters} d WHERE d.stream = $1 AND d.group_name = $2 AND d.event_id = $3)
+      LIMIT 1`),
   };
+}
+
+/** Redrive: every dead letter of the group, or those of the events whose ids are $3. $4: the NOTIFY channel. */
+function redrivePlan(t: TableNames, which: 'all' | 'ids'): string {
+  const chosen =
+    which === 'all'
+      ? ''
+      : `AND (d.partition, d.sequence) IN (SELECT e.partition, e.sequence FROM ${t.events} e WHERE e.stream = $1 AND e.id = ANY($3::text[]))`;
+  return `
+      WITH moved AS (
+        DELETE FROM ${t.deadLetters} d USING ${t.partitions} p
+        WHERE d.stream = $1 AND d.group_name = $2 AND p.stream = $1 AND p.partition = d.partition AND d.sequence > p.trimmed_to
+          ${chosen}
+        RETURNING d.partition, d.sequence
+      ), redriven AS (
+        INSERT INTO ${t.deliveries} (stream, group_name, partition, sequence, state, attempt, due_at)
+        SELECT $1, $2, partition, sequence, 'available', 0, 0 FROM moved
+        ON CONFLICT (stream, group_name, partition, sequence)
+        DO UPDATE SET state = 'available', attempt = 0, lease_id = NULL, consumer_id = NULL, leased_at = NULL, due_at = 0, reason = NULL
+        RETURNING 1
+      ), lowered AS (
+        UPDATE ${t.groupPartitions} g SET low = LEAST(g.low, m.first)
+        FROM (SELECT partition, min(sequence) AS first FROM moved GROUP BY partition) m
+        WHERE g.stream = $1 AND g.group_name = $2 AND g.partition = m.partition
+      ), wake AS (
+        SELECT pg_notify($${which === 'all' ? 3 : 4}, $1) WHERE EXISTS (SELECT 1 FROM redriven)
+      )
+      SELECT (SELECT count(*) FROM redriven) AS n, (SELECT count(*) FROM wake) AS woke`;
+}
+
+/**
+ * The append statement that looks ids up first: a batch in one statement.
+ * Parameters: $1 stream, $2..$8 the columns (ids, partitions, timestamps, keys,
+ * types, metadata, payloads), $9 the NOTIFY channel, $10 the Bloom filters of the
+ * events' fields (see schema.ts). Ids already in the stream are
+ * not written again (the caller gets the stored event). Each partition's counter
+ * row is locked in partition order (no deadlock between two batches) and held to
+ * commit, so a later sequence range can never become visible before an earlier
+ * one: readers never see a gap that later fills. The same row carries the
+ * partition's highest timestamp so far, from which each row's ts_max follows
+ * (NULL when it is the row's own ts, see schema.ts).
+ *
+ * Used in a caller's transaction (where a failed statement would abort it) and
+ * when {@link appendFreshPlan} met an id already stored.
+ */
+function appendPlan(t: TableNames): string {
+  return `
+      WITH input AS (
+        SELECT * FROM unnest($2::text[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::json[], $8::json[], $10::bigint[])
+          WITH ORDINALITY AS i(id, partition, ts, key, type, metadata, payload, bloom, ord)
+      ), known AS (
+        SELECT i.ord, ${EVENT_COLUMNS}
+        FROM input i JOIN ${t.events} e ON e.stream = $1 AND e.id = i.id
+      ), fresh AS (
+        SELECT * FROM input WHERE ord NOT IN (SELECT ord FROM known)
+      ), locked AS (
+        SELECT p.partition, p.ts_max FROM ${t.partitions} p
+        WHERE p.stream = $1 AND p.partition IN (SELECT partition FROM fresh)
+        ORDER BY p.partition
+        FOR UPDATE
+      ), allocated AS (
+        UPDATE ${t.partitions} p SET hwm = p.hwm + n.count, ts_max = GREATEST(p.ts_max, n.ts_max)
+        FROM (SELECT f.partition, count(*) AS count, max(f.ts) AS ts_max FROM fresh f GROUP BY f.partition) n
+        JOIN locked l ON l.partition = n.partition
+        WHERE p.stream = $1 AND p.partition = n.partition
+        RETURNING p.partition, p.hwm - n.count AS base, l.ts_max AS ts_before
+      ), stored AS (
+        INSERT INTO ${t.events} (stream, partition, sequence, id, ts, ts_max, key, type, metadata, payload, bloom)
+        SELECT $1, f.partition, a.base + row_number() OVER w, f.id, f.ts,
+               NULLIF(GREATEST(a.ts_before, max(f.ts) OVER w), f.ts), f.key, f.type, f.metadata, f.payload, f.bloom
+        FROM fresh f JOIN allocated a ON a.partition = f.partition
+        WINDOW w AS (PARTITION BY f.partition ORDER BY f.ord)
+        RETURNING id, sequence
+      ), wake AS (
+        SELECT pg_notify($9, $1) AS n WHERE EXISTS (SELECT 1 FROM stored)
+      )
+      SELECT f.ord, s.sequence, NULL::text AS id, NULL::int AS partition, NULL::bigint AS ts, NULL::text AS key,
+             NULL::text AS type, NULL::text AS metadata, NULL::text AS payload, (SELECT count(*) FROM wake) AS woke
+      FROM fresh f JOIN stored s ON s.id = f.id
+      UNION ALL
+      SELECT k.ord, k.sequence, k.id, k.partition, k.ts, k.key, k.type, k.metadata, k.payload, 0
+      FROM known k`;
+}
+
+/**
+ * The separator of the metadata and payload texts of {@link appendFreshPlan}: the
+ * record separator (chr(30)), which JSON.stringify never writes raw (it escapes
+ * every control character in a string, and writes none outside one).
+ */
+export const JSON_SEPARATOR = '\u001e';
+
+/**
+ * The append statement for fresh ids, the usual case (generated ids, or new
+ * ones). Everything a batch needs per row is worked out by the caller
+ * (planFreshAppend): each event's rank among the batch's events of its partition
+ * and the running maximum of their timestamps, and per partition the count and
+ * the maximum. So the statement neither sorts nor numbers rows, nor looks an id
+ * up (a unique-index probe per event, a quarter of an append of fresh events): it
+ * locks the counter rows (in partition order, held to commit, as appendPlan),
+ * moves them, inserts, and returns only each partition's base sequence. An id
+ * that is stored after all fails it whole (unique violation: nothing written, no
+ * sequence used), and the caller runs appendPlan. The text columns travel as
+ * texts joined by JSON_SEPARATOR, not as arrays: neither the driver nor the
+ * server has to escape or unescape the quotes of every document. (Ids, keys and
+ * types hold no control character, and are never empty: a missing key or type
+ * travels as ''. The caller checks, and takes appendPlan for a batch that
+ * breaks this.)
+ *
+ * Parameters: $1 stream, $2 ids, $3 partitions, $4 timestamps, $5 keys, $6 types,
+ * $7 metadata, $8 payloads (the texts joined), $9 the NOTIFY channel, $10 ranks,
+ * $11 running timestamp maxima, $12..$14 per partition (ascending): partition,
+ * count, maximum timestamp; $15 the Bloom filters of the events' fields.
+ */
+function appendFreshPlan(t: TableNames): string {
+  return `
+      WITH counts AS (
+        SELECT * FROM unnest($12::int[], $13::int[], $14::bigint[]) AS c(partition, n, ts_max)
+      ), locked AS (
+        SELECT p.partition, p.ts_max FROM ${t.partitions} p
+        WHERE p.stream = $1 AND p.partition = ANY($12::int[])
+        ORDER BY p.partition
+        FOR UPDATE
+      ), allocated AS (
+        UPDATE ${t.partitions} p SET hwm = p.hwm + c.n, ts_max = GREATEST(p.ts_max, c.ts_max)
+        FROM counts c JOIN locked l ON l.partition = c.partition
+        WHERE p.stream = $1 AND p.partition = c.partition
+        RETURNING p.partition, p.hwm - c.n AS base, l.ts_max AS ts_before
+      ), stored AS (
+        INSERT INTO ${t.events} (stream, partition, sequence, id, ts, ts_max, key, type, metadata, payload, bloom)
+        SELECT $1, i.partition, a.base + i.rank, i.id, i.ts, NULLIF(GREATEST(a.ts_before, i.ts_run), i.ts),
+               NULLIF(i.key, ''), NULLIF(i.type, ''), i.metadata::json, i.payload::json, i.bloom
+        FROM ROWS FROM (string_to_table($2::text, chr(30)), unnest($3::int[]), unnest($4::bigint[]),
+                        string_to_table($5::text, chr(30)), string_to_table($6::text, chr(30)),
+                        string_to_table($7::text, chr(30)), string_to_table($8::text, chr(30)),
+                        unnest($10::int[]), unnest($11::bigint[]), unnest($15::bigint[]))
+          AS i(id, partition, ts, key, type, metadata, payload, rank, ts_run, bloom)
+        JOIN allocated a ON a.partition = i.partition
+        RETURNING 1
+      ), wake AS (
+        SELECT pg_notify($9, $1) AS n WHERE EXISTS (SELECT 1 FROM stored)
+      )
+      SELECT a.partition, a.base, (SELECT count(*) FROM wake) AS woke FROM allocated a`;
 }
 
 /**
@@ -480,7 +592,22 @@ export function pgPlans(t: TableNames) {
  * Candidates per partition, in sequence order: deliveries that are due (nacked and
  * past their delay, or whose lease expired), locked with SKIP LOCKED so that two
  * fetchers never wait on, or both take, the same row; then fresh events from the
- * cursor. `ordered` groups offer only the partition's next unsettled event, and
+ * cursor. Both only above the trim point: the cursor in effect is
+ * GREATEST(cursor, trimmed_to + 1), and a delivery at or below trimmed_to (a group
+ * that started while a trim ran) is never claimed, so no claim leases an event a
+ * trim is deleting. (rheo_deliveries holds no dead letters: nothing here reads one.)
+ *
+ * Deliveries are read from the group partition's `low` on: a bound at or below
+ * every delivery in flight there. Acked deliveries leave dead index entries below
+ * the live ones until the table is vacuumed; a scan from the bottom would step
+ * over every one of them (a claim took 30 ms after 700k acks with autovacuum
+ * off), a scan from `low` only over those acked since the last claim. Each claim
+ * raises `low` to its first delivery in flight (or the cursor), which its own
+ * snapshot shows exactly only when no other transaction changed the row since
+ * that snapshot was taken: everything that adds a delivery below the cursor
+ * (reopen, redrive, replay, reset) holds the row's lock and lowers `low` in the
+ * same transaction, so a claim that waited for that lock sees a newer row (its
+ * xmin differs from the snapshot's: `seen` is false) and leaves `low` alone. `ordered` groups offer only the partition's next unsettled event, and
  * only while no live lease is held in that partition (the caller holds the group's
  * partition locks, taken in an earlier statement, so this statement's snapshot
  * already sees every committed claim). Candidates are then taken round-robin
@@ -496,7 +623,11 @@ export function pgPlans(t: TableNames) {
 function claimPlan(t: TableNames, mode: 'any' | 'ordered'): string {
   const served = `
       served AS (
-        SELECT g.partition, g.cursor, p.hwm
+        SELECT g.partition, GREATEST(g.cursor, p.trimmed_to + 1) AS cursor, p.hwm,
+               GREATEST(g.low, p.trimmed_to + 1) AS low,
+               -- Whether the row this statement locked is the one its snapshot saw: see the low bound above.
+               g.xmin = (SELECT v.xmin FROM ${t.groupPartitions} v
+                          WHERE v.stream = g.stream AND v.group_name = g.group_name AND v.partition = g.partition) AS seen
         FROM ${t.groupPartitions} g
         JOIN ${t.partitions} p ON p.stream = g.stream AND p.partition = g.partition
         WHERE g.stream = $1 AND g.group_name = $2 AND g.partition = ANY($3::int[]) ${mode === 'any' ? `AND ${ASYNC_COMMIT}` : ''}
@@ -511,7 +642,7 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered'): string {
         FROM served s CROSS JOIN LATERAL (
           SELECT d.partition, d.sequence FROM ${t.deliveries} d
           WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = s.partition
-            AND d.state <> 'dead' AND d.due_at <= $4
+            AND d.sequence >= s.low AND d.due_at <= $4
           ORDER BY d.sequence LIMIT $5
           FOR UPDATE SKIP LOCKED
         ) d
@@ -526,10 +657,10 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered'): string {
         SELECT s.partition, s.cursor, s.hwm, o.sequence AS open_seq, o.due_at, o.state,
                EXISTS (SELECT 1 FROM ${t.deliveries} l
                         WHERE l.stream = $1 AND l.group_name = $2 AND l.partition = s.partition
-                          AND l.state = 'leased' AND l.due_at > $4) AS busy
+                          AND l.sequence >= s.low AND l.state = 'leased' AND l.due_at > $4) AS busy
         FROM served s LEFT JOIN LATERAL (
           SELECT d.sequence, d.due_at, d.state FROM ${t.deliveries} d
-          WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = s.partition AND d.state <> 'dead'
+          WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = s.partition AND d.sequence >= s.low
           ORDER BY d.sequence LIMIT 1
         ) o ON true
       ), candidates AS (
@@ -556,48 +687,34 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered'): string {
         FROM chosen c
         WHERE c.fresh = 0
           AND d.stream = c.stream AND d.group_name = c.group_name AND d.partition = c.partition AND d.sequence = c.sequence
-          AND d.state <> 'dead' AND d.due_at <= $4
+          AND d.due_at <= $4
         RETURNING d.partition, d.sequence, d.attempt, d.lease_id
       ), opened AS (
         INSERT INTO ${t.deliveries} (stream, group_name, partition, sequence, state, attempt, lease_id, consumer_id, leased_at, due_at)
         SELECT $1, $2, partition, sequence, 'leased', 1, gen_random_uuid()::text, $8, $4, $4 + $9 FROM chosen WHERE fresh = 1
         ON CONFLICT DO NOTHING
         RETURNING partition, sequence, attempt, lease_id
+      ), lows AS (
+        -- The first delivery in flight from the bound on (as this statement's snapshot has them: the
+        -- leases it takes are among them, its fresh ones are at or above the cursor).
+        SELECT s.partition, s.seen, LEAST(COALESCE(f.sequence, s.cursor), s.cursor) AS low
+        FROM served s LEFT JOIN LATERAL (
+          SELECT d.sequence FROM ${t.deliveries} d
+          WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = s.partition AND d.sequence >= s.low
+          ORDER BY d.sequence LIMIT 1
+        ) f ON true
       ), advanced AS (
-        UPDATE ${t.groupPartitions} g SET cursor = m.next
-        FROM (SELECT partition, max(sequence) + 1 AS next FROM chosen WHERE fresh = 1 GROUP BY partition) m
-        WHERE g.stream = $1 AND g.group_name = $2 AND g.partition = m.partition
+        UPDATE ${t.groupPartitions} g
+        SET cursor = COALESCE(m.next, g.cursor), low = CASE WHEN l.seen AND l.low > g.low THEN l.low ELSE g.low END
+        FROM lows l
+        LEFT JOIN (SELECT partition, max(sequence) + 1 AS next FROM chosen WHERE fresh = 1 GROUP BY partition) m
+          ON m.partition = l.partition
+        WHERE g.stream = $1 AND g.group_name = $2 AND g.partition = l.partition
+          AND (m.next IS NOT NULL OR (l.seen AND l.low > g.low))
       )
       SELECT l.attempt, l.lease_id, ${EVENT_COLUMNS}
       FROM (SELECT * FROM leased UNION ALL SELECT * FROM opened) l
       JOIN chosen c ON c.partition = l.partition AND c.sequence = l.sequence
       JOIN ${t.events} e ON e.stream = $1 AND e.partition = l.partition AND e.sequence = l.sequence
       ORDER BY c.pos`;
-}
-
-/**
- * A query's column filters compiled to SQL (payload and metadata equality is
- * checked on the parsed rows: see sql/query-filter.ts). Values are bound parameters.
- */
-export function pgQuery(t: TableNames, q: ColumnQuery): { sql: Sql<DbEvent>; params: unknown[] } {
-  const params: unknown[] = [q.stream];
-  const bind = (v: unknown) => {
-    params.push(v);
-    return `$${params.length}`;
-  };
-  const where = [`e.stream = $1`];
-  if (q.type !== undefined) where.push(`e.type = ${bind(q.type)}`);
-  if (q.key !== undefined) where.push(`e.key = ${bind(q.key)}`);
-  if (q.partition !== undefined) where.push(`e.partition = ${bind(q.partition)}`);
-  if (q.from !== undefined) where.push(`e.ts >= ${bind(q.from)}`);
-  if (q.to !== undefined) where.push(`e.ts <= ${bind(q.to)}`);
-  if (q.afterSequence !== undefined) where.push(`e.sequence > ${bind(q.afterSequence)}`);
-  if (q.untilSequence !== undefined) where.push(`e.sequence <= ${bind(q.untilSequence)}`);
-  const asc = q.order === 'asc';
-  if (q.after)
-    where.push(`(e.sequence, e.partition) ${asc ? '>' : '<'} (${bind(q.after.sequence)}::bigint, ${bind(q.after.partition)}::int)`);
-  const dir = asc ? 'ASC' : 'DESC';
-  const sql = returning<DbEvent>(`SELECT ${EVENT_COLUMNS} FROM ${t.events} e WHERE ${where.join(' AND ')}
-    ORDER BY e.sequence ${dir}, e.partition ${dir} LIMIT ${bind(q.limit)}`);
-  return { sql, params };
 }

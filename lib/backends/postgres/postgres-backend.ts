@@ -2,7 +2,18 @@ import type { Clock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import { loadOptionalPeer } from '../../core/optional-peer';
 import { checkInt, checkObject } from '../../core/validate';
-import type { AppendOptions, DeadLetter, GroupConfig, GroupInfo, Lag, Lease, RheoEvent, StreamInfo } from '../../core/types';
+import type {
+  AppendOptions,
+  DeadLetter,
+  GroupConfig,
+  GroupInfo,
+  Lag,
+  Lease,
+  Retention,
+  RheoEvent,
+  StreamInfo,
+  TrimResult,
+} from '../../core/types';
 import type {
   Backend,
   CreateGroupRequest,
@@ -15,6 +26,7 @@ import type {
   ResolvedStart,
   SettleOp,
   SettleResult,
+  TrimRequest,
   WaitRequest,
 } from '../backend';
 import { createCapabilities } from '../capabilities';
@@ -23,15 +35,20 @@ import { isUniqueViolation, mapDriverError, StatementKind } from '../sql/errors'
 import type { PgDataSourceOptions, PostgresDriver, TypeormDataSource, TypeormModule, TypeormQueryable } from '../sql/external';
 import { checkSchemaName, notifyChannel, pgTables } from '../sql/names';
 import { checkCommonOptions, InstallMode } from '../sql/options';
-import { columnFilters, filteredQuery } from '../sql/query-filter';
+import { columnFilters, filteredQuery, jsonFieldNeedles } from '../sql/query-filter';
 import { copyGroupConfig } from '../copies';
-import { lagOf, toDeadLetter, toEvent, toGroup, toStream } from '../sql/rows';
+import { lagOf, retentionColumns, toDeadLetter, toEvent, toGroup, toStream } from '../sql/rows';
 import { backoffTable, leasePosition, planLeases, planSettles, receiptMismatch, settled, staleRenewals } from '../sql/settle-plan';
 import { query, Sql } from '../sql/statement';
 import { transactionManager } from '../sql/transaction';
 import { WakeBoard } from '../sql/wake-board';
+import { PG_INSTALL_LOCK, requirePgVersion, upgradePg } from './install';
 import { listenerClientConfig, PgListener } from './listener';
-import { DbAppended, PG_INSTALL_LOCK, pgInstall, pgPlans, pgQuery } from './plans';
+import { DbAppended, JSON_SEPARATOR, pgPlans } from './plans';
+import { eventBloom, queryBloom } from '../sqlite/bloom';
+import { pgQuery } from './query-plan';
+import { pgRetentionPlans } from './retention-plans';
+import { trimPg } from './trim';
 
 /** Options of {@link postgresBackend}. */
 export interface PostgresBackendOptions {
@@ -54,6 +71,57 @@ export interface PostgresBackendSettings {
   install: InstallMode;
   clock: Clock;
 }
+
+/**
+ * What appendFreshPlan takes besides the columns: per event its rank among the
+ * batch's events of its partition (1, 2, ...) and the running maximum of their
+ * timestamps; per partition, ascending, their count and maximum timestamp.
+ */
+function freshBatch(events: NewEvent[]) {
+  const seen = new Map<number, { n: number; max: number }>();
+  const ranks = new Array<number>(events.length);
+  const runningMax = new Array<number>(events.length);
+  events.forEach((e, i) => {
+    const ts = e.timestamp.getTime();
+    let p = seen.get(e.partition);
+    if (p) {
+      p.n++;
+      p.max = Math.max(p.max, ts);
+    } else seen.set(e.partition, (p = { n: 1, max: ts }));
+    ranks[i] = p.n;
+    runningMax[i] = p.max;
+  });
+  const partitions = [...seen.keys()].sort((a, b) => a - b);
+  return { ranks, runningMax, partitions, counts: partitions.map((p) => seen.get(p)!.n), maxima: partitions.map((p) => seen.get(p)!.max) };
+}
+
+/**
+ * True when the batch's ids, keys and types can travel joined by JSON_SEPARATOR
+ * (appendFreshPlan): none holds it, and none is empty (an empty key or type would
+ * read back as none). The facade's names never do (no control characters, never
+ * empty); anything else takes the array-bound statement.
+ */
+function joinable(events: NewEvent[]): boolean {
+  const ok = (s: string | null) => s === null || (s !== '' && !s.includes(JSON_SEPARATOR));
+  return events.every((e) => e.id !== '' && ok(e.id) && ok(e.key) && ok(e.type));
+}
+
+/** An event as stored now, from what was appended: its JSON parsed back, so the caller shares nothing with the input. */
+function storedEvent(stream: string, e: NewEvent, sequence: number): RheoEvent {
+  return toEvent(stream, {
+    id: e.id,
+    partition: e.partition,
+    sequence,
+    ts: e.timestamp.getTime(),
+    key: e.key,
+    type: e.type,
+    metadata: e.metadataJson,
+    payload: e.payloadJson,
+  });
+}
+
+/** Dead letters per purge statement. */
+const PURGE_CHUNK = 5000;
 
 /** A short, stable tag of a statement's text (prepared statement names must differ per text on one connection). */
 function sqlHash(sql: string): string {
@@ -78,6 +146,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
   readonly schema: string;
   private readonly ds: TypeormDataSource;
   private readonly plans: ReturnType<typeof pgPlans>;
+  private readonly retentionPlans: ReturnType<typeof pgRetentionPlans>;
   private readonly channel: string;
   private listener: PgListener | null = null;
   private readonly board = new WakeBoard();
@@ -89,6 +158,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     this.clock = settings.clock;
     this.schema = settings.schema;
     this.plans = pgPlans(pgTables(settings.schema));
+    this.retentionPlans = pgRetentionPlans(pgTables(settings.schema));
     this.channel = notifyChannel(settings.schema);
   }
 
@@ -97,6 +167,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
   protected async open(): Promise<void> {
     await this.initializeDataSource(this.ds, this.settings.owned);
     if (this.settings.install === 'auto') await this.install();
+    else await this.checkInstalled();
     this.listener = new PgListener(
       (this.ds.driver as PostgresDriver).postgres,
       listenerClientConfig(this.ds.options as PgDataSourceOptions, this.schema),
@@ -105,20 +176,34 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     );
   }
 
-  /** Create the tables if missing, under a transaction-scoped advisory lock so that concurrent starts queue up. */
+  /**
+   * Create the tables, or bring them from any earlier schema version to this
+   * release's, under a transaction-scoped advisory lock so that concurrent starts
+   * queue up (the second finds the work done). One transaction: an upgrade that
+   * fails leaves the schema as it was. A schema newer than this release is refused.
+   */
   async install(): Promise<void> {
     const qr = this.ds.createQueryRunner();
     try {
       await qr.connect();
       await qr.startTransaction();
       await qr.query(PG_INSTALL_LOCK, [`rheo:${this.schema}`]);
-      for (const ddl of pgInstall(this.schema, pgTables(this.schema))) await qr.query(ddl);
+      await upgradePg(qr, this.schema, pgTables(this.schema), this.clock.now());
       await qr.commitTransaction();
     } catch (err) {
       if (qr.isTransactionActive) await qr.rollbackTransaction().catch(() => undefined);
       throw mapDriverError(err, 'write', 'install');
     } finally {
       await qr.release().catch(() => undefined);
+    }
+  }
+
+  /** `install: 'none'`: refuse to start on tables that are not at this release's schema version. */
+  private async checkInstalled(): Promise<void> {
+    try {
+      await requirePgVersion(this.ds, this.schema, pgTables(this.schema));
+    } catch (err) {
+      throw mapDriverError(err, 'read', 'install');
     }
   }
 
@@ -182,9 +267,10 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
 
   // ---------------------------------------------------------------- streams and groups
 
-  async createStream(stream: string, partitions: number): Promise<StreamInfo> {
+  async createStream(stream: string, partitions: number, retention?: Retention): Promise<StreamInfo> {
     try {
-      const [row] = await this.q(this.plans.createStream, [stream, partitions, this.clock.now()], 'write', 'createStream');
+      const params = [stream, partitions, this.clock.now(), ...retentionColumns(retention)];
+      const [row] = await this.q(this.plans.createStream, params, 'write', 'createStream');
       return this.rememberStream(toStream(row));
     } catch (err) {
       if (err instanceof RheoError && err.code === 'already_exists')
@@ -200,6 +286,12 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
 
   async listStreams(): Promise<StreamInfo[]> {
     return (await this.q(this.plans.listStreams, [], 'read', 'listStreams')).map(toStream);
+  }
+
+  async setRetention(stream: string, retention: Retention): Promise<StreamInfo> {
+    const [row] = await this.q(this.plans.setRetention, [stream, ...retentionColumns(retention)], 'write', 'setRetention');
+    if (!row) throw new RheoError('stream_not_found', `stream "${stream}" does not exist`);
+    return this.rememberStream(toStream(row));
   }
 
   async createGroup(req: CreateGroupRequest): Promise<GroupConfig> {
@@ -256,53 +348,82 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     const info = await this.mustStream(stream);
     const manager = options.manager === undefined ? undefined : transactionManager(options.manager, this.ds);
     const { unique, indexOf } = this.dedupe(events, info.partitions);
-    const metadata = unique.map((e) => e.metadataJson);
-    const payloads = unique.map((e) => e.payloadJson);
+    let stored: RheoEvent[] | null = null;
+    if (!manager && joinable(unique)) {
+      try {
+        // Most appends carry fresh ids (generated, or new): skip the lookup of each id.
+        stored = await this.appendFresh(stream, unique);
+      } catch (err) {
+        // An id was stored already (a retried append), or two appends of the same new id raced: the statement
+        // failed whole, writing nothing; the probing statement returns the stored events.
+        if (!(err instanceof RheoError && isUniqueViolation(err.cause))) throw err;
+      }
+    }
+    // In the caller's transaction a failed statement would abort it: look the ids up first, so nothing fails.
+    stored ??= await this.appendKnown(stream, unique, manager);
+    // Same-process consumers need not wait for the NOTIFY round trip. (In a caller's transaction
+    // nothing is visible before its commit; the NOTIFY is delivered at that commit.)
+    if (!manager) this.board.wake(stream);
+    return this.inInputOrder(stored, indexOf);
+  }
+
+  /** The usual append (appendFreshPlan): sequences follow from each partition's base and each event's rank. */
+  private async appendFresh(stream: string, events: NewEvent[]): Promise<RheoEvent[]> {
+    const batch = freshBatch(events);
     const params = [
       stream,
-      unique.map((e) => e.id),
-      unique.map((e) => e.partition),
-      unique.map((e) => e.timestamp.getTime()),
-      unique.map((e) => e.key),
-      unique.map((e) => e.type),
-      metadata,
-      payloads,
+      events.map((e) => e.id).join(JSON_SEPARATOR),
+      events.map((e) => e.partition),
+      events.map((e) => e.timestamp.getTime()),
+      events.map((e) => e.key ?? '').join(JSON_SEPARATOR),
+      events.map((e) => e.type ?? '').join(JSON_SEPARATOR),
+      events.map((e) => e.metadataJson).join(JSON_SEPARATOR),
+      events.map((e) => e.payloadJson).join(JSON_SEPARATOR),
       this.channel,
+      batch.ranks,
+      batch.runningMax,
+      batch.partitions,
+      batch.counts,
+      batch.maxima,
+      events.map((e) => eventBloom(e.metadata, e.payload)),
+    ];
+    const base = new Map<number, number>();
+    for (const r of await this.q(this.plans.appendFresh, params, 'write', 'append')) base.set(r.partition, Number(r.base));
+    return events.map((e, i) => storedEvent(stream, e, base.get(e.partition)! + batch.ranks[i]));
+  }
+
+  /**
+   * The probing append (appendPlan): ids already stored return their stored
+   * event. Once more if it too meets a unique violation (a racing append stored
+   * an id between its lookup and its insert), unless in the caller's transaction.
+   */
+  private async appendKnown(stream: string, events: NewEvent[], manager?: TypeormQueryable): Promise<RheoEvent[]> {
+    const params = [
+      stream,
+      events.map((e) => e.id),
+      events.map((e) => e.partition),
+      events.map((e) => e.timestamp.getTime()),
+      events.map((e) => e.key),
+      events.map((e) => e.type),
+      events.map((e) => e.metadataJson),
+      events.map((e) => e.payloadJson),
+      this.channel,
+      events.map((e) => eventBloom(e.metadata, e.payload)),
     ];
     let rows: DbAppended[];
     try {
       rows = await this.q(this.plans.append, params, 'write', 'append', manager);
     } catch (err) {
-      // Two appends of the same new id raced: the loser's statement failed whole; once more finds the stored event.
-      // (Inside a caller's transaction the failed statement has aborted it, so the error is the caller's to handle.)
-      if (!manager && err instanceof RheoError && isUniqueViolation(err.cause))
-        rows = await this.q(this.plans.append, params, 'write', 'append');
-      else throw err;
+      if (manager || !(err instanceof RheoError && isUniqueViolation(err.cause))) throw err;
+      rows = await this.q(this.plans.append, params, 'write', 'append');
     }
-    const stored = new Array<RheoEvent>(unique.length);
+    const stored = new Array<RheoEvent>(events.length);
     for (const row of rows) {
       const i = Number(row.ord) - 1;
-      if (row.id === null) {
-        // Stored now: the statement returns only its sequence.
-        const e = unique[i];
-        stored[i] = toEvent(stream, {
-          id: e.id,
-          partition: e.partition,
-          sequence: row.sequence,
-          ts: e.timestamp.getTime(),
-          key: e.key,
-          type: e.type,
-          metadata: metadata[i],
-          payload: payloads[i],
-        });
-      } else {
-        stored[i] = toEvent(stream, row);
-      }
+      // Stored now: the statement returns only its sequence; stored before: the whole event.
+      stored[i] = row.id === null ? storedEvent(stream, events[i], Number(row.sequence)) : toEvent(stream, row);
     }
-    // Same-process consumers need not wait for the NOTIFY round trip. (In a caller's transaction
-    // nothing is visible before its commit; the NOTIFY is delivered at that commit.)
-    if (!manager) this.board.wake(stream);
-    return this.inInputOrder(stored, indexOf);
+    return stored;
   }
 
   async read(req: ReadRequest): Promise<RheoEvent[]> {
@@ -313,10 +434,17 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
 
   async query(req: QueryRequest): Promise<RheoEvent[]> {
     await this.mustStream(req.stream);
-    return filteredQuery(req, async (after, limit) => {
-      const { sql, params } = pgQuery(pgTables(this.schema), { stream: req.stream, ...columnFilters(req), after, limit });
-      return (await this.q(sql, params, 'read', 'query')).map((r) => toEvent(req.stream, r));
-    });
+    const needles = jsonFieldNeedles(req.where);
+    const bloom = queryBloom(req.where);
+    const tables = pgTables(this.schema);
+    return filteredQuery(
+      req,
+      async (after, limit) => {
+        const { sql, params } = pgQuery(tables, { stream: req.stream, ...columnFilters(req), ...needles, after, limit }, bloom);
+        return (await this.q(sql, params, 'read', 'query')).map((r) => toEvent(req.stream, r));
+      },
+      true,
+    );
   }
 
   // ---------------------------------------------------------------- leases
@@ -442,6 +570,9 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     const info = await this.mustStream(req.stream);
     await this.mustGroup(req.stream, req.group);
     const all = Array.from({ length: info.partitions }, (_, p) => p);
+    // The time lookup runs before the transaction takes the group's locks (it is an index seek per partition,
+    // and events appended meanwhile are after it anyway).
+    const before = req.kind === 'time' ? await this.startAfters(req.stream, info.partitions, { kind: 'at', time: req.from }) : null;
     const n = await this.tx('replay', async (qr) => {
       if (req.kind === 'events') {
         const parts = [...new Set(req.events.map((e) => e.partition))].sort((a, b) => a - b);
@@ -456,17 +587,15 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       }
       const parts = req.partitions ?? all;
       await query(qr, this.plans.lockGroupPartitions, [req.stream, req.group, parts]);
-      const hwms = await query(qr, this.plans.highWatermarks, [req.stream]);
-      const hwm = new Map(hwms.map((r) => [Number(r.partition), Number(r.hwm)]));
-      let afters: number[];
-      if (req.kind === 'sequence') afters = parts.map((p) => Math.min(req.afterSequence, hwm.get(p) ?? 0));
-      else {
-        const before = await this.startAfters(req.stream, info.partitions, { kind: 'at', time: req.from }, qr);
-        afters = parts.map((p) => before[p]);
-      }
+      const marks = await this.marks(req.stream, qr);
+      // Never below the trim point: only events still stored are re-opened, and counted.
+      const afters = parts.map((p) =>
+        Math.max(marks[p].trimmedTo, Math.min(req.kind === 'sequence' ? req.afterSequence : before![p], marks[p].hwm)),
+      );
       await query(qr, this.plans.rewindDeliveries, [req.stream, req.group, parts, afters]);
+      await query(qr, this.plans.rewindDeadLetters, [req.stream, req.group, parts, afters]);
       await query(qr, this.plans.rewindCursors, [req.stream, req.group, parts, afters]);
-      return parts.reduce((sum, p, i) => sum + (hwm.get(p)! - afters[i]), 0);
+      return parts.reduce((sum, p, i) => sum + (marks[p].hwm - afters[i]), 0);
     });
     await this.notify(req.stream);
     return n;
@@ -476,10 +605,13 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     const info = await this.mustStream(stream);
     await this.mustGroup(stream, group);
     const all = Array.from({ length: info.partitions }, (_, p) => p);
+    const at = start.kind === 'at' ? await this.startAfters(stream, info.partitions, start) : null;
     await this.tx('reset', async (qr) => {
       await query(qr, this.plans.lockGroupPartitions, [stream, group, all]);
-      const afters = await this.startAfters(stream, info.partitions, start, qr);
+      const marks = await this.marks(stream, qr);
+      const afters = (at ?? (await this.startAfters(stream, info.partitions, start, qr))).map((a, p) => Math.max(a, marks[p].trimmedTo));
       await query(qr, this.plans.resetDeliveries, [stream, group]);
+      await query(qr, this.plans.resetDeadLetters, [stream, group]);
       await query(qr, this.plans.rewindCursors, [stream, group, all, afters]);
     });
     await this.notify(stream);
@@ -487,10 +619,27 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
 
   async redrive(stream: string, group: string, eventIds: string[] | 'all'): Promise<number> {
     await this.mustGroup(stream, group);
-    const [row] = await this.q(this.plans.redrive, [stream, group, eventIds === 'all' ? null : eventIds, this.channel], 'write', 'redrive');
+    const info = await this.mustStream(stream);
+    const all = Array.from({ length: info.partitions }, (_, p) => p);
+    const [row] = await this.tx('redrive', async (qr) => {
+      // As a replay does: a trim deciding its points waits for this (or this for it), so a trim never
+      // drops the events of dead letters this makes unfinished again.
+      await query(qr, this.plans.lockGroupPartitions, [stream, group, all]);
+      return eventIds === 'all'
+        ? query(qr, this.plans.redriveAll, [stream, group, this.channel])
+        : query(qr, this.plans.redriveIds, [stream, group, eventIds, this.channel]);
+    });
     const n = Number(row.n);
     if (n > 0) this.board.wake(stream);
     return n;
+  }
+
+  /** Per partition, the high watermark and the trim point. */
+  private async marks(stream: string, runner?: TypeormQueryable): Promise<Array<{ hwm: number; trimmedTo: number }>> {
+    const rows = await this.q(this.plans.highWatermarks, [stream], 'read', 'marks', runner);
+    const out: Array<{ hwm: number; trimmedTo: number }> = [];
+    for (const r of rows) out[Number(r.partition)] = { hwm: Number(r.hwm), trimmedTo: Number(r.trimmed_to) };
+    return out;
   }
 
   private async notify(stream: string): Promise<void> {
@@ -535,6 +684,43 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     }
     const rows = await this.q(this.plans.deadLetters, [stream, group, from.partition, from.sequence, limit], 'read', 'deadLetters');
     return rows.map((r) => toDeadLetter(stream, group, r));
+  }
+
+  // ---------------------------------------------------------------- retention
+
+  async trim(req: TrimRequest): Promise<TrimResult> {
+    const info = await this.mustStream(req.stream);
+    return trimPg(
+      {
+        plans: this.retentionPlans,
+        lastBefore: (stream, partitions, time) => this.startAfters(stream, partitions, { kind: 'at', time }),
+        tx: (what, fn) => this.tx(what, fn),
+        q: (sql, params, kind, what) => this.q(sql, params, kind, what),
+      },
+      req,
+      info.partitions,
+    );
+  }
+
+  /** Chunk by chunk (each its own statement), so settles and claims never wait for a whole purge. */
+  async purgeDeadLetters(stream: string, group: string, before: Date | null): Promise<number> {
+    await this.mustGroup(stream, group);
+    let purged = 0;
+    for (;;) {
+      const [row] =
+        before === null
+          ? await this.q(this.retentionPlans.purgeAll, [stream, group, PURGE_CHUNK], 'write', 'purgeDeadLetters')
+          : await this.q(this.retentionPlans.purgeBefore, [stream, group, before.getTime(), PURGE_CHUNK], 'write', 'purgeDeadLetters');
+      const n = Number(row.n);
+      purged += n;
+      // Rows another purge holds are skipped, not waited for: an empty chunk means nothing is left to us.
+      if (n === 0) return purged;
+    }
+  }
+
+  async claimTurn(job: string, holder: string, ttlMs: number): Promise<boolean> {
+    const rows = await this.q(this.retentionPlans.claimTurn, [job, holder, this.clock.now(), ttlMs], 'write', 'claimTurn');
+    return rows.length === 1;
   }
 
   // ---------------------------------------------------------------- wake-ups

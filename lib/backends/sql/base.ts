@@ -6,9 +6,11 @@ import { copyGroupConfig, copyStreamInfo } from '../copies';
 
 /**
  * What both SQL dialects share: opening once, caches of stream and group
- * registrations (both are immutable once created and never deleted, so a cached
- * entry can never be wrong; misses are not cached), the round-robin rotation,
- * and batch dedupe.
+ * registrations, the round-robin rotation, and batch dedupe. A stream's
+ * partitions and creation time, and a group's config, are immutable once created
+ * and never deleted, so a cached entry can never be wrong about them (misses are
+ * not cached). A stream's retention is not: another process may change it, so
+ * getStream always reads the store and the cache serves only the partitions.
  */
 export abstract class SqlBackendBase {
   abstract readonly name: string;
@@ -61,13 +63,16 @@ export abstract class SqlBackendBase {
     return this.groups.get(`${stream}\u0000${group}`) ?? null;
   }
 
+  /** The stream as stored now, retention included (read every time: see the class comment). */
   async getStream(stream: string): Promise<StreamInfo | null> {
-    const cached = this.streams.get(stream);
-    if (cached) return copyStreamInfo(cached);
     const info = await this.loadStream(stream);
     return info ? this.rememberStream(info) : null;
   }
 
+  /**
+   * The stream's registration for its partitions (from the cache once seen): its
+   * `retention` may be stale, so nothing may read that from here.
+   */
   protected async mustStream(stream: string): Promise<StreamInfo> {
     const info = this.streams.get(stream) ?? (await this.getStream(stream));
     if (!info) throw new RheoError('stream_not_found', `stream "${stream}" does not exist`);

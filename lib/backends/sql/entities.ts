@@ -29,8 +29,15 @@ export function rheoEntities(options: RheoEntitiesOptions = {}): TypeormEntitySc
     // keys); TypeORM's synchronize and migration:generate must never rebuild these tables.
     new EntitySchema({ name: TABLES[key], tableName: TABLES[key], schema, columns, uniques, synchronize: false });
   return [
-    entity('streams', { name: text(true), partitions: int(), created_at: big() }),
-    entity('partitions', { stream: text(true), partition: int(true), hwm: big() }),
+    entity('streams', {
+      name: text(true),
+      partitions: int(),
+      created_at: big(),
+      max_age_ms: big(false, true),
+      max_events: big(false, true),
+      dead_letter_max_age_ms: big(false, true),
+    }),
+    entity('partitions', { stream: text(true), partition: int(true), hwm: big(), trimmed_to: big(), ts_max: big() }),
     entity(
       'events',
       {
@@ -39,6 +46,10 @@ export function rheoEntities(options: RheoEntitiesOptions = {}): TypeormEntitySc
         sequence: big(true),
         id: text(),
         ts: big(),
+        // PostgreSQL: null when it equals ts (see postgres/schema.ts).
+        ts_max: big(false, true),
+        // A Bloom filter of the top-level scalar fields (sqlite/bloom.ts); -1 on rows written before schema 2.
+        bloom: big(),
         key: text(false, true),
         type: text(false, true),
         metadata: { type: 'text' },
@@ -71,5 +82,17 @@ export function rheoEntities(options: RheoEntitiesOptions = {}): TypeormEntitySc
       reason: text(false, true),
       dead_at: big(false, true),
     }),
+    entity('deadLetters', {
+      stream: text(true),
+      group_name: text(true),
+      partition: int(true),
+      sequence: big(true),
+      event_id: text(),
+      attempt: int(),
+      reason: text(),
+      dead_at: big(),
+    }),
+    entity('jobs', { name: text(true), holder: text(), until_ms: big() }),
+    entity('schemaVersion', { version: int(true), name: text(), applied_at: big() }),
   ];
 }

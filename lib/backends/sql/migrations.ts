@@ -1,8 +1,62 @@
 import { RheoError } from '../../core/errors';
-import { pgInstall, pgUninstall } from '../postgres/plans';
-import { sqliteInstall, sqliteUninstall } from '../sqlite/plans';
+import { PG_SCHEMA, pgSchemaVersionTable } from '../postgres/schema';
+import { SQLITE_SCHEMA, sqliteDropAll, sqliteSchemaVersionTable } from '../sqlite/schema';
 import type { TypeormMigration, TypeormMigrationClass, TypeormQueryRunner } from './external';
-import { checkSchemaName, pgTables, sqliteTables } from './names';
+import { checkSchemaName, pgTables, sqliteTables, TABLES, type TableNames } from './names';
+import type { SchemaVersion } from './schema-version';
+
+// Numbered schema versions, shared by both dialects: which versions a database
+// still needs, the errors when it is ahead of or behind this release, and the
+// TypeORM migrations (one class per version) for hosts that run migrations.
+
+/** The highest version of a dialect's list: what this release reads and writes. */
+export function latestVersion(all: readonly SchemaVersion[]): number {
+  return all.reduce((m, v) => Math.max(m, v.version), 0);
+}
+
+/** A database made by a newer release: its tables may mean things this one does not know, so nothing touches it. */
+export function newerSchemaError(installed: number, latest: number): RheoError {
+  return new RheoError(
+    'failed',
+    `the rheo tables are at schema version ${installed}, which is newer than this nestjs-rheo knows (${latest}): upgrade nestjs-rheo`,
+  );
+}
+
+/** `install: 'none'` on a database that is not at this release's version. */
+export function outdatedSchemaError(installed: number, latest: number): RheoError {
+  const state = installed === 0 ? 'are not installed' : `are at schema version ${installed}`;
+  return new RheoError(
+    'failed',
+    `the rheo tables ${state}, and this nestjs-rheo needs version ${latest} with install: 'none': ` +
+      `run rheoMigrations() (or start once with install: 'auto')`,
+  );
+}
+
+/** The versions above `installed`, in order; refuses a database newer than `all` knows. */
+export function pendingVersions(installed: number, all: readonly SchemaVersion[]): SchemaVersion[] {
+  const latest = latestVersion(all);
+  if (installed > latest) throw newerSchemaError(installed, latest);
+  return all.filter((v) => v.version > installed).sort((a, b) => a.version - b.version);
+}
+
+/** `install: 'none'`: the installed version must be exactly this release's. */
+export function requireLatest(installed: number, all: readonly SchemaVersion[]): void {
+  const latest = latestVersion(all);
+  if (installed > latest) throw newerSchemaError(installed, latest);
+  if (installed < latest) throw outdatedSchemaError(installed, latest);
+}
+
+/**
+ * The installed version from what a database holds: the highest recorded one; 1
+ * for a database made before versions were recorded (it has rheo_events, and
+ * exactly version 1's tables); 0 for none.
+ */
+export function installedFrom(recorded: number | null, hasEvents: boolean): number {
+  if (recorded !== null) return recorded;
+  return hasEvents ? 1 : 0;
+}
+
+// ---------------------------------------------------------------- TypeORM migrations
 
 /** Options of {@link rheoMigrations}. */
 export interface RheoMigrationsOptions {
@@ -10,18 +64,97 @@ export interface RheoMigrationsOptions {
   schema?: string;
 }
 
-function statements(qr: TypeormQueryRunner, schema: string, direction: 'up' | 'down'): string[] {
+/**
+ * The migration class of each version, by version. TypeORM orders migrations by
+ * the 13-digit timestamp that ends the name, and remembers them by name: a
+ * released entry is never renamed (version 1 keeps the name it had before
+ * versions existed, so a host that ran it then does not run it again).
+ */
+const MIGRATION_NAMES: Readonly<Record<number, string>> = {
+  1: 'RheoCreateTables1764374400000',
+  2: 'RheoFlatCost1796083200000',
+};
+
+interface Dialect {
+  versions: readonly SchemaVersion[];
+  tables(schema: string): TableNames;
+  versionTable(t: TableNames): string;
+  /** Record a version (ignoring one already recorded): parameters version, name, applied_at. */
+  record(t: TableNames): string;
+  /** What version 1's down leaves behind when the dialect's version 1 has no down of its own. */
+  dropAll(t: TableNames): string[];
+}
+
+const DIALECTS: Record<string, Dialect> = {
+  postgres: {
+    versions: PG_SCHEMA,
+    tables: (schema) => pgTables(schema),
+    versionTable: pgSchemaVersionTable,
+    record: (t) => `INSERT INTO ${t.schemaVersion} (version, name, applied_at) VALUES ($1, $2, $3) ON CONFLICT (version) DO NOTHING`,
+    dropAll: (t) => Object.keys(TABLES).map((k) => `DROP TABLE IF EXISTS ${t[k as keyof TableNames]}`),
+  },
+  'better-sqlite3': {
+    versions: SQLITE_SCHEMA,
+    tables: () => sqliteTables(),
+    versionTable: sqliteSchemaVersionTable,
+    record: (t) => `INSERT OR IGNORE INTO ${t.schemaVersion} (version, name, applied_at) VALUES (?, ?, ?)`,
+    dropAll: sqliteDropAll,
+  },
+};
+
+function dialectOf(qr: TypeormQueryRunner): Dialect {
   const type = qr.connection.options.type;
-  if (type === 'postgres') return direction === 'up' ? pgInstall(schema, pgTables(schema)) : pgUninstall(pgTables(schema));
-  if (type === 'better-sqlite3') return direction === 'up' ? sqliteInstall(sqliteTables()) : sqliteUninstall(sqliteTables());
-  throw new RheoError('invalid_argument', `rheo migrations support postgres and better-sqlite3, not ${String(type)}`);
+  const d = DIALECTS[type];
+  if (!d) throw new RheoError('invalid_argument', `rheo migrations support postgres and better-sqlite3, not ${String(type)}`);
+  return d;
+}
+
+/** The class that applies (and undoes) version `version` of whichever dialect the DataSource speaks. */
+function migrationOf(version: number, schema: string): TypeormMigrationClass {
+  const name = MIGRATION_NAMES[version];
+  if (name === undefined) throw new RheoError('failed', `schema version ${version} has no migration name (sql/migrations.ts)`);
+  const Migration = class implements TypeormMigration {
+    name = name;
+    /**
+     * The version's DDL, then its record, and the records of the versions
+     * before it when missing: a database migrated before versions were recorded
+     * gets version 1 recorded when version 2 runs.
+     */
+    async up(qr: TypeormQueryRunner): Promise<void> {
+      const d = dialectOf(qr);
+      const t = d.tables(schema);
+      const v = d.versions.find((x) => x.version === version);
+      if (!v) return; // the dialect has no such version (yet): nothing to do
+      for (const sql of v.up(t, schema)) await qr.query(sql);
+      await qr.query(d.versionTable(t));
+      for (const done of d.versions) if (done.version <= version) await qr.query(d.record(t), [done.version, done.name, Date.now()]);
+    }
+    async down(qr: TypeormQueryRunner): Promise<void> {
+      const d = dialectOf(qr);
+      const t = d.tables(schema);
+      const v = d.versions.find((x) => x.version === version);
+      if (!v) return;
+      if (version === 1) {
+        for (const sql of v.down ? v.down(t, schema) : d.dropAll(t)) await qr.query(sql);
+        await qr.query(`DROP TABLE IF EXISTS ${t.schemaVersion}`);
+        return;
+      }
+      if (!v.down) throw new RheoError('failed', `version ${version} (${v.name}) of the rheo schema cannot be undone`);
+      for (const sql of v.down(t, schema)) await qr.query(sql);
+      await qr.query(`DELETE FROM ${t.schemaVersion} WHERE version >= ${version}`);
+    }
+  };
+  Object.defineProperty(Migration, 'name', { value: name });
+  return Migration;
 }
 
 /**
- * The migrations that create (and drop) the library's tables, for hosts that run
- * migrations themselves: add them to the DataSource's `migrations` and build the
- * backend with `install: 'none'`. The DDL is the same `install: 'auto'` runs, so
- * the two paths never disagree.
+ * The migrations that create the library's tables and bring them to each later
+ * schema version, for hosts that run migrations themselves: add them to the
+ * DataSource's `migrations` and build the backend with `install: 'none'`. One
+ * class per version, each running exactly the DDL `install: 'auto'` runs for
+ * that version, so the two paths never disagree; `down` undoes its version
+ * (version 1's drops the tables).
  *
  * ```ts
  * new DataSource({ type: 'postgres', ..., migrations: [...rheoMigrations({ schema: 'rheo' }), ...mine] })
@@ -29,15 +162,6 @@ function statements(qr: TypeormQueryRunner, schema: string, direction: 'up' | 'd
  */
 export function rheoMigrations(options: RheoMigrationsOptions = {}): TypeormMigrationClass[] {
   const schema = options.schema === undefined ? 'public' : checkSchemaName('schema', options.schema);
-  // TypeORM orders migrations by the 13-digit timestamp that ends the name.
-  class RheoCreateTables1764374400000 implements TypeormMigration {
-    name = 'RheoCreateTables1764374400000';
-    async up(qr: TypeormQueryRunner): Promise<void> {
-      for (const sql of statements(qr, schema, 'up')) await qr.query(sql);
-    }
-    async down(qr: TypeormQueryRunner): Promise<void> {
-      for (const sql of statements(qr, schema, 'down')) await qr.query(sql);
-    }
-  }
-  return [RheoCreateTables1764374400000];
+  const versions = Math.max(latestVersion(PG_SCHEMA), latestVersion(SQLITE_SCHEMA));
+  return Array.from({ length: versions }, (_, i) => migrationOf(i + 1, schema));
 }

@@ -1,4 +1,4 @@
-import type { DeadLetter, EventMetadata, GroupConfig, JsonValue, Lag, Ordering, RheoEvent, StreamInfo } from '../../core/types';
+import type { DeadLetter, EventMetadata, GroupConfig, JsonValue, Lag, Ordering, Retention, RheoEvent, StreamInfo } from '../../core/types';
 
 // The rows both dialects' SELECTs return, one interface per column list (the
 // dialect-only ones are in postgres/plans.ts and sqlite/plans.ts, next to their
@@ -10,11 +10,17 @@ export type DbInt = number | string;
 /** Every column of `T` null: the columns of a LEFT JOIN that found no row. */
 export type DbNulls<T> = { [K in keyof T]: null };
 
-/** A stream: rheo_streams (getStream, listStreams, createStream). */
+/**
+ * A stream: rheo_streams (getStream, listStreams, createStream, setRetention).
+ * The retention columns are null when unset.
+ */
 export interface DbStream {
   name: string;
   partitions: DbInt;
   created_at: DbInt;
+  max_age_ms?: DbInt | null;
+  max_events?: DbInt | null;
+  dead_letter_max_age_ms?: DbInt | null;
 }
 
 /** A group: rheo_groups, `SELECT *` (getGroup, listGroups, createGroup). */
@@ -68,10 +74,15 @@ export interface DbPartitionState {
   oldest_ts: DbInt | null;
 }
 
-/** A dead letter (deadLetters): the delivery's columns, then the event's, all null when the event row is gone. */
+/**
+ * A dead letter (deadLetters): the dead letter's columns, then the event's, all
+ * null when the event row is gone (trimmed). `d_event_id`, where the dialect
+ * stores it, names the event even then.
+ */
 export type DbDeadLetter = {
   d_partition: DbInt;
   d_sequence: DbInt;
+  d_event_id?: string;
   reason: string | null;
   attempt: DbInt;
   dead_at: DbInt;
@@ -97,7 +108,19 @@ export function toEvent(stream: string, r: DbEvent): RheoEvent {
 }
 
 export function toStream(r: DbStream): StreamInfo {
-  return { name: r.name, partitions: Number(r.partitions), createdAt: new Date(Number(r.created_at)) };
+  const info: StreamInfo = { name: r.name, partitions: Number(r.partitions), createdAt: new Date(Number(r.created_at)) };
+  const retention: Retention = {};
+  if (r.max_age_ms != null) retention.maxAgeMs = Number(r.max_age_ms);
+  if (r.max_events != null) retention.maxEvents = Number(r.max_events);
+  if (r.dead_letter_max_age_ms != null) retention.deadLetterMaxAgeMs = Number(r.dead_letter_max_age_ms);
+  // Present only when a limit is set, with only the set limits.
+  if (Object.keys(retention).length > 0) info.retention = retention;
+  return info;
+}
+
+/** A retention as the three nullable columns of rheo_streams (max_age_ms, max_events, dead_letter_max_age_ms). */
+export function retentionColumns(retention: Retention | undefined): [number | null, number | null, number | null] {
+  return [retention?.maxAgeMs ?? null, retention?.maxEvents ?? null, retention?.deadLetterMaxAgeMs ?? null];
 }
 
 export function toGroup(r: DbGroup): GroupConfig {
@@ -128,7 +151,7 @@ export function toDeadLetter(stream: string, group: string, r: DbDeadLetter): De
   return {
     stream,
     group,
-    eventId: r.id as string, // null if the event row is gone
+    eventId: r.d_event_id ?? (r.id as string), // r.id is null when the event row is gone
     partition: Number(r.d_partition),
     sequence: Number(r.d_sequence),
     reason: r.reason ?? '',

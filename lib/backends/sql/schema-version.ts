@@ -10,6 +10,11 @@ export interface SchemaVersion {
   version: number;
   /** Short, stable description, recorded with the version (e.g. `dead-letters-table`). */
   name: string;
-  /** Statements to run in order, in one transaction, under the install lock. */
+  /** Statements to run in order, in one transaction, under the install lock. Idempotent where the dialect allows. */
   up(t: TableNames, schema: string): string[];
+  /**
+   * Statements that take the database back to `version - 1` (a TypeORM migration's
+   * `down`). Version 1 without one drops every table.
+   */
+  down?(t: TableNames, schema: string): string[];
 }

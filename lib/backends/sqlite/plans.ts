@@ -1,13 +1,21 @@
-// Every SQL statement of the SQLite backend, in one place. The storage model is
-// PostgreSQL's (see postgres/plans.ts): per-partition counters, per-group cursors with
-// lazy materialisation, one delivery row per offered and not yet acked event, and
-// a derived frontier. SQLite has one writer, so the read-modify-write steps run as
-// small statements inside one `BEGIN IMMEDIATE` transaction (better-sqlite3 is
-// synchronous: the whole transaction runs without yielding the event loop).
+// Every SQL statement of the SQLite backend's hot path and inspection, in one
+// place (retention's are in retention-plans.ts). The storage model is
+// PostgreSQL's (see postgres/plans.ts): per-partition counters, per-group cursors
+// with lazy materialisation, one delivery row per offered event that is neither
+// acked nor dead, dead letters in their own table, and a derived frontier.
+// SQLite has one writer, so the read-modify-write steps run as small statements
+// inside one `BEGIN IMMEDIATE` transaction (better-sqlite3 is synchronous: the
+// whole transaction runs without yielding the event loop).
+//
+// The trim guard: events at or below a partition's `trimmed_to` are gone (or
+// going: a trim deletes them in chunks after moving the point), so nothing here
+// leases, settles or counts a delivery at or below it, and a cursor behind it
+// counts as `trimmed_to + 1`.
 import type { TableNames } from '../sql/names';
 import type { ColumnQuery } from '../sql/query-filter';
-import type { DbCount, DbDeadLetter, DbEvent, DbGroup, DbHighWatermark, DbPartitionState, DbPosition, DbStream } from '../sql/rows';
+import type { DbCount, DbDeadLetter, DbEvent, DbGroup, DbPartitionState, DbPosition, DbStream } from '../sql/rows';
 import { returning, Sql } from '../sql/statement';
+import type { JsonWhere } from './json-where';
 
 // Rows only SQLite's statements return. better-sqlite3 returns INTEGER columns as numbers.
 
@@ -15,7 +23,13 @@ import { returning, Sql } from '../sql/statement';
 export interface DbBusyTimeout {
   timeout: number;
 }
-/** The first sequence at or after a time, null when there is none (firstAtOrAfter). */
+/** A partition's high watermark and trim point (partitionMarks). */
+export interface DbPartitionMarks {
+  partition: number;
+  hwm: number;
+  trimmed_to: number;
+}
+/** A sequence, null when there is none (firstEvent, firstDelivery). */
 export interface DbFirstAt {
   seq: number | null;
 }
@@ -23,20 +37,26 @@ export interface DbFirstAt {
 export interface DbAllocated {
   hwm: number;
 }
-/** A group partition's cursor and the partition's high watermark (position). */
+/** The running timestamp maximum of an event (tsMaxAt). */
+export interface DbTsMax {
+  ts_max: number;
+}
+/** A group partition's cursor, the partition's high watermark and trim point (position). */
 export interface DbCursorAndHwm {
   cursor: number;
   hwm: number;
+  trimmed_to: number;
 }
-/** A group partition's cursor (cursor). */
+/** A group partition's cursor and the partition's trim point (cursor). */
 export interface DbCursor {
   cursor: number;
+  trimmed_to: number;
 }
 /** A delivery's sequence (due). */
 export interface DbSequence {
   sequence: number;
 }
-/** The first delivery that is not dead (firstOpen). */
+/** The first delivery in flight (firstOpen). */
 export interface DbFirstOpen {
   sequence: number;
   state: string;
@@ -60,79 +80,11 @@ export interface DbHeld {
   attempt: number;
 }
 
-/**
- * DDL, idempotent. Times are integer milliseconds from the backend's clock. The
- * small-row tables are WITHOUT ROWID, so a primary-key lookup is one b-tree
- * search instead of an index search plus a table search; events keep a rowid
- * (their payloads make rows large).
- */
-export function sqliteInstall(t: TableNames): string[] {
-  return [
-    `CREATE TABLE IF NOT EXISTS ${t.streams} (
-      name        TEXT    NOT NULL PRIMARY KEY,
-      partitions  INTEGER NOT NULL,
-      created_at  INTEGER NOT NULL
-    ) WITHOUT ROWID`,
-    `CREATE TABLE IF NOT EXISTS ${t.partitions} (
-      stream      TEXT    NOT NULL,
-      partition   INTEGER NOT NULL,
-      hwm         INTEGER NOT NULL DEFAULT 0,
-      PRIMARY KEY (stream, partition)
-    ) WITHOUT ROWID`,
-    `CREATE TABLE IF NOT EXISTS ${t.events} (
-      stream      TEXT    NOT NULL,
-      partition   INTEGER NOT NULL,
-      sequence    INTEGER NOT NULL,
-      id          TEXT    NOT NULL,
-      ts          INTEGER NOT NULL,
-      key         TEXT,
-      type        TEXT,
-      metadata    TEXT    NOT NULL,
-      payload     TEXT    NOT NULL,
-      PRIMARY KEY (stream, partition, sequence),
-      UNIQUE (stream, id)
-    )`,
-    `CREATE TABLE IF NOT EXISTS ${t.groups} (
-      stream            TEXT    NOT NULL,
-      name              TEXT    NOT NULL,
-      max_attempts      INTEGER NOT NULL,
-      retry_initial_ms  INTEGER NOT NULL,
-      retry_factor      REAL    NOT NULL,
-      retry_max_ms      INTEGER NOT NULL,
-      ordering          TEXT    NOT NULL,
-      created_at        INTEGER NOT NULL,
-      PRIMARY KEY (stream, name)
-    ) WITHOUT ROWID`,
-    `CREATE TABLE IF NOT EXISTS ${t.groupPartitions} (
-      stream      TEXT    NOT NULL,
-      group_name  TEXT    NOT NULL,
-      partition   INTEGER NOT NULL,
-      cursor      INTEGER NOT NULL,
-      PRIMARY KEY (stream, group_name, partition)
-    ) WITHOUT ROWID`,
-    `CREATE TABLE IF NOT EXISTS ${t.deliveries} (
-      stream      TEXT    NOT NULL,
-      group_name  TEXT    NOT NULL,
-      partition   INTEGER NOT NULL,
-      sequence    INTEGER NOT NULL,
-      state       TEXT    NOT NULL,
-      attempt     INTEGER NOT NULL DEFAULT 0,
-      lease_id    TEXT,
-      consumer_id TEXT,
-      leased_at   INTEGER,
-      due_at      INTEGER NOT NULL DEFAULT 0,
-      reason      TEXT,
-      dead_at     INTEGER,
-      PRIMARY KEY (stream, group_name, partition, sequence)
-    ) WITHOUT ROWID`,
-  ];
-}
-
-export function sqliteUninstall(t: TableNames): string[] {
-  return [t.deliveries, t.groupPartitions, t.groups, t.events, t.partitions, t.streams].map((x) => `DROP TABLE IF EXISTS ${x}`);
-}
-
 const EVENT_COLUMNS = `e.id, e.partition, e.sequence, e.ts, e.key, e.type, e.metadata, e.payload`;
+
+/** The trim point of the row alias `x`'s partition (x has stream and partition columns). */
+const trimmedTo = (t: TableNames, x: string) =>
+  `(SELECT tp.trimmed_to FROM ${t.partitions} tp WHERE tp.stream = ${x}.stream AND tp.partition = ${x}.partition)`;
 
 export function sqlitePlans(t: TableNames) {
   return {
@@ -142,13 +94,17 @@ export function sqlitePlans(t: TableNames) {
     busyTimeout: returning<DbBusyTimeout>(`PRAGMA busy_timeout`),
     setBusyTimeout: (ms: number) => `PRAGMA busy_timeout = ${Math.trunc(ms)}`,
 
-    insertStream: `INSERT INTO ${t.streams} (name, partitions, created_at) VALUES (?, ?, ?)`,
+    insertStream: `
+      INSERT INTO ${t.streams} (name, partitions, created_at, max_age_ms, max_events, dead_letter_max_age_ms) VALUES (?, ?, ?, ?, ?, ?)`,
     insertPartition: `INSERT INTO ${t.partitions} (stream, partition, hwm) VALUES (?, ?, 0)`,
-    getStream: returning<DbStream>(`SELECT name, partitions, created_at FROM ${t.streams} WHERE name = ?`),
-    listStreams: returning<DbStream>(`SELECT name, partitions, created_at FROM ${t.streams} ORDER BY name`),
-    highWatermarks: returning<DbHighWatermark>(`SELECT partition, hwm FROM ${t.partitions} WHERE stream = ? ORDER BY partition`),
-    /** First sequence at or after a time in one partition (null when none). */
-    firstAtOrAfter: returning<DbFirstAt>(`SELECT min(sequence) AS seq FROM ${t.events} WHERE stream = ? AND partition = ? AND ts >= ?`),
+    getStream: returning<DbStream>(`
+      SELECT name, partitions, created_at, max_age_ms, max_events, dead_letter_max_age_ms FROM ${t.streams} WHERE name = ?`),
+    listStreams: returning<DbStream>(`
+      SELECT name, partitions, created_at, max_age_ms, max_events, dead_letter_max_age_ms FROM ${t.streams} ORDER BY name`),
+    setRetention: `UPDATE ${t.streams} SET max_age_ms = ?, max_events = ?, dead_letter_max_age_ms = ? WHERE name = ?`,
+    partitionMarks: returning<DbPartitionMarks>(
+      `SELECT partition, hwm, trimmed_to FROM ${t.partitions} WHERE stream = ? ORDER BY partition`,
+    ),
 
     insertGroup: returning<DbGroup>(`
       INSERT INTO ${t.groups} (stream, name, max_attempts, retry_initial_ms, retry_factor, retry_max_ms, ordering, created_at)
@@ -162,34 +118,37 @@ export function sqlitePlans(t: TableNames) {
     eventById: returning<DbEvent>(`SELECT ${EVENT_COLUMNS} FROM ${t.events} e WHERE e.stream = ? AND e.id = ?`),
     /** Reserve n sequences; returns the new high watermark (the range ends there). */
     allocate: returning<DbAllocated>(`UPDATE ${t.partitions} SET hwm = hwm + ? WHERE stream = ? AND partition = ? RETURNING hwm`),
+    /** The running timestamp maximum at an event: an append continues it, a time lookup bisects it (time-lookup.ts). */
+    tsMaxAt: returning<DbTsMax>(`SELECT ts_max FROM ${t.events} WHERE stream = ? AND partition = ? AND sequence = ?`),
     insertEvent: `
-      INSERT INTO ${t.events} (stream, partition, sequence, id, ts, key, type, metadata, payload)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      INSERT INTO ${t.events} (stream, partition, sequence, id, ts, key, type, metadata, payload, ts_max, bloom)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    /** A partition's events after a sequence, never at or below the trim point. */
     read: returning<DbEvent>(`
       SELECT ${EVENT_COLUMNS} FROM ${t.events} e
-      WHERE e.stream = ? AND e.partition = ? AND e.sequence > ? ORDER BY e.sequence LIMIT ?`),
+      WHERE e.stream = ? AND e.partition = ? AND e.sequence > max(?, ${trimmedTo(t, 'e')}) ORDER BY e.sequence LIMIT ?`),
     eventAt: returning<DbEvent>(`SELECT ${EVENT_COLUMNS} FROM ${t.events} e WHERE e.stream = ? AND e.partition = ? AND e.sequence = ?`),
 
     // ---------------------------------------------------------------- leases
 
-    /** A group partition's cursor and the partition's high watermark. */
+    /** A group partition's cursor, the partition's high watermark and trim point. */
     position: returning<DbCursorAndHwm>(`
-      SELECT g.cursor, p.hwm FROM ${t.groupPartitions} g
+      SELECT g.cursor, p.hwm, p.trimmed_to FROM ${t.groupPartitions} g
       JOIN ${t.partitions} p ON p.stream = g.stream AND p.partition = g.partition
       WHERE g.stream = ? AND g.group_name = ? AND g.partition = ?`),
-    /** Deliveries whose time has come (nacked past their delay, or expired leases), in sequence order. */
+    /** Deliveries whose time has come (nacked past their delay, or expired leases) above the trim point, in sequence order. */
     due: returning<DbSequence>(`
       SELECT sequence FROM ${t.deliveries}
-      WHERE stream = ? AND group_name = ? AND partition = ? AND state <> 'dead' AND due_at <= ?
+      WHERE stream = ? AND group_name = ? AND partition = ? AND sequence > ? AND due_at <= ?
       ORDER BY sequence LIMIT ?`),
-    /** The first delivery that is not dead: the event after the frontier, when one was offered. */
+    /** The first delivery above the trim point: the event after the frontier, when one was offered. */
     firstOpen: returning<DbFirstOpen>(`
       SELECT sequence, state, due_at FROM ${t.deliveries}
-      WHERE stream = ? AND group_name = ? AND partition = ? AND state <> 'dead'
+      WHERE stream = ? AND group_name = ? AND partition = ? AND sequence > ?
       ORDER BY sequence LIMIT 1`),
     liveLeases: returning<DbLiveLeases>(`
       SELECT count(*) AS n FROM ${t.deliveries}
-      WHERE stream = ? AND group_name = ? AND partition = ? AND state = 'leased' AND due_at > ?`),
+      WHERE stream = ? AND group_name = ? AND partition = ? AND sequence > ? AND state = 'leased' AND due_at > ?`),
     claimDue: returning<DbAttempt>(`
       UPDATE ${t.deliveries} SET state = 'leased', attempt = attempt + 1, lease_id = ?, consumer_id = ?, leased_at = ?, due_at = ?
       WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ?
@@ -210,87 +169,118 @@ export function sqlitePlans(t: TableNames) {
      */
     release: `
       UPDATE ${t.deliveries} SET state = 'available', lease_id = NULL, attempt = max(attempt - 1, 0), due_at = ?
-      WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ? AND lease_id = ? AND state = 'leased'`,
+      WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ? AND lease_id = ? AND state = 'leased'
+        AND sequence > ${trimmedTo(t, t.deliveries)}`,
     /** The delivery a lease names, while that lease id is on it, expired or not (a release's receipt check). */
     leasedBy: returning<DbLeaseId>(`
-      SELECT lease_id FROM ${t.deliveries}
-      WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ? AND lease_id = ? AND state = 'leased'`),
+      SELECT lease_id FROM ${t.deliveries} d
+      WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ? AND lease_id = ? AND state = 'leased'
+        AND sequence > ${trimmedTo(t, 'd')}`),
 
-    /** The delivery a lease names, when that lease is still live. */
+    /** The delivery a lease names, when that lease is still live (and its event not trimmed). */
     held: returning<DbHeld>(`
-      SELECT lease_id, attempt FROM ${t.deliveries}
+      SELECT lease_id, attempt FROM ${t.deliveries} d
       WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ?
-        AND lease_id = ? AND state = 'leased' AND due_at > ?`),
+        AND lease_id = ? AND state = 'leased' AND due_at > ? AND sequence > ${trimmedTo(t, 'd')}`),
     renew: `UPDATE ${t.deliveries} SET due_at = ? WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ?`,
     ack: `DELETE FROM ${t.deliveries} WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ?`,
     /** Ack in one step when the receipt is the lease id (it always is here): deletes only a live lease. */
     ackHeld: `
       DELETE FROM ${t.deliveries}
-      WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ? AND lease_id = ? AND state = 'leased' AND due_at > ?`,
+      WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ? AND lease_id = ? AND state = 'leased' AND due_at > ?
+        AND sequence > ${trimmedTo(t, t.deliveries)}`,
     retry: `
       UPDATE ${t.deliveries} SET state = 'available', lease_id = NULL, due_at = ?, reason = ?
       WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ?`,
+    /** Dead-letter a delivery (after `ack` deleted it): its attempt, reason and time, and its event's id, which may outlive the event. */
     dead: `
-      UPDATE ${t.deliveries} SET state = 'dead', lease_id = NULL, reason = ?, dead_at = ?
-      WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ?`,
+      INSERT OR REPLACE INTO ${t.deadLetters} (stream, group_name, partition, sequence, attempt, reason, dead_at, event_id)
+      VALUES (?, ?, ?, ?, ?, ?, ?, coalesce((SELECT id FROM ${t.events} WHERE stream = ? AND partition = ? AND sequence = ?), ''))`,
 
     // ---------------------------------------------------------------- replay, reset, redrive
 
     rewindDeliveries: `DELETE FROM ${t.deliveries} WHERE stream = ? AND group_name = ? AND partition = ? AND sequence > ?`,
+    rewindDeadLetters: `DELETE FROM ${t.deadLetters} WHERE stream = ? AND group_name = ? AND partition = ? AND sequence > ?`,
     setCursor: `UPDATE ${t.groupPartitions} SET cursor = ? WHERE stream = ? AND group_name = ? AND partition = ?`,
-    cursor: returning<DbCursor>(`SELECT cursor FROM ${t.groupPartitions} WHERE stream = ? AND group_name = ? AND partition = ?`),
-    /** Re-open an offered event: a fresh 'available' delivery replacing whatever state it had. */
+    cursor: returning<DbCursor>(`
+      SELECT g.cursor, p.trimmed_to FROM ${t.groupPartitions} g
+      JOIN ${t.partitions} p ON p.stream = g.stream AND p.partition = g.partition
+      WHERE g.stream = ? AND g.group_name = ? AND g.partition = ?`),
+    /** Re-open an offered event: a fresh 'available' delivery replacing whatever state it had (its dead letter goes: deleteDeadLetter). */
     reopen: `
       INSERT INTO ${t.deliveries} (stream, group_name, partition, sequence, state, attempt, due_at)
       VALUES (?, ?, ?, ?, 'available', 0, 0)
       ON CONFLICT (stream, group_name, partition, sequence)
       DO UPDATE SET state = 'available', attempt = 0, lease_id = NULL, consumer_id = NULL, leased_at = NULL,
                     due_at = 0, reason = NULL, dead_at = NULL`,
-    /** Redrive every dead letter of a group in one statement (what reopen does to each). */
+    deleteDeadLetter: `DELETE FROM ${t.deadLetters} WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ?`,
+    /** Redrive every dead letter of a group whose event is still there, in one statement (then redriveAllDelete). */
     redriveAll: `
-      UPDATE ${t.deliveries} SET state = 'available', attempt = 0, lease_id = NULL, consumer_id = NULL, leased_at = NULL,
-                                 due_at = 0, reason = NULL, dead_at = NULL
-      WHERE stream = ? AND group_name = ? AND state = 'dead'`,
+      INSERT INTO ${t.deliveries} (stream, group_name, partition, sequence, state, attempt, due_at)
+      SELECT d.stream, d.group_name, d.partition, d.sequence, 'available', 0, 0 FROM ${t.deadLetters} d
+      WHERE d.stream = ? AND d.group_name = ? AND d.sequence > ${trimmedTo(t, 'd')}
+      ON CONFLICT (stream, group_name, partition, sequence)
+      DO UPDATE SET state = 'available', attempt = 0, lease_id = NULL, consumer_id = NULL, leased_at = NULL, due_at = 0`,
+    redriveAllDelete: `
+      DELETE FROM ${t.deadLetters} WHERE stream = ? AND group_name = ? AND sequence > ${trimmedTo(t, t.deadLetters)}`,
+    /** A dead letter of the group by its event's id, while the event is there. */
     deadById: returning<DbPosition>(`
       SELECT d.partition, d.sequence FROM ${t.events} e
-      JOIN ${t.deliveries} d ON d.stream = e.stream AND d.group_name = ? AND d.partition = e.partition AND d.sequence = e.sequence
-      WHERE e.stream = ? AND e.id = ? AND d.state = 'dead'`),
+      JOIN ${t.deadLetters} d ON d.stream = e.stream AND d.group_name = ? AND d.partition = e.partition AND d.sequence = e.sequence
+      WHERE e.stream = ? AND e.id = ? AND d.sequence > ${trimmedTo(t, 'd')}`),
+    /** A dead letter of the group by the event id it kept (its event may be trimmed): a scan, only for paging past such a one. */
+    deadByKeptId: returning<DbPosition>(`
+      SELECT partition, sequence FROM ${t.deadLetters} WHERE stream = ? AND group_name = ? AND event_id = ? LIMIT 1`),
     resetDeliveries: `DELETE FROM ${t.deliveries} WHERE stream = ? AND group_name = ?`,
+    resetDeadLetters: `DELETE FROM ${t.deadLetters} WHERE stream = ? AND group_name = ?`,
 
     // ---------------------------------------------------------------- inspection
 
-    /** Per partition: high watermark, derived frontier, live leases, timestamp of the first unsettled event. */
+    /**
+     * Per partition: high watermark, cursor (never behind the trim point), derived frontier (the
+     * sequence before the first delivery in flight, else the cursor minus one), live leases, and
+     * the timestamp of the first unsettled event.
+     */
     groupState: returning<DbPartitionState>(`
-      SELECT g.partition, p.hwm, g.cursor,
-             min(g.cursor, coalesce(o.first_open, g.cursor)) - 1 AS frontier,
-             coalesce(o.live, 0) AS live,
+      SELECT s.partition, s.hwm, s.cursor, min(s.cursor, coalesce(s.first_open, s.cursor)) - 1 AS frontier, s.live,
              (SELECT e.ts FROM ${t.events} e
-               WHERE e.stream = g.stream AND e.partition = g.partition
-                 AND e.sequence = min(g.cursor, coalesce(o.first_open, g.cursor))) AS oldest_ts
-      FROM ${t.groupPartitions} g
-      JOIN ${t.partitions} p ON p.stream = g.stream AND p.partition = g.partition
-      LEFT JOIN (
-        SELECT partition, min(sequence) AS first_open,
-               sum(CASE WHEN state = 'leased' AND due_at > ? THEN 1 ELSE 0 END) AS live
-        FROM ${t.deliveries}
-        WHERE stream = ? AND group_name = ? AND state <> 'dead'
-        GROUP BY partition
-      ) o ON o.partition = g.partition
-      WHERE g.stream = ? AND g.group_name = ?
-      ORDER BY g.partition`),
-    deadCount: returning<DbCount>(`SELECT count(*) AS n FROM ${t.deliveries} WHERE stream = ? AND group_name = ? AND state = 'dead'`),
+               WHERE e.stream = ? AND e.partition = s.partition AND e.sequence = min(s.cursor, coalesce(s.first_open, s.cursor))) AS oldest_ts
+      FROM (
+        SELECT g.partition, p.hwm, max(g.cursor, p.trimmed_to + 1) AS cursor,
+               (SELECT min(d.sequence) FROM ${t.deliveries} d
+                 WHERE d.stream = g.stream AND d.group_name = g.group_name AND d.partition = g.partition AND d.sequence > p.trimmed_to) AS first_open,
+               (SELECT count(*) FROM ${t.deliveries} d
+                 WHERE d.stream = g.stream AND d.group_name = g.group_name AND d.partition = g.partition AND d.sequence > p.trimmed_to
+                   AND d.state = 'leased' AND d.due_at > ?) AS live
+        FROM ${t.groupPartitions} g
+        JOIN ${t.partitions} p ON p.stream = g.stream AND p.partition = g.partition
+        WHERE g.stream = ? AND g.group_name = ?
+      ) s
+      ORDER BY s.partition`),
+    deadCount: returning<DbCount>(`SELECT count(*) AS n FROM ${t.deadLetters} WHERE stream = ? AND group_name = ?`),
+    /** Dead letters from a position on, each with its event while that is there (trimmed: the event columns are null). */
     deadLetters: returning<DbDeadLetter>(`
-      SELECT d.partition AS d_partition, d.sequence AS d_sequence, d.reason, d.attempt, d.dead_at, ${EVENT_COLUMNS}
-      FROM ${t.deliveries} d
+      SELECT d.partition AS d_partition, d.sequence AS d_sequence, d.event_id AS d_event_id, d.reason, d.attempt, d.dead_at, ${EVENT_COLUMNS}
+      FROM ${t.deadLetters} d
       LEFT JOIN ${t.events} e ON e.stream = d.stream AND e.partition = d.partition AND e.sequence = d.sequence
-      WHERE d.stream = ? AND d.group_name = ? AND d.state = 'dead'
+                             AND e.sequence > ${trimmedTo(t, 'd')}
+      WHERE d.stream = ? AND d.group_name = ?
         AND (d.partition > ? OR (d.partition = ? AND d.sequence > ?))
       ORDER BY d.partition, d.sequence LIMIT ?`),
   };
 }
 
-/** A query's column filters compiled to SQL (payload and metadata equality: see sql/query-filter.ts). */
-export function sqliteQuery(t: TableNames, q: ColumnQuery): { sql: Sql<DbEvent>; params: unknown[] } {
+/**
+ * The filters of a query (columns, Bloom bits, JSON predicates) as one SELECT in query
+ * order, served by rheo_events_order: the Bloom test reads only the index, so rows
+ * that fail it are never read.
+ */
+export function sqliteQuery(
+  t: TableNames,
+  q: ColumnQuery,
+  json: JsonWhere,
+  bloom: number | null,
+): { sql: Sql<DbEvent>; params: unknown[] } {
   const params: unknown[] = [q.stream];
   const where = [`e.stream = ?`];
   const add = (clause: string, ...values: unknown[]) => {
@@ -306,6 +296,9 @@ export function sqliteQuery(t: TableNames, q: ColumnQuery): { sql: Sql<DbEvent>;
   if (q.untilSequence !== undefined) add(`e.sequence <= ?`, q.untilSequence);
   const asc = q.order === 'asc';
   if (q.after) add(`(e.sequence, e.partition) ${asc ? '>' : '<'} (?, ?)`, q.after.sequence, q.after.partition);
+  if (bloom !== null) add(`(e.bloom & ?) = ?`, bloom, bloom);
+  for (const clause of json.clauses) where.push(clause);
+  params.push(...json.params);
   const dir = asc ? 'ASC' : 'DESC';
   params.push(q.limit);
   return {

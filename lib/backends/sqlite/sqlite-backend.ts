@@ -1,10 +1,22 @@
+import { resolve as resolvePath } from 'node:path';
 import { backoffDelay } from '../../core/backoff';
 import type { Clock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { loadOptionalPeer } from '../../core/optional-peer';
 import { checkObject } from '../../core/validate';
-import type { AppendOptions, DeadLetter, GroupConfig, GroupInfo, Lag, Lease, RheoEvent, StreamInfo } from '../../core/types';
+import type {
+  AppendOptions,
+  DeadLetter,
+  GroupConfig,
+  GroupInfo,
+  Lag,
+  Lease,
+  Retention,
+  RheoEvent,
+  StreamInfo,
+  TrimResult,
+} from '../../core/types';
 import type {
   Backend,
   CreateGroupRequest,
@@ -17,6 +29,7 @@ import type {
   ResolvedStart,
   SettleOp,
   SettleResult,
+  TrimRequest,
   WaitRequest,
 } from '../backend';
 import { createCapabilities } from '../capabilities';
@@ -25,15 +38,22 @@ import type { StatementKind } from '../sql/errors';
 import type { SqliteDatabase, SqliteDriver, SqliteStatement, TypeormDataSource, TypeormModule } from '../sql/external';
 import { sqliteTables } from '../sql/names';
 import { checkCommonOptions, InstallMode } from '../sql/options';
-import { columnFilters, filteredQuery } from '../sql/query-filter';
 import { copyGroupConfig } from '../copies';
-import { DbPartitionState, lagOf, toDeadLetter, toEvent, toGroup, toStream } from '../sql/rows';
+import { DbPartitionState, lagOf, retentionColumns, toDeadLetter, toEvent, toGroup, toStream } from '../sql/rows';
 import { leasePosition, planLeases, planSettles, receiptMismatch, settled, staleLease } from '../sql/settle-plan';
 import type { Sql } from '../sql/statement';
 import { transactionManager } from '../sql/transaction';
 import { WakeBoard } from '../sql/wake-board';
+import { eventBloom } from './bloom';
+import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES } from './checkpointer';
+import { requireSqliteVersion, upgradeSqlite } from './install';
 import { checkLockTimeout, LockWaiter, SQLITE_BUSY_TIMEOUT_MS } from './locks';
-import { sqliteInstall, sqlitePlans, sqliteQuery } from './plans';
+import { Pacer } from './pacer';
+import { DbPartitionMarks, sqlitePlans } from './plans';
+import { sqliteFilteredQuery } from './query';
+import { sqliteRetentionPlans } from './retention-plans';
+import { lastBefore } from './time-lookup';
+import { purgeSqlite, SqliteJobRunner, trimSqlite } from './trim';
 
 /** Options of {@link sqliteBackend}. */
 export interface SqliteBackendOptions {
@@ -61,6 +81,12 @@ export interface SqliteBackendSettings {
 
 type Plans = ReturnType<typeof sqlitePlans>;
 
+/** An insert refused because the stream already holds an event with that id (UNIQUE (stream, id)). */
+function isDuplicateId(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return e?.code === 'SQLITE_CONSTRAINT_UNIQUE' && typeof e.message === 'string' && e.message.includes('.id');
+}
+
 /**
  * SQLite (better-sqlite3) on a TypeORM DataSource: the embedded durable default.
  * Statements run on the DataSource's own better-sqlite3 connection, prepared once;
@@ -83,6 +109,9 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   private readonly statements = new Map<string, SqliteStatement>();
   private readonly board = new WakeBoard();
   private readonly locks: LockWaiter;
+  private readonly pacer = new Pacer();
+  private checkpointer: Checkpointer | null = null;
+  private readonly jobs: SqliteJobRunner;
 
   constructor(private readonly settings: SqliteBackendSettings) {
     super();
@@ -90,6 +119,13 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     this.clock = settings.clock;
     this.plans = sqlitePlans(sqliteTables());
     this.locks = new LockWaiter(settings.lockTimeoutMs, String(this.ds.options.database));
+    this.jobs = {
+      stmt: (sql) => this.stmt(sql),
+      write: (what, fn) => this.write(what, fn),
+      pacer: this.pacer,
+      plans: this.plans,
+      retention: sqliteRetentionPlans(sqliteTables()),
+    };
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -108,11 +144,38 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       });
     }
     if (this.settings.install === 'auto') await this.install();
+    else await this.locked('read', 'init', () => requireSqliteVersion(this.conn(), sqliteTables()));
+    if (this.settings.owned) this.startCheckpointer(); // only once the file is usable: a refused one starts nothing
   }
 
-  /** Create the tables if missing (one immediate transaction: concurrent starters queue on the write lock). */
-  async install(): Promise<void> {
-    await this.write('install', () => sqliteInstall(sqliteTables()).forEach((ddl) => this.conn().exec(ddl)));
+  /**
+   * Create the tables, or bring them to this release's schema version (one immediate
+   * transaction: concurrent starters queue on the write lock, and the later ones find
+   * the work done). Returns the versions applied.
+   */
+  async install(): Promise<number[]> {
+    const now = this.clock.now();
+    return this.write('install', () => upgradeSqlite(this.conn(), sqliteTables(), now));
+  }
+
+  /**
+   * Checkpoints of a file we own go to a worker thread (checkpointer.ts), never into
+   * a commit on the event loop; a host's DataSource keeps its own settings.
+   */
+  private startCheckpointer(): void {
+    const database = String(this.ds.options.database);
+    if (database === ':memory:' || database === '' || this.checkpointer) return;
+    const fallBack = () => {
+      // No worker: commits checkpoint again, as SQLite does by default.
+      this.checkpointer = null;
+      if (!this.closed && this.db?.open) this.db.pragma('wal_autocheckpoint = 1000');
+    };
+    try {
+      this.checkpointer = new Checkpointer(resolvePath(database), require.resolve('better-sqlite3'), fallBack);
+    } catch {
+      return; // no worker threads here, or the driver cannot be found from here: SQLite's own checkpoints stay
+    }
+    this.conn().pragma(`wal_autocheckpoint = ${FALLBACK_AUTOCHECKPOINT_PAGES}`);
   }
 
   async ping(): Promise<void> {
@@ -129,6 +192,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     this.closed = true;
     await this.ready?.catch(() => undefined);
     this.board.close();
+    await this.checkpointer?.close();
+    this.checkpointer = null;
     this.statements.clear();
     this.db = null;
     if (this.settings.owned && this.ds.isInitialized) await this.ds.destroy().catch(() => undefined);
@@ -156,7 +221,12 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
    * repeatable: build results inside it and return them.
    */
   private locked<T>(kind: StatementKind, what: string, fn: () => T): Promise<T> {
-    return this.locks.run(kind, what, (busyTimeoutMs) => this.withBusyTimeout(busyTimeoutMs, fn));
+    try {
+      return this.locks.run(kind, what, (busyTimeoutMs) => this.withBusyTimeout(busyTimeoutMs, fn));
+    } finally {
+      // Done with the connection (or waiting for another process's lock): a paused trim may go on.
+      this.pacer.poke();
+    }
   }
 
   /** One `BEGIN IMMEDIATE` transaction (a savepoint inside a running one), through {@link locked}. */
@@ -185,12 +255,14 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
 
   // ---------------------------------------------------------------- streams and groups
 
-  async createStream(stream: string, partitions: number): Promise<StreamInfo> {
+  async createStream(stream: string, partitions: number, retention?: Retention): Promise<StreamInfo> {
     await this.init();
     const now = this.clock.now();
+    let info!: StreamInfo;
     try {
       await this.write('createStream', () => {
-        this.stmt(this.plans.insertStream).run(stream, partitions, now);
+        this.stmt(this.plans.insertStream).run(stream, partitions, now, ...retentionColumns(retention));
+        info = toStream(this.stmt(this.plans.getStream).get(stream)!);
         const ins = this.stmt(this.plans.insertPartition);
         for (let p = 0; p < partitions; p++) ins.run(stream, p);
       });
@@ -199,7 +271,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         throw new RheoError('already_exists', `stream "${stream}" already exists`, { cause: err });
       throw err;
     }
-    return this.rememberStream({ name: stream, partitions, createdAt: new Date(now) });
+    return this.rememberStream(info);
   }
 
   protected async loadStream(stream: string): Promise<StreamInfo | null> {
@@ -211,6 +283,16 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   async listStreams(): Promise<StreamInfo[]> {
     await this.init();
     return (await this.locked('read', 'listStreams', () => this.stmt(this.plans.listStreams).all())).map(toStream);
+  }
+
+  async setRetention(stream: string, retention: Retention): Promise<StreamInfo> {
+    await this.init();
+    const row = await this.write('setRetention', () => {
+      this.stmt(this.plans.setRetention).run(...retentionColumns(retention), stream);
+      return this.stmt(this.plans.getStream).get(stream);
+    });
+    if (!row) throw new RheoError('stream_not_found', `stream "${stream}" does not exist`);
+    return this.rememberStream(toStream(row));
   }
 
   async createGroup(req: CreateGroupRequest): Promise<GroupConfig> {
@@ -242,25 +324,28 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     }
   }
 
-  /** Per partition, the last sequence a (re)started group skips. Runs inside the caller's transaction. */
+  /**
+   * Per partition, the last sequence a (re)started group skips: never below the trim
+   * point (a start before it starts after it). Runs inside the caller's transaction,
+   * so a trim cannot move the point in between.
+   */
   private startAfters(stream: string, partitions: number, start: ResolvedStart): number[] {
-    if (start.kind === 'beginning') return new Array(partitions).fill(0);
-    if (start.kind === 'after') {
-      const s = start.sequences;
-      return Array.from({ length: partitions }, (_, p) => (typeof s === 'number' ? s : (s[p] ?? 0)));
-    }
-    const hwms = this.stmt(this.plans.highWatermarks).all(stream);
-    const out = new Array(partitions).fill(0);
-    for (const h of hwms) {
-      const p = Number(h.partition);
-      const hwm = Number(h.hwm);
-      if (start.kind === 'end') out[p] = hwm;
-      else {
-        const first = this.stmt(this.plans.firstAtOrAfter).get(stream, p, start.time.getTime())!.seq;
-        out[p] = first === null ? hwm : Number(first) - 1;
-      }
+    const out = new Array<number>(partitions).fill(0);
+    for (const m of this.stmt(this.plans.partitionMarks).all(stream)) {
+      const p = m.partition;
+      let after: number;
+      if (start.kind === 'beginning') after = 0;
+      else if (start.kind === 'end') after = m.hwm;
+      else if (start.kind === 'after') after = typeof start.sequences === 'number' ? start.sequences : (start.sequences[p] ?? 0);
+      else after = this.lastBefore(stream, m, start.time);
+      out[p] = Math.max(after, m.trimmed_to);
     }
     return out;
+  }
+
+  /** The sequence before the partition's first live event stamped at or after `time` (its high watermark when none is). */
+  private lastBefore(stream: string, m: DbPartitionMarks, time: Date): number {
+    return lastBefore(this.stmt(this.plans.tsMaxAt), stream, m, time);
   }
 
   protected async loadGroup(stream: string, group: string): Promise<GroupConfig | null> {
@@ -286,46 +371,70 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     }
     const { unique, indexOf } = this.dedupe(events, info.partitions);
     const stored = await this.write('append', () => {
-      const byId = this.stmt(this.plans.eventById);
-      const out = new Array<RheoEvent>(unique.length);
-      const fresh: number[] = [];
-      unique.forEach((e, i) => {
-        const known = byId.get(stream, e.id);
-        if (known) out[i] = toEvent(stream, known);
-        else fresh.push(i);
-      });
-      const counts = new Map<number, number>();
-      for (const i of fresh) counts.set(unique[i].partition, (counts.get(unique[i].partition) ?? 0) + 1);
-      const next = new Map<number, number>();
-      const allocate = this.stmt(this.plans.allocate);
-      for (const [p, n] of [...counts].sort((a, b) => a[0] - b[0])) {
-        const { hwm } = allocate.get(n, stream, p)!;
-        next.set(p, hwm - n + 1);
+      // The usual batch has no stored id: insert without looking any up, in a savepoint. An id stored
+      // after all fails it whole (no row, no sequence used), and the batch runs again with lookups.
+      try {
+        return this.conn()
+          .transaction(() => this.insertEvents(stream, unique, false))
+          .immediate();
+      } catch (err) {
+        if (!isDuplicateId(err)) throw err;
+        return this.insertEvents(stream, unique, true);
       }
-      const insert = this.stmt(this.plans.insertEvent);
-      for (const i of fresh) {
-        const e = unique[i];
-        const sequence = next.get(e.partition)!;
-        next.set(e.partition, sequence + 1);
-        const metadata = e.metadataJson;
-        const payload = e.payloadJson;
-        insert.run(stream, e.partition, sequence, e.id, e.timestamp.getTime(), e.key, e.type, metadata, payload);
-        out[i] = toEvent(stream, {
-          id: e.id,
-          partition: e.partition,
-          sequence,
-          ts: e.timestamp.getTime(),
-          key: e.key,
-          type: e.type,
-          metadata,
-          payload,
-        });
-      }
-      return out;
     });
     // Inside a caller's transaction the events are not committed yet: waking now would only cost one empty fetch.
     this.wake(stream);
     return this.inInputOrder(stored, indexOf);
+  }
+
+  /**
+   * Store a batch (inside the caller's transaction): sequences allocated per partition in
+   * partition order, each event's running timestamp maximum and query filter bits with it.
+   * With `lookup`, ids already stored return the stored event (idempotent append).
+   */
+  private insertEvents(stream: string, unique: NewEvent[], lookup: boolean): RheoEvent[] {
+    const p = this.plans;
+    const out = new Array<RheoEvent>(unique.length);
+    const fresh: number[] = [];
+    unique.forEach((e, i) => {
+      const known = lookup ? this.stmt(p.eventById).get(stream, e.id) : undefined;
+      if (known) out[i] = toEvent(stream, known);
+      else fresh.push(i);
+    });
+    const counts = new Map<number, number>();
+    for (const i of fresh) counts.set(unique[i].partition, (counts.get(unique[i].partition) ?? 0) + 1);
+    const next = new Map<number, number>();
+    // Per partition, the running timestamp maximum (ts_max), continued from its last event when that is still there.
+    const tsMax = new Map<number, number>();
+    const allocate = this.stmt(p.allocate);
+    for (const [partition, n] of [...counts].sort((a, b) => a[0] - b[0])) {
+      const { hwm } = allocate.get(n, stream, partition)!;
+      next.set(partition, hwm - n + 1);
+      const last = hwm > n ? this.stmt(p.tsMaxAt).get(stream, partition, hwm - n)?.ts_max : undefined;
+      tsMax.set(partition, last ?? -Infinity);
+    }
+    const insert = this.stmt(p.insertEvent);
+    for (const i of fresh) {
+      const e = unique[i];
+      const sequence = next.get(e.partition)!;
+      next.set(e.partition, sequence + 1);
+      const ts = e.timestamp.getTime();
+      const max = Math.max(tsMax.get(e.partition)!, ts);
+      tsMax.set(e.partition, max);
+      const row = {
+        id: e.id,
+        partition: e.partition,
+        sequence,
+        ts,
+        key: e.key,
+        type: e.type,
+        metadata: e.metadataJson,
+        payload: e.payloadJson,
+      };
+      insert.run(stream, e.partition, sequence, e.id, ts, e.key, e.type, row.metadata, row.payload, max, eventBloom(e.metadata, e.payload));
+      out[i] = toEvent(stream, row);
+    }
+    return out;
   }
 
   async read(req: ReadRequest): Promise<RheoEvent[]> {
@@ -338,10 +447,9 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
 
   async query(req: QueryRequest): Promise<RheoEvent[]> {
     await this.mustStream(req.stream);
-    return filteredQuery(req, async (after, limit) => {
-      const { sql, params } = sqliteQuery(sqliteTables(), { stream: req.stream, ...columnFilters(req), after, limit });
-      return (await this.locked('read', 'query', () => this.stmt(sql).all(...params))).map((r) => toEvent(req.stream, r));
-    });
+    return sqliteFilteredQuery(sqliteTables(), req, async (sql, params) =>
+      (await this.locked('read', 'query', () => this.stmt(sql).all(...params))).map((r) => toEvent(req.stream, r)),
+    );
   }
 
   // ---------------------------------------------------------------- leases
@@ -362,19 +470,22 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       for (const partition of partitions) {
         const pos = this.stmt(p.position).get(stream, group, partition);
         if (!pos) continue;
+        // The trim guard: nothing at or below the trim point is leased, and the cursor resumes after it.
+        const tt = pos.trimmed_to;
+        const cursor = Math.max(pos.cursor, tt + 1);
         const seqs: Array<{ sequence: number; fresh: boolean }> = [];
         if (g.ordering === 'partition') {
-          const busy = this.stmt(p.liveLeases).get(stream, group, partition, now)!.n > 0;
-          const head = this.stmt(p.firstOpen).get(stream, group, partition);
+          const busy = this.stmt(p.liveLeases).get(stream, group, partition, tt, now)!.n > 0;
+          const head = this.stmt(p.firstOpen).get(stream, group, partition, tt);
           if (!busy && head && head.due_at <= now) seqs.push({ sequence: head.sequence, fresh: false });
-          else if (!busy && !head && pos.cursor <= pos.hwm) seqs.push({ sequence: pos.cursor, fresh: true });
+          else if (!busy && !head && cursor <= pos.hwm) seqs.push({ sequence: cursor, fresh: true });
         } else {
-          for (const r of this.stmt(p.due).all(stream, group, partition, now, req.limit)) {
+          for (const r of this.stmt(p.due).all(stream, group, partition, tt, now, req.limit)) {
             seqs.push({ sequence: r.sequence, fresh: false });
           }
-          for (let s = pos.cursor; s <= pos.hwm && seqs.length < req.limit; s++) seqs.push({ sequence: s, fresh: true });
+          for (let s = cursor; s <= pos.hwm && seqs.length < req.limit; s++) seqs.push({ sequence: s, fresh: true });
         }
-        if (seqs.length) queues.push({ partition, cursor: pos.cursor, seqs });
+        if (seqs.length) queues.push({ partition, cursor, seqs });
       }
       // Round-robin across partitions, starting from a rotating partition so none starves.
       queues.sort(
@@ -488,8 +599,11 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         const key = [s.stream, s.group, s.partition, s.sequence];
         // The stored attempt decides, never the caller's copy of the lease.
         if (s.action === 'ack') this.stmt(p.ack).run(...key);
-        else if (s.action === 'reject' || held.attempt >= s.maxAttempts) this.stmt(p.dead).run(s.reason, now, ...key);
-        else {
+        else if (s.action === 'reject' || held.attempt >= s.maxAttempts) {
+          // Out of the deliveries (the hot path never reads a dead letter), into the dead letters.
+          this.stmt(p.ack).run(...key);
+          this.stmt(p.dead).run(...key, held.attempt, s.reason, now, s.stream, s.partition, s.sequence);
+        } else {
           this.stmt(p.retry).run(now + (s.delayMs ?? backoffDelay(s.retry, held.attempt)), s.reason, ...key);
           woken.add(s.stream);
         }
@@ -553,18 +667,22 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         return reopened;
       }
       const parts = req.partitions ?? Array.from({ length: info.partitions }, (_, i) => i);
-      const hwm = new Map(
-        this.stmt(p.highWatermarks)
+      const marks = new Map(
+        this.stmt(p.partitionMarks)
           .all(stream)
-          .map((r) => [Number(r.partition), Number(r.hwm)]),
+          .map((m) => [m.partition, m]),
       );
-      const before = req.kind === 'time' ? this.startAfters(stream, info.partitions, { kind: 'at', time: req.from }) : null;
       let reopened = 0;
       for (const partition of parts) {
-        const after = before ? before[partition] : Math.min(req.kind === 'sequence' ? req.afterSequence : 0, hwm.get(partition) ?? 0);
+        const m = marks.get(partition);
+        if (!m) continue;
+        // Never below the trim point: only events still there are re-opened (and counted).
+        const from = req.kind === 'time' ? this.lastBefore(stream, m, req.from) : Math.min(req.afterSequence, m.hwm);
+        const after = Math.max(from, m.trimmed_to);
         this.stmt(p.rewindDeliveries).run(stream, group, partition, after);
+        this.stmt(p.rewindDeadLetters).run(stream, group, partition, after);
         this.stmt(p.setCursor).run(after + 1, stream, group, partition);
-        reopened += (hwm.get(partition) ?? 0) - after;
+        reopened += m.hwm - after;
       }
       return reopened;
     });
@@ -572,11 +690,12 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     return n;
   }
 
-  /** Re-open one offered event (below the cursor); false when it is still pending anyway. */
+  /** Re-open one offered event (below the cursor, above the trim point); false when it is pending anyway, or gone. */
   private reopen(stream: string, group: string, partition: number, sequence: number): boolean {
     const cur = this.stmt(this.plans.cursor).get(stream, group, partition);
-    if (!cur || sequence >= cur.cursor) return false;
+    if (!cur || sequence >= cur.cursor || sequence <= cur.trimmed_to) return false;
     this.stmt(this.plans.reopen).run(stream, group, partition, sequence);
+    this.stmt(this.plans.deleteDeadLetter).run(stream, group, partition, sequence);
     return true;
   }
 
@@ -586,6 +705,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     await this.write('reset', () => {
       const afters = this.startAfters(stream, info.partitions, start);
       this.stmt(this.plans.resetDeliveries).run(stream, group);
+      this.stmt(this.plans.resetDeadLetters).run(stream, group);
       afters.forEach((after, p) => this.stmt(this.plans.setCursor).run(after + 1, stream, group, p));
     });
     this.wake(stream);
@@ -594,10 +714,17 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   async redrive(stream: string, group: string, eventIds: string[] | 'all'): Promise<number> {
     await this.mustGroup(stream, group);
     const n = await this.write('redrive', () => {
-      // Every dead letter: one statement, however many there are.
-      if (eventIds === 'all') return this.stmt(this.plans.redriveAll).run(stream, group).changes;
+      // Every dead letter whose event is still there: two statements, however many there are.
+      if (eventIds === 'all') {
+        const n = this.stmt(this.plans.redriveAll).run(stream, group).changes;
+        this.stmt(this.plans.redriveAllDelete).run(stream, group);
+        return n;
+      }
       const dead = [...new Set(eventIds)].map((id) => this.stmt(this.plans.deadById).get(group, stream, id)).filter((r) => r !== undefined);
-      for (const d of dead) this.stmt(this.plans.reopen).run(stream, group, d.partition, d.sequence);
+      for (const d of dead) {
+        this.stmt(this.plans.reopen).run(stream, group, d.partition, d.sequence);
+        this.stmt(this.plans.deleteDeadLetter).run(stream, group, d.partition, d.sequence);
+      }
       return dead.length;
     });
     if (n > 0) this.wake(stream);
@@ -607,7 +734,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   // ---------------------------------------------------------------- inspection
 
   private state(stream: string, group: string, now: number): Promise<DbPartitionState[]> {
-    return this.locked('read', 'lag', () => this.stmt(this.plans.groupState).all(now, stream, group, stream, group));
+    return this.locked('read', 'lag', () => this.stmt(this.plans.groupState).all(stream, now, stream, group));
   }
 
   async lag(stream: string, group: string): Promise<Lag> {
@@ -636,7 +763,12 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     await this.mustGroup(stream, group);
     let from = { partition: -1, sequence: 0 };
     if (after !== undefined) {
-      const pos = await this.locked('read', 'deadLetters', () => this.stmt(this.plans.deadById).get(group, stream, after));
+      // By the event while it is there (indexed); a dead letter whose event was trimmed, by the id it kept.
+      const pos = await this.locked(
+        'read',
+        'deadLetters',
+        () => this.stmt(this.plans.deadById).get(group, stream, after) ?? this.stmt(this.plans.deadByKeptId).get(stream, group, after),
+      );
       if (!pos) throw RheoError.invalid('after', `is not a dead-lettered event id of group "${group}"`);
       from = { partition: Number(pos.partition), sequence: Number(pos.sequence) };
     }
@@ -644,6 +776,30 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       this.stmt(this.plans.deadLetters).all(stream, group, from.partition, from.partition, from.sequence, limit),
     );
     return rows.map((r) => toDeadLetter(stream, group, r));
+  }
+
+  // ---------------------------------------------------------------- retention
+
+  trim(req: TrimRequest): Promise<TrimResult> {
+    return this.retentionJob(req.stream, () => trimSqlite(this.jobs, req));
+  }
+
+  async purgeDeadLetters(stream: string, group: string, before: Date | null): Promise<number> {
+    await this.mustGroup(stream, group);
+    return purgeSqlite(this.jobs, stream, group, before);
+  }
+
+  private async retentionJob<T>(stream: string, job: () => Promise<T>): Promise<T> {
+    await this.mustStream(stream);
+    const out = await job();
+    this.wake(stream); // a forced trim may have moved cursors past work a consumer waits on
+    return out;
+  }
+
+  async claimTurn(job: string, holder: string, ttlMs: number): Promise<boolean> {
+    await this.init();
+    const now = this.clock.now();
+    return this.write('claimTurn', () => this.stmt(this.jobs.retention.claimTurn).run(job, holder, now + ttlMs, now).changes === 1);
   }
 
   // ---------------------------------------------------------------- wake-ups (in-process)

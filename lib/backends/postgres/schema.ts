@@ -1,0 +1,223 @@
+// The PostgreSQL schema as numbered versions. A released version is never edited:
+// a change is a new version appended here, so a database of any age has one path
+// forward (postgres/install.ts applies them under the install lock; rheoMigrations
+// makes one TypeORM migration of each). See docs/adr/018-sql-schema-versions.md.
+import type { TableNames } from '../sql/names';
+import type { SchemaVersion } from '../sql/schema-version';
+
+/**
+ * Version 1: the tables as the first release created them, FROZEN (a verbatim
+ * copy of the DDL `install: 'auto'` ran before schema versions existed, so that
+ * a database made then and one made now through version 1 are the same).
+ */
+const V1: SchemaVersion = {
+  version: 1,
+  name: 'initial',
+  up: (t, schema) => {
+    const s = `"${schema.replace(/"/g, '""')}"`;
+    const literal = `'${schema.replace(/'/g, "''")}'`;
+    return [
+      // Not CREATE SCHEMA IF NOT EXISTS: that checks the CREATE privilege on the database even when
+      // the schema exists, and a role that was given an existing schema must still be able to install.
+      `DO $$ BEGIN
+       IF NOT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = ${literal}) THEN
+         EXECUTE 'CREATE SCHEMA ${s.replace(/'/g, "''")}';
+       END IF;
+     END $$`,
+      `CREATE TABLE IF NOT EXISTS ${t.streams} (
+      name        text    PRIMARY KEY,
+      partitions  integer NOT NULL,
+      created_at  bigint  NOT NULL
+    )`,
+      `CREATE TABLE IF NOT EXISTS ${t.partitions} (
+      stream      text    NOT NULL,
+      partition   integer NOT NULL,
+      hwm         bigint  NOT NULL DEFAULT 0,
+      PRIMARY KEY (stream, partition)
+    )`,
+      // json (not jsonb) keeps payloads byte-for-byte, including key order and \\u0000.
+      `CREATE TABLE IF NOT EXISTS ${t.events} (
+      stream      text    NOT NULL,
+      partition   integer NOT NULL,
+      sequence    bigint  NOT NULL,
+      id          text    NOT NULL,
+      ts          bigint  NOT NULL,
+      key         text,
+      type        text,
+      metadata    json    NOT NULL,
+      payload     json    NOT NULL,
+      PRIMARY KEY (stream, partition, sequence),
+      UNIQUE (stream, id)
+    )`,
+      `CREATE TABLE IF NOT EXISTS ${t.groups} (
+      stream            text    NOT NULL,
+      name              text    NOT NULL,
+      max_attempts      integer NOT NULL,
+      retry_initial_ms  bigint  NOT NULL,
+      retry_factor      double precision NOT NULL,
+      retry_max_ms      bigint  NOT NULL,
+      ordering          text    NOT NULL,
+      created_at        bigint  NOT NULL,
+      PRIMARY KEY (stream, name)
+    )`,
+      `CREATE TABLE IF NOT EXISTS ${t.groupPartitions} (
+      stream      text    NOT NULL,
+      group_name  text    NOT NULL,
+      partition   integer NOT NULL,
+      cursor      bigint  NOT NULL,
+      PRIMARY KEY (stream, group_name, partition)
+    )`,
+      `CREATE TABLE IF NOT EXISTS ${t.deliveries} (
+      stream      text    NOT NULL,
+      group_name  text    NOT NULL,
+      partition   integer NOT NULL,
+      sequence    bigint  NOT NULL,
+      state       text    NOT NULL,
+      attempt     integer NOT NULL DEFAULT 0,
+      lease_id    text,
+      consumer_id text,
+      leased_at   bigint,
+      due_at      bigint  NOT NULL DEFAULT 0,
+      reason      text,
+      dead_at     bigint,
+      PRIMARY KEY (stream, group_name, partition, sequence)
+    )`,
+    ];
+  },
+  down: (t) => [t.deliveries, t.groupPartitions, t.groups, t.events, t.partitions, t.streams].map((x) => `DROP TABLE IF EXISTS ${x}`),
+};
+
+/**
+ * Version 2: flat cost over time (issue 10; docs/adr/019-sql-flat-cost.md).
+ * - Dead letters leave rheo_deliveries for rheo_dead_letters (with their event's
+ *   id, which outlives a trimmed event), so the due scan, an ordered group's head
+ *   and the frontier read only work in flight. rheo_deliveries keeps its columns
+ *   (reason and dead_at are unused now) and gets a CHECK that refuses a 'dead'
+ *   row: a process of an older release still running against the upgraded
+ *   tables fails its dead-letter settle loudly instead of writing a row this
+ *   release would hand out again.
+ * - Retention per stream; per partition the trim point (`trimmed_to`: every
+ *   event at or below it is gone) and the highest timestamp appended so far
+ *   (`ts_max`); rheo_jobs for the background trim's turns.
+ * - Per group partition, `low`: a bound at or below every delivery in flight, so
+ *   claims and the frontier read deliveries from there on instead of stepping
+ *   over the dead index entries that acks leave until a vacuum (see claimPlan).
+ * - rheo_deliveries keeps its file's size through a vacuum (vacuum_truncate off).
+ *   It is a small table of heavy churn; truncated to a page or two, the planner
+ *   would cost a sequential scan of it at nothing, and the generic plans the
+ *   backend's prepared statements keep would scan it whole on every claim and
+ *   settle once acks had filled it with dead rows again (with autovacuum off, a
+ *   claim went from 1 to 80 ms over a 1M-event backlog).
+ * - Per event, `ts_max`: the highest timestamp of its partition up to it, NULL
+ *   when that is its own `ts` (the usual case, and what every row of an upgraded
+ *   table is unless its timestamps went backwards, so the upgrade rewrites only
+ *   those rows). coalesce(ts_max, ts) never decreases along the sequence, so "the
+ *   first event, in sequence order, stamped at or after T" (a start `at`, a
+ *   replay `from`, a trim by age) is a binary search over the sequence: about 20
+ *   primary-key probes per partition at a million events, and no index to keep.
+ * - rheo_events' primary key becomes (stream, sequence, partition) INCLUDE
+ *   (bloom): it serves a query's cross-partition order, (sequence, partition),
+ *   with no second index for every append to maintain; lookups of one event name
+ *   all three columns, and a partition's range reads step over the other
+ *   partitions' entries. `bloom` is a Bloom filter of the event's top-level
+ *   scalar payload and metadata fields (sqlite/bloom.ts, shared with SQLite): an
+ *   index-only walk of the key skips, without reading them, the rows a query's
+ *   equality filters cannot match. Rows written before hold -1 (every bit set),
+ *   which passes every test.
+ */
+const V2: SchemaVersion = {
+  version: 2,
+  name: 'flat-cost',
+  up: (t) => [
+    `ALTER TABLE ${t.streams}
+       ADD COLUMN IF NOT EXISTS max_age_ms bigint,
+       ADD COLUMN IF NOT EXISTS max_events bigint,
+       ADD COLUMN IF NOT EXISTS dead_letter_max_age_ms bigint`,
+    `ALTER TABLE ${t.partitions}
+       ADD COLUMN IF NOT EXISTS trimmed_to bigint NOT NULL DEFAULT 0,
+       ADD COLUMN IF NOT EXISTS ts_max bigint NOT NULL DEFAULT 0`,
+    `ALTER TABLE ${t.groupPartitions} ADD COLUMN IF NOT EXISTS low bigint NOT NULL DEFAULT 0`,
+    `ALTER TABLE ${t.events} ADD COLUMN IF NOT EXISTS ts_max bigint, ADD COLUMN IF NOT EXISTS bloom bigint NOT NULL DEFAULT -1`,
+    // Only rows stamped before an earlier event of their partition need a value.
+    `UPDATE ${t.events} e SET ts_max = w.m
+     FROM (SELECT stream, partition, sequence, ts,
+                  max(ts) OVER (PARTITION BY stream, partition ORDER BY sequence) AS m
+           FROM ${t.events}) w
+     WHERE w.m > w.ts AND e.stream = w.stream AND e.partition = w.partition AND e.sequence = w.sequence`,
+    `UPDATE ${t.partitions} p SET ts_max = COALESCE(
+       (SELECT max(e.ts) FROM ${t.events} e WHERE e.stream = p.stream AND e.partition = p.partition), 0)`,
+    primaryKey(t, '(stream, sequence, partition) INCLUDE (bloom)'),
+    `CREATE TABLE IF NOT EXISTS ${t.deadLetters} (
+      stream      text    NOT NULL,
+      group_name  text    NOT NULL,
+      partition   integer NOT NULL,
+      sequence    bigint  NOT NULL,
+      event_id    text    NOT NULL,
+      attempt     integer NOT NULL,
+      reason      text    NOT NULL,
+      dead_at     bigint  NOT NULL,
+      PRIMARY KEY (stream, group_name, partition, sequence)
+    )`,
+    `CREATE INDEX IF NOT EXISTS rheo_dead_letters_age ON ${t.deadLetters} (stream, group_name, dead_at)`,
+    `INSERT INTO ${t.deadLetters} (stream, group_name, partition, sequence, event_id, attempt, reason, dead_at)
+     SELECT d.stream, d.group_name, d.partition, d.sequence, COALESCE(e.id, ''), d.attempt, COALESCE(d.reason, ''), COALESCE(d.dead_at, 0)
+     FROM ${t.deliveries} d
+     LEFT JOIN ${t.events} e ON e.stream = d.stream AND e.partition = d.partition AND e.sequence = d.sequence
+     WHERE d.state = 'dead'
+     ON CONFLICT DO NOTHING`,
+    `DELETE FROM ${t.deliveries} WHERE state = 'dead'`,
+    `ALTER TABLE ${t.deliveries}
+       DROP CONSTRAINT IF EXISTS rheo_deliveries_in_flight,
+       ADD CONSTRAINT rheo_deliveries_in_flight CHECK (state IN ('available', 'leased'))`,
+    // Keep the file's size through a vacuum (see the comment above).
+    `ALTER TABLE ${t.deliveries} SET (vacuum_truncate = false)`,
+    `CREATE TABLE IF NOT EXISTS ${t.jobs} (
+      name      text    PRIMARY KEY,
+      holder    text    NOT NULL,
+      until_ms  bigint  NOT NULL
+    )`,
+  ],
+  down: (t) => [
+    `ALTER TABLE ${t.deliveries} DROP CONSTRAINT IF EXISTS rheo_deliveries_in_flight`,
+    `ALTER TABLE ${t.deliveries} RESET (vacuum_truncate)`,
+    `INSERT INTO ${t.deliveries} (stream, group_name, partition, sequence, state, attempt, due_at, reason, dead_at)
+     SELECT stream, group_name, partition, sequence, 'dead', attempt, 0, reason, dead_at FROM ${t.deadLetters}
+     ON CONFLICT DO NOTHING`,
+    `DROP TABLE IF EXISTS ${t.jobs}`,
+    `DROP TABLE IF EXISTS ${t.deadLetters}`,
+    primaryKey(t, '(stream, partition, sequence)'),
+    `ALTER TABLE ${t.events} DROP COLUMN IF EXISTS ts_max, DROP COLUMN IF EXISTS bloom`,
+    `ALTER TABLE ${t.groupPartitions} DROP COLUMN IF EXISTS low`,
+    `ALTER TABLE ${t.partitions} DROP COLUMN IF EXISTS trimmed_to, DROP COLUMN IF EXISTS ts_max`,
+    `ALTER TABLE ${t.streams} DROP COLUMN IF EXISTS max_age_ms, DROP COLUMN IF EXISTS max_events, DROP COLUMN IF EXISTS dead_letter_max_age_ms`,
+  ],
+};
+
+/**
+ * Give rheo_events the primary key `key` (as pg_get_constraintdef writes it after
+ * PRIMARY KEY) unless it has it already, so that running a version twice, as a
+ * host switching from install 'auto' to migrations does, rebuilds nothing.
+ */
+function primaryKey(t: TableNames, key: string): string {
+  return `DO $$ BEGIN
+       IF (SELECT pg_get_constraintdef(c.oid) FROM pg_constraint c
+            WHERE c.conrelid = '${t.events}'::regclass AND c.contype = 'p') <> 'PRIMARY KEY ${key}' THEN
+         ALTER TABLE ${t.events} DROP CONSTRAINT rheo_events_pkey, ADD CONSTRAINT rheo_events_pkey PRIMARY KEY ${key};
+       END IF;
+     END $$`;
+}
+
+/** Every version, in order. The last one is what this release reads and writes. */
+export const PG_SCHEMA: readonly SchemaVersion[] = [V1, V2];
+
+/** The version this release needs. */
+export const PG_SCHEMA_VERSION = PG_SCHEMA[PG_SCHEMA.length - 1].version;
+
+/** Where the applied versions are recorded; created (in the schema version 1 made) before the first record. */
+export function pgSchemaVersionTable(t: TableNames): string {
+  return `CREATE TABLE IF NOT EXISTS ${t.schemaVersion} (
+    version     integer PRIMARY KEY,
+    name        text    NOT NULL,
+    applied_at  bigint  NOT NULL
+  )`;
+}

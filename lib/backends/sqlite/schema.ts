@@ -1,0 +1,173 @@
+// The SQLite schema as numbered versions. A released version is never edited: a
+// change is a new version appended here, so a database of any age has one path
+// forward (see sqlite/install.ts, which applies them, and sql/schema-version.ts).
+import type { TableNames } from '../sql/names';
+import type { SchemaVersion } from '../sql/schema-version';
+
+/**
+ * Version 1: the tables as the first release created them, FROZEN (a copy of
+ * the DDL `install: 'auto'` ran before schema versions existed, so that a
+ * database made then and one made now through version 1 are the same). Times
+ * are integer milliseconds from the backend's clock. The small-row tables are
+ * WITHOUT ROWID, so a primary-key lookup is one b-tree search instead of an
+ * index search plus a table search; events keep a rowid (their payloads make
+ * rows large).
+ */
+const V1: SchemaVersion = {
+  version: 1,
+  name: 'initial',
+  up: (t) => [
+    `CREATE TABLE IF NOT EXISTS ${t.streams} (
+      name        TEXT    NOT NULL PRIMARY KEY,
+      partitions  INTEGER NOT NULL,
+      created_at  INTEGER NOT NULL
+    ) WITHOUT ROWID`,
+    `CREATE TABLE IF NOT EXISTS ${t.partitions} (
+      stream      TEXT    NOT NULL,
+      partition   INTEGER NOT NULL,
+      hwm         INTEGER NOT NULL DEFAULT 0,
+      PRIMARY KEY (stream, partition)
+    ) WITHOUT ROWID`,
+    `CREATE TABLE IF NOT EXISTS ${t.events} (
+      stream      TEXT    NOT NULL,
+      partition   INTEGER NOT NULL,
+      sequence    INTEGER NOT NULL,
+      id          TEXT    NOT NULL,
+      ts          INTEGER NOT NULL,
+      key         TEXT,
+      type        TEXT,
+      metadata    TEXT    NOT NULL,
+      payload     TEXT    NOT NULL,
+      PRIMARY KEY (stream, partition, sequence),
+      UNIQUE (stream, id)
+    )`,
+    `CREATE TABLE IF NOT EXISTS ${t.groups} (
+      stream            TEXT    NOT NULL,
+      name              TEXT    NOT NULL,
+      max_attempts      INTEGER NOT NULL,
+      retry_initial_ms  INTEGER NOT NULL,
+      retry_factor      REAL    NOT NULL,
+      retry_max_ms      INTEGER NOT NULL,
+      ordering          TEXT    NOT NULL,
+      created_at        INTEGER NOT NULL,
+      PRIMARY KEY (stream, name)
+    ) WITHOUT ROWID`,
+    `CREATE TABLE IF NOT EXISTS ${t.groupPartitions} (
+      stream      TEXT    NOT NULL,
+      group_name  TEXT    NOT NULL,
+      partition   INTEGER NOT NULL,
+      cursor      INTEGER NOT NULL,
+      PRIMARY KEY (stream, group_name, partition)
+    ) WITHOUT ROWID`,
+    `CREATE TABLE IF NOT EXISTS ${t.deliveries} (
+      stream      TEXT    NOT NULL,
+      group_name  TEXT    NOT NULL,
+      partition   INTEGER NOT NULL,
+      sequence    INTEGER NOT NULL,
+      state       TEXT    NOT NULL,
+      attempt     INTEGER NOT NULL DEFAULT 0,
+      lease_id    TEXT,
+      consumer_id TEXT,
+      leased_at   INTEGER,
+      due_at      INTEGER NOT NULL DEFAULT 0,
+      reason      TEXT,
+      dead_at     INTEGER,
+      PRIMARY KEY (stream, group_name, partition, sequence)
+    ) WITHOUT ROWID`,
+  ],
+};
+
+/**
+ * Version 2: flat cost over time (issue 10).
+ * - Dead letters leave rheo_deliveries for rheo_dead_letters, so the due scan,
+ *   the ordered head and the frontier of a claim read only work in flight (100k
+ *   dead letters had an empty claim take 10.6 ms instead of 0.06 ms, inside the
+ *   write lock). rheo_deliveries keeps its columns ('available' and 'leased' rows
+ *   only now); its reason and dead_at stay unused. A dead letter keeps its
+ *   event's id: it outlives the event when a trim removes it.
+ * - Retention per stream; per partition the trim point (`trimmed_to`: every
+ *   event at or below it is gone); rheo_jobs for the background trim's turns.
+ * - `ts_max` per event: the highest timestamp of its partition up to it. It never
+ *   decreases along the sequence, so "the first event, in sequence order, stamped
+ *   at or after T" (a start `at`, a replay `from`, a trim by age) is a bisection
+ *   on the primary key (sqlite/time-lookup.ts), even when timestamps are out of
+ *   order, with no index to write on every append.
+ * - (stream, sequence, partition, bloom) serves a query's cross-partition order,
+ *   and with `bloom` (a Bloom filter of the event's top-level scalar fields,
+ *   sqlite/bloom.ts) skips, without reading them, the rows an equality filter
+ *   cannot match.
+ */
+const V2: SchemaVersion = {
+  version: 2,
+  name: 'dead-letters-retention',
+  up: (t) => [
+    `ALTER TABLE ${t.streams} ADD COLUMN max_age_ms INTEGER`,
+    `ALTER TABLE ${t.streams} ADD COLUMN max_events INTEGER`,
+    `ALTER TABLE ${t.streams} ADD COLUMN dead_letter_max_age_ms INTEGER`,
+    `ALTER TABLE ${t.partitions} ADD COLUMN trimmed_to INTEGER NOT NULL DEFAULT 0`,
+    `ALTER TABLE ${t.events} ADD COLUMN ts_max INTEGER NOT NULL DEFAULT 0`,
+    // Rows written before have no filter: every bit set passes every test (sqlite/bloom.ts).
+    `ALTER TABLE ${t.events} ADD COLUMN bloom INTEGER NOT NULL DEFAULT -1`,
+    // The running maximum of the rows already there, in one pass (window function; UPDATE ... FROM is SQLite 3.33+).
+    `UPDATE ${t.events} SET ts_max = w.m
+     FROM (SELECT rowid AS rid, max(ts) OVER (PARTITION BY stream, partition ORDER BY sequence) AS m FROM ${t.events}) w
+     WHERE ${t.events}.rowid = w.rid`,
+    `CREATE INDEX IF NOT EXISTS rheo_events_order ON ${t.events} (stream, sequence, partition, bloom)`,
+    `CREATE TABLE IF NOT EXISTS ${t.deadLetters} (
+      stream      TEXT    NOT NULL,
+      group_name  TEXT    NOT NULL,
+      partition   INTEGER NOT NULL,
+      sequence    INTEGER NOT NULL,
+      attempt     INTEGER NOT NULL,
+      reason      TEXT    NOT NULL,
+      dead_at     INTEGER NOT NULL,
+      event_id    TEXT    NOT NULL,
+      PRIMARY KEY (stream, group_name, partition, sequence)
+    ) WITHOUT ROWID`,
+    `CREATE INDEX IF NOT EXISTS rheo_dead_letters_age ON ${t.deadLetters} (stream, group_name, dead_at)`,
+    `INSERT INTO ${t.deadLetters} (stream, group_name, partition, sequence, attempt, reason, dead_at, event_id)
+     SELECT d.stream, d.group_name, d.partition, d.sequence, d.attempt, coalesce(d.reason, ''), coalesce(d.dead_at, 0), coalesce(e.id, '')
+     FROM ${t.deliveries} d
+     LEFT JOIN ${t.events} e ON e.stream = d.stream AND e.partition = d.partition AND e.sequence = d.sequence
+     WHERE d.state = 'dead'`,
+    `DELETE FROM ${t.deliveries} WHERE state = 'dead'`,
+    `CREATE TABLE IF NOT EXISTS ${t.jobs} (
+      name      TEXT    NOT NULL PRIMARY KEY,
+      holder    TEXT    NOT NULL,
+      until_ms  INTEGER NOT NULL
+    ) WITHOUT ROWID`,
+  ],
+  // Back to version 1's shape: dead letters return to rheo_deliveries as 'dead' rows (SQLite 3.35+ drops columns).
+  down: (t) => [
+    `INSERT OR REPLACE INTO ${t.deliveries} (stream, group_name, partition, sequence, state, attempt, due_at, reason, dead_at)
+     SELECT stream, group_name, partition, sequence, 'dead', attempt, 0, reason, dead_at FROM ${t.deadLetters}`,
+    `DROP TABLE IF EXISTS ${t.jobs}`,
+    `DROP TABLE IF EXISTS ${t.deadLetters}`,
+    `DROP INDEX IF EXISTS rheo_events_order`,
+    `ALTER TABLE ${t.events} DROP COLUMN bloom`,
+    `ALTER TABLE ${t.events} DROP COLUMN ts_max`,
+    `ALTER TABLE ${t.partitions} DROP COLUMN trimmed_to`,
+    `ALTER TABLE ${t.streams} DROP COLUMN dead_letter_max_age_ms`,
+    `ALTER TABLE ${t.streams} DROP COLUMN max_events`,
+    `ALTER TABLE ${t.streams} DROP COLUMN max_age_ms`,
+  ],
+};
+
+/** Every version, in order. The last one is what this release reads and writes. */
+export const SQLITE_SCHEMA: readonly SchemaVersion[] = [V1, V2];
+
+/** Where the applied versions are recorded (created before the first version is recorded). */
+export function sqliteSchemaVersionTable(t: TableNames): string {
+  return `CREATE TABLE IF NOT EXISTS ${t.schemaVersion} (
+    version     INTEGER NOT NULL PRIMARY KEY,
+    name        TEXT    NOT NULL,
+    applied_at  INTEGER NOT NULL
+  )`;
+}
+
+/** Drop every table of every version (the `down` of the migrations). */
+export function sqliteDropAll(t: TableNames): string[] {
+  return [t.jobs, t.deadLetters, t.deliveries, t.groupPartitions, t.groups, t.events, t.partitions, t.streams, t.schemaVersion].map(
+    (x) => `DROP TABLE IF EXISTS ${x}`,
+  );
+}

@@ -92,6 +92,25 @@ describe('sqlite backend', () => {
     }
   });
 
+  it("rheoMigrations run on a file install 'auto' made: a host can switch to migrations", async () => {
+    const file = join(dir, 'switched.db');
+    const auto = new Rheo(sqliteBackend({ database: file }));
+    await auto.createStream('kept');
+    await auto.append('kept', { payload: 'still here' });
+    await auto.close();
+    const d = new DataSource({ type: 'better-sqlite3', database: file, migrations: rheoMigrations() });
+    await d.initialize();
+    try {
+      expect((await d.runMigrations()).length).toBe(2);
+      const r = new Rheo(typeormBackend({ dataSource: d, install: 'none' }));
+      expect((await r.read('kept')).map((e) => e.payload)).toEqual(['still here']);
+      expect((await r.append('kept', { payload: 'more' })).sequence).toBe(2);
+      await r.close();
+    } finally {
+      await d.destroy();
+    }
+  });
+
   it("rheoMigrations build the tables for install: 'none'", async () => {
     const d = new DataSource({ type: 'better-sqlite3', database: join(dir, 'migrated.db'), migrations: rheoMigrations() });
     await d.initialize();

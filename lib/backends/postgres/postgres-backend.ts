@@ -45,7 +45,7 @@ import { WakeBoard } from '../sql/wake-board';
 import { PG_INSTALL_LOCK, requirePgVersion, upgradePg } from './install';
 import { listenerClientConfig, PgListener } from './listener';
 import { DbAppended, JSON_SEPARATOR, pgPlans } from './plans';
-import { eventBloom, queryBloom } from '../sqlite/bloom';
+import { eventBloom, queryBloom } from '../sql/bloom';
 import { pgQuery } from './query-plan';
 import { pgRetentionPlans } from './retention-plans';
 import { trimPg } from './trim';

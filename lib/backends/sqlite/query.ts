@@ -8,7 +8,7 @@ import type { TableNames } from '../sql/names';
 import { columnFilters, filteredQuery } from '../sql/query-filter';
 import type { DbEvent } from '../sql/rows';
 import type { Sql } from '../sql/statement';
-import { queryBloom } from './bloom';
+import { queryBloom } from '../sql/bloom';
 import { jsonWhere } from './json-where';
 import { sqliteQuery } from './plans';
 

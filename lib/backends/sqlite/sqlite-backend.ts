@@ -44,7 +44,7 @@ import { leasePosition, planLeases, planSettles, receiptMismatch, settled, stale
 import type { Sql } from '../sql/statement';
 import { transactionManager } from '../sql/transaction';
 import { WakeBoard } from '../sql/wake-board';
-import { eventBloom } from './bloom';
+import { eventBloom } from '../sql/bloom';
 import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES } from './checkpointer';
 import { requireSqliteVersion, upgradeSqlite } from './install';
 import { checkLockTimeout, LockWaiter, SQLITE_BUSY_TIMEOUT_MS } from './locks';

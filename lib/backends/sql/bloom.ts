@@ -1,3 +1,4 @@
+// The bits are stored with every event (SQLite and PostgreSQL): this hashing is a storage format, frozen like a released schema version.
 // A small Bloom filter per event over its top-level scalar payload and metadata
 // fields, stored in the query-order index (rheo_events_order). A query's equality
 // filters on scalar values need their bits set, which the index answers on its

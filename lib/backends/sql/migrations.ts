@@ -125,10 +125,16 @@ function migrationOf(version: number, schema: string): TypeormMigrationClass {
       const t = d.tables(schema);
       const v = d.versions.find((x) => x.version === version);
       if (!v) return; // the dialect has no such version (yet): nothing to do
+      // A database `install: 'auto'` already brought to this version (a host that switched to migrations later)
+      // only gets the records. Version 1 creates the schema the version table lives in, and is idempotent anyway.
+      let applied = false;
+      if (version > 1) {
+        await qr.query(d.versionTable(t));
+        const [row] = (await qr.query(`SELECT max(version) AS v FROM ${t.schemaVersion}`)) as Array<{ v: number | string | null }>;
+        applied = row !== undefined && row.v !== null && Number(row.v) >= version;
+      }
+      if (!applied) for (const sql of v.up(t, schema)) await qr.query(sql);
       await qr.query(d.versionTable(t));
-      // A database `install: 'auto'` already brought to this version (a host that switched to migrations later) only gets the records.
-      const [row] = (await qr.query(`SELECT max(version) AS v FROM ${t.schemaVersion}`)) as Array<{ v: number | string | null }>;
-      if (!(row && row.v !== null && Number(row.v) >= version)) for (const sql of v.up(t, schema)) await qr.query(sql);
       for (const done of d.versions) if (done.version <= version) await qr.query(d.record(t), [done.version, done.name, Date.now()]);
     }
     async down(qr: TypeormQueryRunner): Promise<void> {

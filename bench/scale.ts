@@ -107,8 +107,12 @@ async function peer({ rheo, report }: Step): Promise<void> {
   progress(`appendBatch vs pg-boss insert, ${PEER_EVENTS} events each`);
   const r = await report.step('append', { events: PEER_EVENTS }, () => appendVsPgBoss(rheo, PG_URL, PEER_EVENTS));
   if (!r) return;
-  report.emit('append', { events: PEER_EVENTS, batch: 1000, eventsPerSec: r.ours });
-  report.emit('append', { peer: true, events: PEER_EVENTS, eventsPerSec: r.pgBoss, oursPerPeer: round(r.ours / r.pgBoss) }, 'pg-boss');
+  report.emit('append', { events: PEER_EVENTS, batch: 1000, eventsPerSec: r.ours, rounds: r.oursRounds });
+  report.emit(
+    'append',
+    { peer: true, events: PEER_EVENTS, eventsPerSec: r.pgBoss, rounds: r.pgBossRounds, oursPerPeer: round(r.ours / r.pgBoss) },
+    'pg-boss',
+  );
   report.flat('appendBatch vs pg-boss insert', { ratio: round(r.ours / r.pgBoss) }, '>=', 1.5);
 }
 

@@ -52,38 +52,68 @@ export function checkObject(field: string, value: unknown): Record<string, unkno
   return value as Record<string, unknown>;
 }
 
-function checkJsonValue(field: string, value: unknown, depth: number, seen: Set<object>): void {
+/**
+ * Where the walk of a JSON value is: the field it started from and the keys and
+ * indexes below it. The field name an error reports is built from it only when
+ * there is an error: on the append hot path every payload is walked, and building
+ * a name per key cost more than the walk.
+ */
+class JsonPath {
+  private readonly parts: Array<string | number> = [];
+
+  constructor(private readonly root: string) {}
+
+  push(part: string | number): void {
+    this.parts.push(part);
+  }
+
+  pop(): void {
+    this.parts.pop();
+  }
+
+  get field(): string {
+    return this.root + this.parts.map((p) => (typeof p === 'number' ? `[${p}]` : `.${p}`)).join('');
+  }
+}
+
+function checkJsonValue(path: JsonPath, value: unknown, depth: number, seen: Set<object>): void {
   if (value === null) return;
   switch (typeof value) {
     case 'string':
-      checkWellFormed(field, value as string);
+      if (!(value as string).isWellFormed()) checkWellFormed(path.field, value as string);
       return;
     case 'boolean':
       return;
     case 'number':
-      if (!Number.isFinite(value)) throw RheoError.invalid(field, 'must be JSON: numbers must be finite');
+      if (!Number.isFinite(value)) throw RheoError.invalid(path.field, 'must be JSON: numbers must be finite');
       return;
     case 'object':
       break;
     default:
-      throw RheoError.invalid(field, `must be JSON: ${typeof value} is not a JSON value`);
+      throw RheoError.invalid(path.field, `must be JSON: ${typeof value} is not a JSON value`);
   }
-  if (depth > 64) throw RheoError.invalid(field, 'must be JSON nested at most 64 levels deep');
+  if (depth > 64) throw RheoError.invalid(path.field, 'must be JSON nested at most 64 levels deep');
   const obj = value as object;
-  if (seen.has(obj)) throw RheoError.invalid(field, 'must be JSON: it contains a cycle');
+  if (seen.has(obj)) throw RheoError.invalid(path.field, 'must be JSON: it contains a cycle');
   seen.add(obj);
   if (Array.isArray(obj)) {
-    for (let i = 0; i < obj.length; i++) checkJsonValue(`${field}[${i}]`, obj[i], depth + 1, seen);
+    for (let i = 0; i < obj.length; i++) {
+      path.push(i);
+      checkJsonValue(path, obj[i], depth + 1, seen);
+      path.pop();
+    }
   } else {
     const proto = Object.getPrototypeOf(obj);
     if (proto !== Object.prototype && proto !== null) {
-      throw RheoError.invalid(field, `must be JSON: ${obj.constructor?.name ?? 'object'} is not a plain object`);
+      throw RheoError.invalid(path.field, `must be JSON: ${obj.constructor?.name ?? 'object'} is not a plain object`);
     }
     for (const k of Object.keys(obj)) {
-      checkWellFormed(`${field} key ${JSON.stringify(k)}`, k);
+      if (!k.isWellFormed()) checkWellFormed(`${path.field} key ${JSON.stringify(k)}`, k);
       const v = (obj as Record<string, unknown>)[k];
-      if (v === undefined) throw RheoError.invalid(`${field}.${k}`, 'must be JSON: undefined is not a JSON value');
-      checkJsonValue(`${field}.${k}`, v, depth + 1, seen);
+      path.push(k);
+      if (v === undefined) throw RheoError.invalid(path.field, 'must be JSON: undefined is not a JSON value');
+      checkJsonValue(path, v, depth + 1, seen);
+      path.pop();
     }
   }
   seen.delete(obj);
@@ -95,7 +125,7 @@ function checkJsonValue(field: string, value: unknown, depth: number, seen: Set<
  */
 export function checkPayload(field: string, value: unknown, maxBytes: number): string {
   if (value === undefined) throw RheoError.invalid(field, 'is required');
-  checkJsonValue(field, value, 0, new Set());
+  checkJsonValue(new JsonPath(field), value, 0, new Set());
   const json = JSON.stringify(value as JsonValue);
   const size = Buffer.byteLength(json);
   if (size > maxBytes) {
@@ -114,7 +144,7 @@ export function checkJsonObject(field: string, value: unknown): Record<string, J
   for (const [k, v] of Object.entries(obj)) {
     checkWellFormed(`${field} key ${JSON.stringify(k)}`, k);
     if (v === undefined) continue;
-    checkJsonValue(`${field}.${k}`, v, 1, new Set());
+    checkJsonValue(new JsonPath(`${field}.${k}`), v, 1, new Set());
     out[k] = v as JsonValue;
   }
   return out;

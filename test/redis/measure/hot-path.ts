@@ -6,12 +6,11 @@
 // printed (early windows against late ones: settled history must not slow consuming).
 // Run: npx ts-node --transpile-only test/redis/measure/hot-path.ts
 import { performance } from 'node:perf_hooks';
-import Redis from 'ioredis';
 import { Rheo, redisBackend } from '../../../lib';
+import { deleteKeys, REDIS_URL as URL } from '../support';
 import { consume, windowRate } from '../../../bench/scale/consume';
 import { load, tenantPayload } from '../../../bench/scale/load';
 
-const URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SAMPLES = Number(process.env.SAMPLES ?? 500);
 const DEAD = Number(process.env.DEAD ?? 200_000);
 const BACKLOG = Number(process.env.BACKLOG ?? 1_000_000);
@@ -48,7 +47,6 @@ async function figures(rheo: Rheo, label: string, lagGroup: string): Promise<voi
 async function main(): Promise<void> {
   const prefix = `rheo-measure:${process.pid}`;
   const rheo = new Rheo(redisBackend({ url: URL, prefix }));
-  const admin = new Redis(URL);
   try {
     await rheo.createStream('s', { partitions: 4 });
     await rheo.createGroup('s', 'g');
@@ -78,13 +76,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({ consumeWindowsEventsPerSec: windows }));
   } finally {
     await rheo.close();
-    let cursor = '0';
-    do {
-      const [next, keys] = await admin.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await admin.unlink(...keys);
-    } while (cursor !== '0');
-    admin.disconnect();
+    await deleteKeys(prefix);
   }
 }
 

@@ -4,17 +4,15 @@
 // the log in query order, so a page costs about limit * 1000 entries read).
 // Run: npx ts-node --transpile-only test/redis/measure/query-scan.ts
 import { performance } from 'node:perf_hooks';
-import Redis from 'ioredis';
 import { Rheo, redisBackend } from '../../../lib';
+import { deleteKeys, REDIS_URL as URL } from '../support';
 import { load, tenantPayload } from '../../../bench/scale/load';
 
-const URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const EVENTS = Number(process.env.EVENTS ?? 1_000_000);
 
 async function main(): Promise<void> {
   const prefix = `rheo-measure:${process.pid}`;
   const rheo = new Rheo(redisBackend({ url: URL, prefix }));
-  const admin = new Redis(URL);
   try {
     await rheo.createStream('big', { partitions: 4 });
     await load(rheo, 'big', EVENTS, { payloadOf: tenantPayload });
@@ -47,13 +45,7 @@ async function main(): Promise<void> {
     );
   } finally {
     await rheo.close();
-    let cursor = '0';
-    do {
-      const [next, keys] = await admin.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await admin.unlink(...keys);
-    } while (cursor !== '0');
-    admin.disconnect();
+    await deleteKeys(prefix);
   }
 }
 

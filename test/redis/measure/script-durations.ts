@@ -6,10 +6,10 @@
 import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
 import { ManualClock, Rheo, redisBackend } from '../../../lib';
+import { deleteKeys, REDIS_URL as URL } from '../support';
 import { SCRIPTS } from '../../../lib/backends/redis/scripts';
 import { load, tenantPayload } from '../../../bench/scale/load';
 
-const URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const EVENTS = Number(process.env.EVENTS ?? 200_000);
 const DEAD = Number(process.env.DEAD ?? 100_000);
 const NAME_OF = new Map(Object.entries(SCRIPTS).map(([name, lua]) => [createHash('sha1').update(lua).digest('hex'), name]));
@@ -73,12 +73,7 @@ async function main(): Promise<void> {
     await admin.config('SET', 'slowlog-log-slower-than', String(threshold));
     await admin.config('SET', 'slowlog-max-len', String(maxLen));
     await rheo.close();
-    let cursor = '0';
-    do {
-      const [next, keys] = await admin.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await admin.unlink(...keys);
-    } while (cursor !== '0');
+    await deleteKeys(prefix);
     admin.disconnect();
   }
 }

@@ -3,9 +3,8 @@
 // Run: npx ts-node --transpile-only test/redis/measure/slice-parts.ts
 import Redis from 'ioredis';
 import { Rheo, redisBackend } from '../../../lib';
+import { deleteKeys, REDIS_URL as URL } from '../support';
 import { load, tenantPayload } from '../../../bench/scale/load';
-
-const URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 const READ = `local e = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[2]) return #e`;
 const IDS = `local e = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[2])
@@ -42,12 +41,7 @@ async function main(): Promise<void> {
   } finally {
     await admin.config('SET', 'slowlog-log-slower-than', '10000');
     await rheo.close();
-    let cursor = '0';
-    do {
-      const [next, keys] = await admin.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await admin.unlink(...keys);
-    } while (cursor !== '0');
+    await deleteKeys(prefix);
     admin.disconnect();
   }
 }

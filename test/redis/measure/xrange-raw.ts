@@ -1,9 +1,8 @@
 // How long ioredis takes to read 500 log entries (XRANGE), RESP3 (ioredis 6's default) against RESP2.
 // Run: npx ts-node --transpile-only test/redis/measure/xrange-raw.ts
+import { REDIS_URL as URL } from '../support';
 import { performance } from 'node:perf_hooks';
 import Redis from 'ioredis';
-
-const URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 async function main(): Promise<void> {
   const key = `rheo-measure:${process.pid}:log`;

@@ -73,8 +73,8 @@ describe('redis trim: bounded slices, the log and the id index in step', () => {
     await finish(stream, 'g');
     const b = base(stream);
     const gk = `${b}:g:g`;
-    // The TRIM script by hand, as the backend calls it: everything up to 900 may go, budget 250.
-    const slice = () =>
+    // The TRIM script by hand, as the backend calls it: by default everything up to 900 may go, budget 250.
+    const slice = (upTo = 900, force = 0) =>
       admin.eval(
         SCRIPTS.trim,
         9,
@@ -88,9 +88,9 @@ describe('redis trim: bounded slices, the log and the id index in step', () => {
         `${gk}:leased:0`,
         `${gk}:avail:0`,
         0,
-        900,
+        upTo,
         '',
-        0,
+        force,
         250,
         'g',
       );
@@ -107,50 +107,10 @@ describe('redis trim: bounded slices, the log and the id index in step', () => {
     expect(await slice()).toEqual(['done', 150, 900, '', 0]);
     expect(await slice()).toEqual(['done', 0, 900, '', 0]);
     // Unforced, a slice never passes a group's frontier: g has not finished 1001.
-    expect(
-      await admin.eval(
-        SCRIPTS.trim,
-        9,
-        `${b}:meta`,
-        `${b}:ids`,
-        `${b}:groups`,
-        `${b}:log:0`,
-        `${b}:wake`,
-        `${gk}:cfg`,
-        `${gk}:dl`,
-        `${gk}:leased:0`,
-        `${gk}:avail:0`,
-        0,
-        1001,
-        '',
-        0,
-        250,
-        'g',
-      ),
-    ).toEqual(['capped', 100, 1000, '', 0]);
+    expect(await slice(1001, 0)).toEqual(['capped', 100, 1000, '', 0]);
     // A group the caller did not name (created since it listed them): the slice refuses and deletes nothing.
     await rheo.createGroup(stream, 'late', { start: 'beginning' });
-    expect(
-      await admin.eval(
-        SCRIPTS.trim,
-        9,
-        `${b}:meta`,
-        `${b}:ids`,
-        `${b}:groups`,
-        `${b}:log:0`,
-        `${b}:wake`,
-        `${gk}:cfg`,
-        `${gk}:dl`,
-        `${gk}:leased:0`,
-        `${gk}:avail:0`,
-        0,
-        1001,
-        '',
-        1,
-        250,
-        'g',
-      ),
-    ).toEqual(['regroup']);
+    expect(await slice(1001, 1)).toEqual(['regroup']);
     expect(await admin.hget(`${b}:meta`, 'lw:0')).toBe('1000');
   });
 

@@ -143,31 +143,10 @@ export function pgRetentionPlans(t: TableNames) {
       )
       SELECT count(*) AS n FROM gone`),
 
-    /** Purge: one chunk of a group's dead letters dead-lettered before $3. */
-    purgeBefore: returning<DbCount>(`
-      WITH doomed AS (
-        SELECT partition, sequence FROM ${t.deadLetters}
-        WHERE stream = $1 AND group_name = $2 AND dead_at < $3
-        LIMIT $4 FOR UPDATE SKIP LOCKED
-      ), gone AS (
-        DELETE FROM ${t.deadLetters} d USING doomed x
-        WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = x.partition AND d.sequence = x.sequence
-        RETURNING 1
-      )
-      SELECT count(*) AS n FROM gone`),
-
-    /** Purge: one chunk of all a group's dead letters. */
-    purgeAll: returning<DbCount>(`
-      WITH doomed AS (
-        SELECT partition, sequence FROM ${t.deadLetters}
-        WHERE stream = $1 AND group_name = $2
-        LIMIT $3 FOR UPDATE SKIP LOCKED
-      ), gone AS (
-        DELETE FROM ${t.deadLetters} d USING doomed x
-        WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = x.partition AND d.sequence = x.sequence
-        RETURNING 1
-      )
-      SELECT count(*) AS n FROM gone`),
+    /** Purge: one chunk of a group's dead letters dead-lettered before $3 ($4: the chunk size). */
+    purgeBefore: returning<DbCount>(purgeChunk(t, `AND dead_at < $3`, '$4')),
+    /** Purge: one chunk of all a group's dead letters ($3: the chunk size). */
+    purgeAll: returning<DbCount>(purgeChunk(t, '', '$3')),
 
     /**
      * A job's turn ($1 job, $2 holder, $3 now, $4 ttl): taken when nobody holds
@@ -181,4 +160,19 @@ export function pgRetentionPlans(t: TableNames) {
       WHERE j.holder = EXCLUDED.holder OR j.until_ms <= $3::bigint
       RETURNING j.holder`),
   };
+}
+
+/** One chunk of a purge: up to `limit` dead letters of group ($1, $2) matching `bound`, deleted. */
+function purgeChunk(t: TableNames, bound: string, limit: string): string {
+  return `
+      WITH doomed AS (
+        SELECT partition, sequence FROM ${t.deadLetters}
+        WHERE stream = $1 AND group_name = $2 ${bound}
+        LIMIT ${limit} FOR UPDATE SKIP LOCKED
+      ), gone AS (
+        DELETE FROM ${t.deadLetters} d USING doomed x
+        WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = x.partition AND d.sequence = x.sequence
+        RETURNING 1
+      )
+      SELECT count(*) AS n FROM gone`;
 }

@@ -1,6 +1,7 @@
 import { RheoError, toRheoError } from '../core/errors';
 import { Rheo } from '../core/rheo';
 import { DEFAULT_TRIM_INTERVAL_MS, MAX_DURATION_MS } from '../core/limits';
+import { jsonEqual } from '../core/json-equal';
 import { checkRetention } from '../core/requests';
 import type { Retention } from '../core/types';
 import { checkInt, checkName, checkObject } from '../core/validate';
@@ -89,7 +90,7 @@ export class RheoInstance {
       this.streamsReady = (async () => {
         for (const s of this.streams) {
           const info = await this.rheo.createStream(s.name, { partitions: s.partitions, retention: s.retention, ifNotExists: true });
-          if (s.retention && !sameRetention(info.retention ?? {}, s.retention)) await this.rheo.setRetention(s.name, s.retention);
+          if (s.retention && !jsonEqual({ ...info.retention }, { ...s.retention })) await this.rheo.setRetention(s.name, s.retention);
         }
       })().catch((err) => {
         this.streamsReady = undefined;
@@ -98,8 +99,4 @@ export class RheoInstance {
     }
     return this.streamsReady;
   }
-}
-
-function sameRetention(a: Retention, b: Retention): boolean {
-  return a.maxAgeMs === b.maxAgeMs && a.maxEvents === b.maxEvents && a.deadLetterMaxAgeMs === b.deadLetterMaxAgeMs;
 }

@@ -2,8 +2,9 @@
 // (the one place request validation lives), resolves what needs the stream, and
 // calls the backend. It depends on the Backend contract by type only (erased at
 // runtime), so core/ still loads nothing of ours (docs/adr/003-errors-and-layers.md).
-import type { Backend, RenewResult, ReplayRequest, SettleResult } from '../backends/backend';
+import type { Backend, RenewResult, ReplayRequest, SettleOp, SettleResult } from '../backends/backend';
 import { encodeCursor } from './cursor';
+import { type OperationMessage, traced } from './diagnostics';
 import { RheoError, toRheoError } from './errors';
 import { DEFAULT_MAX_PAYLOAD_BYTES, MAX_PAGE_LIMIT, MAX_PARTITIONS } from './limits';
 import {
@@ -55,6 +56,8 @@ import type {
   TrimOptions,
   TrimResult,
 } from './types';
+import { sendSpan } from './otel';
+import { FrontierWatch, groupKey, publishLeases, publishSettles, settlesObserved } from './published';
 import { checkInt, checkName, checkObject } from './validate';
 
 export type { FetchOptions, NackOptions, RejectOptions, SettleRequest } from './requests';
@@ -75,6 +78,9 @@ export class Rheo {
   private readonly maxPayloadBytes: number;
   private ready?: Promise<void>;
   private readonly streams = new Map<string, StreamInfo>();
+  /** Each group's maxAttempts (fixed at creation), read only when a settle's outcome is observed (diagnostics.ts). */
+  private readonly maxAttempts = new Map<string, number>();
+  private readonly frontiers = new FrontierWatch();
 
   constructor(backend: Backend, options: RheoOptions = {}) {
     if (!backend || typeof backend.fetch !== 'function') throw RheoError.invalid('backend', 'must be a Backend');
@@ -131,6 +137,19 @@ export class Rheo {
     checkObject('options', options);
     const partitions = options.partitions === undefined ? 1 : checkInt('partitions', options.partitions, 1, MAX_PARTITIONS);
     const retention = options.retention === undefined ? undefined : checkRetention('retention', options.retention);
+    return traced(
+      'createStream',
+      () => ({ operation: 'createStream', stream }),
+      () => this.createStreamChecked(stream, partitions, retention, options),
+    );
+  }
+
+  private async createStreamChecked(
+    stream: string,
+    partitions: number,
+    retention: Retention | undefined,
+    options: { ifNotExists?: boolean },
+  ): Promise<StreamInfo> {
     await this.init();
     if (options.ifNotExists) {
       const existing = await this.backend.getStream(stream);
@@ -148,7 +167,20 @@ export class Rheo {
   async createGroup(stream: string, group: string, options: GroupOptions = {}): Promise<GroupConfig> {
     checkName('stream', stream);
     checkName('group', group);
-    const { maxAttempts, retry, ordering } = checkGroupOptions(options);
+    const checked = checkGroupOptions(options);
+    return traced(
+      'createGroup',
+      () => ({ operation: 'createGroup', stream, group }),
+      () => this.createGroupChecked(stream, group, checked, options),
+    );
+  }
+
+  private async createGroupChecked(
+    stream: string,
+    group: string,
+    { maxAttempts, retry, ordering }: ReturnType<typeof checkGroupOptions>,
+    options: GroupOptions,
+  ): Promise<GroupConfig> {
     await this.init();
     const info = await this.stream(stream);
     const start = resolveStart('start', options.start, info.partitions);
@@ -185,11 +217,18 @@ export class Rheo {
   async trim(stream: string, options: TrimOptions = {}): Promise<TrimResult> {
     checkName('stream', stream);
     const { force } = checkTrimOptions(options);
-    await this.init();
-    const info = await this.freshStream(stream);
-    const retention = info.retention ?? {};
-    const before = retention.maxAgeMs === undefined ? undefined : new Date(this.backend.clock.now() - retention.maxAgeMs);
-    return this.backend.trim({ stream, before, maxEvents: retention.maxEvents, force });
+    return traced(
+      'trim',
+      () => ({ operation: 'trim', stream }),
+      async () => {
+        await this.init();
+        const info = await this.freshStream(stream);
+        const retention = info.retention ?? {};
+        const before = retention.maxAgeMs === undefined ? undefined : new Date(this.backend.clock.now() - retention.maxAgeMs);
+        return this.backend.trim({ stream, before, maxEvents: retention.maxEvents, force });
+      },
+      (result, m) => (m.count = result.removed),
+    );
   }
 
   /** Delete a group's dead letters dead-lettered before a time, or all of them. Returns how many. */
@@ -197,10 +236,17 @@ export class Rheo {
     checkName('stream', stream);
     checkName('group', group);
     const before = checkPurge(options);
-    await this.init();
-    await this.stream(stream);
-    await this.groupConfig(stream, group);
-    return this.backend.purgeDeadLetters(stream, group, before);
+    return traced(
+      'purgeDeadLetters',
+      () => ({ operation: 'purgeDeadLetters', stream, group }),
+      async () => {
+        await this.init();
+        await this.stream(stream);
+        await this.groupConfig(stream, group);
+        return this.backend.purgeDeadLetters(stream, group, before);
+      },
+      counted,
+    );
   }
 
   async listStreams(): Promise<StreamInfo[]> {
@@ -232,7 +278,16 @@ export class Rheo {
     await this.init();
     const info = await this.stream(stream);
     const event = toNewEvent('event', input, info.partitions, this.backend.clock.now(), this.maxPayloadBytes);
-    const [stored] = await this.backend.append(stream, [event], options);
+    const [stored] = await traced(
+      'append',
+      () => ({ operation: 'append', stream, count: 1 }),
+      () => sendSpan(stream, [event], () => this.backend.append(stream, [event], options)),
+      ([e], m) => {
+        m.eventId = e.id;
+        m.partition = e.partition;
+        m.sequence = e.sequence;
+      },
+    );
     return stored as RheoEvent<P>;
   }
 
@@ -246,7 +301,12 @@ export class Rheo {
     const info = await this.stream(stream);
     const now = this.backend.clock.now();
     const events = inputs.map((input, i) => toNewEvent(`events[${i}]`, input, info.partitions, now, this.maxPayloadBytes));
-    return (await this.backend.append(stream, events, options)) as RheoEvent<P>[];
+    const stored = await traced(
+      'appendBatch',
+      () => ({ operation: 'appendBatch', stream, count: events.length }),
+      () => sendSpan(stream, events, () => this.backend.append(stream, events, options)),
+    );
+    return stored as RheoEvent<P>[];
   }
 
   /** Events of one partition after a sequence, in order. Touches no group state. */
@@ -271,13 +331,23 @@ export class Rheo {
 
   /** Events matching `query`, at most `limit`. */
   async query(query: Query): Promise<RheoEvent[]> {
-    return this.backend.query(await this.queryRequest(query));
+    return traced(
+      'query',
+      () => queryMessage(query),
+      async () => this.backend.query(await this.queryRequest(query)),
+      counted,
+    );
   }
 
   /** One page of events matching `query`; pass `nextCursor` back as `cursor` for the next. */
   async queryPage(query: Query): Promise<Page<RheoEvent>> {
     const req = await this.queryRequest(query);
-    const items = await this.backend.query(req);
+    const items = await traced(
+      'query',
+      () => queryMessage(query),
+      () => this.backend.query(req),
+      counted,
+    );
     const last = items[items.length - 1];
     return { items, nextCursor: items.length === req.limit && last ? encodeCursor(last) : null };
   }
@@ -303,8 +373,14 @@ export class Rheo {
     await this.init();
     const info = await this.stream(stream);
     const partitions = checkPartitions('partitions', options.partitions, info.partitions);
-    const leases = await this.backend.fetch({ stream, group, limit, leaseMs, consumerId, partitions });
+    const leases = await traced(
+      'fetch',
+      () => ({ operation: 'fetch', stream, group, consumerId }),
+      () => this.backend.fetch({ stream, group, limit, leaseMs, consumerId, partitions }),
+      counted,
+    );
     for (const lease of leases) issueLease(lease);
+    publishLeases(stream, group, consumerId, leases);
     return leases;
   }
 
@@ -322,29 +398,44 @@ export class Rheo {
     checkObject('options', options);
     const leaseMs = checkLeaseMs(options.leaseMs);
     if (leases.length === 0) return [];
-    await this.init();
-    return this.backend.renew(leases, leaseMs);
+    return traced(
+      'renew',
+      () => leaseMessage('renew', leases),
+      async () => {
+        await this.init();
+        return this.backend.renew(leases, leaseMs);
+      },
+    );
   }
 
   /** Done: the event is terminal for the group. */
   async ack(lease: Lease<unknown>): Promise<void> {
-    return this.settleOne({ kind: 'ack', lease });
+    return this.settleOne('ack', { kind: 'ack', lease });
   }
 
   /** Not done: redeliver after `delayMs` (or the group's backoff); dead-letter at maxAttempts. */
   async nack(lease: Lease<unknown>, options: NackOptions = {}): Promise<void> {
     checkObject('options', options);
-    return this.settleOne({ kind: 'nack', lease, reason: options.reason, delayMs: options.delayMs });
+    return this.settleOne('nack', { kind: 'nack', lease, reason: options.reason, delayMs: options.delayMs });
   }
 
   /** Dead-letter the event for this group now, with `reason` (default `rejected`). */
   async reject(lease: Lease<unknown>, options: RejectOptions = {}): Promise<void> {
     checkObject('options', options);
-    return this.settleOne({ kind: 'reject', lease, reason: options.reason });
+    return this.settleOne('reject', { kind: 'reject', lease, reason: options.reason });
   }
 
-  private async settleOne(request: SettleRequest): Promise<void> {
-    const [result] = await this.settleMany([request]);
+  private async settleOne(operation: 'ack' | 'nack' | 'reject', request: SettleRequest): Promise<void> {
+    const [op] = checkSettles([request]);
+    const [result] = await traced(
+      operation,
+      () => {
+        const m = leaseMessage(operation, [op.lease]);
+        if (op.kind !== 'ack') m.reason = op.reason;
+        return m;
+      },
+      () => this.settleChecked([op]),
+    );
     if (!result.ok) throw result.error;
   }
 
@@ -352,8 +443,30 @@ export class Rheo {
   async settleMany(requests: SettleRequest[]): Promise<SettleResult[]> {
     const ops = checkSettles(requests);
     if (ops.length === 0) return [];
+    return traced(
+      'settleMany',
+      () =>
+        leaseMessage(
+          'settleMany',
+          ops.map((o) => o.lease),
+        ),
+      () => this.settleChecked(ops),
+    );
+  }
+
+  private async settleChecked(ops: SettleOp[]): Promise<SettleResult[]> {
     await this.init();
-    return this.backend.settle(ops);
+    if (!settlesObserved()) return this.backend.settle(ops);
+    // Telling a retry from a dead letter needs each group's maxAttempts: read once per group, before the settle.
+    for (const { lease } of ops) {
+      const key = groupKey(lease.stream, lease.group);
+      if (this.maxAttempts.has(key)) continue;
+      const cfg = await this.backend.getGroup(lease.stream, lease.group).catch(() => null);
+      if (cfg) this.maxAttempts.set(key, cfg.maxAttempts);
+    }
+    const results = await this.backend.settle(ops);
+    publishSettles(ops, results, this.maxAttempts);
+    return results;
   }
 
   /**
@@ -377,6 +490,20 @@ export class Rheo {
     checkName('stream', stream);
     checkName('group', group);
     const kind = checkReplayKind(options);
+    return traced(
+      'replay',
+      () => ({ operation: 'replay', stream, group }),
+      () => this.replayChecked(stream, group, kind, options),
+      counted,
+    );
+  }
+
+  private async replayChecked(
+    stream: string,
+    group: string,
+    kind: ReturnType<typeof checkReplayKind>,
+    options: ReplayOptions,
+  ): Promise<number> {
     await this.init();
     const info = await this.stream(stream);
     await this.groupConfig(stream, group);
@@ -406,11 +533,17 @@ export class Rheo {
     if (typeof options !== 'object' || options === null || options.confirm !== true) {
       throw new RheoError('confirm_required', 'reset forgets every delivery of the group: pass { confirm: true }', { field: 'confirm' });
     }
-    await this.init();
-    const info = await this.stream(stream);
-    const start = resolveStart('start', options.start, info.partitions);
-    await this.groupConfig(stream, group);
-    await this.backend.reset(stream, group, start);
+    return traced(
+      'reset',
+      () => ({ operation: 'reset', stream, group }),
+      async () => {
+        await this.init();
+        const info = await this.stream(stream);
+        const start = resolveStart('start', options.start, info.partitions);
+        await this.groupConfig(stream, group);
+        await this.backend.reset(stream, group, start);
+      },
+    );
   }
 
   private async groupConfig(stream: string, group: string): Promise<GroupConfig> {
@@ -426,7 +559,9 @@ export class Rheo {
     checkName('group', group);
     await this.init();
     await this.stream(stream);
-    return this.backend.lag(stream, group);
+    const lag = await this.backend.lag(stream, group);
+    this.frontiers.observe(lag);
+    return lag;
   }
 
   async groupInfo(stream: string, group: string): Promise<GroupInfo> {
@@ -434,7 +569,9 @@ export class Rheo {
     checkName('group', group);
     await this.init();
     await this.stream(stream);
-    return this.backend.groupInfo(stream, group);
+    const info = await this.backend.groupInfo(stream, group);
+    this.frontiers.observe(info.lag);
+    return info;
   }
 
   /** Dead letters of a group, ordered by (partition, sequence); `after` is the last event id of the previous page. */
@@ -455,11 +592,18 @@ export class Rheo {
     checkName('stream', stream);
     checkName('group', group);
     const ids = checkRedrive(options);
-    await this.init();
-    await this.stream(stream);
-    await this.groupConfig(stream, group);
-    if (ids !== 'all' && ids.length === 0) return 0;
-    return this.backend.redrive(stream, group, ids);
+    return traced(
+      'redrive',
+      () => ({ operation: 'redrive', stream, group }),
+      async () => {
+        await this.init();
+        await this.stream(stream);
+        await this.groupConfig(stream, group);
+        if (ids !== 'all' && ids.length === 0) return 0;
+        return this.backend.redrive(stream, group, ids);
+      },
+      counted,
+    );
   }
 
   /** Resolves when the backend answers; throws `backend_unavailable` otherwise. */
@@ -472,4 +616,32 @@ export class Rheo {
   async close(): Promise<void> {
     await this.backend.close();
   }
+}
+
+/** `done` for operations whose result is a count, or a list whose length is the count. */
+function counted(result: number | unknown[], m: OperationMessage): void {
+  m.count = typeof result === 'number' ? result : result.length;
+}
+
+function queryMessage(query: Query): OperationMessage {
+  return { operation: 'query', stream: typeof query?.stream === 'string' ? query.stream : undefined };
+}
+
+/** A message about leases: one lease's identity in full, or the batch's size (and its group when they share one). */
+function leaseMessage(operation: OperationMessage['operation'], leases: Lease<unknown>[]): OperationMessage {
+  const first = leases[0];
+  const m: OperationMessage = { operation, count: leases.length };
+  if (!first) return m;
+  if (leases.every((l) => l.stream === first.stream && l.group === first.group)) {
+    m.stream = first.stream;
+    m.group = first.group;
+  }
+  if (leases.length === 1) {
+    m.eventId = first.event.id;
+    m.partition = first.event.partition;
+    m.sequence = first.event.sequence;
+    m.attempt = first.attempt;
+    m.consumerId = first.consumerId;
+  }
+  return m;
 }

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { backoffDelay } from '../core/backoff';
+import { channels, deliveryOf, processChannel, type ProcessMessage, traceWith } from '../core/diagnostics';
 import { RheoError, toRheoError } from '../core/errors';
 import { type Outcome, outcomeOfError, RheoReject, RheoRetry } from '../core/outcomes';
 import type { Rheo } from '../core/rheo';
@@ -11,6 +12,7 @@ import { LazyDeliveryControl } from './delivery-control';
 import { Inflight, type InflightEntry } from './inflight';
 import { checkDrainTimeout, FETCH_BACKOFF, type GroupRunOptions, type ResolvedGroupOptions, resolveGroupOptions } from './options';
 import { bounded, nackAfterFailedAck, outcomeOfValue, settleRequest } from './handler-result';
+import { processSpan } from './process-span';
 import { Renewals } from './renewals';
 import { SettleBatcher, type SettleResult } from './settle-batcher';
 
@@ -89,13 +91,19 @@ export class Group extends EventEmitter<GroupEvents> {
     this.startMarginMs = Math.min(Math.max(Math.ceil(leaseMs / 10), 100), Math.floor(leaseMs / 2));
     this.renewals = new Renewals(rheo, this.held, leaseMs, {
       lost: (entry) => {
-        entry.control?.abort(new RheoError('stale_lease', `lease on event ${entry.lease.event.id} lost: another consumer holds it now`));
+        const reason = `lease on event ${entry.lease.event.id} lost: another consumer holds it now`;
+        entry.control?.abort(new RheoError('stale_lease', reason));
+        if (channels.leaseLost.hasSubscribers) channels.leaseLost.publish({ ...deliveryOf(entry.lease), reason });
         this.notify('lease_lost', entry.lease);
         this.roomFreed();
         this.checkDrained();
       },
       failed: (error, leases, consecutive) => {
         this.renewError = error;
+        if (channels.renewError.hasSubscribers) {
+          const { stream, group, consumerId } = this.options;
+          channels.renewError.publish({ stream, group, consumerId, code: error.code, reason: error.message, leases, consecutive });
+        }
         this.notify('renew_error', { error, leases, consecutive });
       },
       recovered: () => {
@@ -156,6 +164,10 @@ export class Group extends EventEmitter<GroupEvents> {
   start(): void {
     if (this.current !== 'idle') return;
     this.setState('running');
+    if (channels.consumerStart.hasSubscribers) {
+      const { stream, group, consumerId } = this.options;
+      channels.consumerStart.publish({ stream, group, consumerId });
+    }
     this.renewals.start();
     this.fetchNow();
   }
@@ -282,6 +294,10 @@ export class Group extends EventEmitter<GroupEvents> {
     }
     this.fetchFailures++;
     this.error = error;
+    if (channels.fetchError.hasSubscribers) {
+      const { stream, group, consumerId } = this.options;
+      channels.fetchError.publish({ stream, group, consumerId, code: error.code, reason: error.message });
+    }
     this.setState('backing_off');
     this.notify('fetch_error', error);
     this.phase = 'backoff';
@@ -389,15 +405,23 @@ export class Group extends EventEmitter<GroupEvents> {
     }
     for (const entry of this.held.all()) {
       if (entry.control && !entry.control.aborted && entry.expiresAt <= now) {
-        entry.control.abort(
-          new RheoError('stale_lease', `lease on event ${entry.lease.event.id} expired: renewals failed, another consumer may hold it now`),
-        );
+        const reason = `lease on event ${entry.lease.event.id} expired: renewals failed, another consumer may hold it now`;
+        entry.control.abort(new RheoError('stale_lease', reason));
+        if (channels.leaseExpired.hasSubscribers) channels.leaseExpired.publish({ ...deliveryOf(entry.lease), reason });
       }
     }
   }
 
   private dropExpiring(entries: InflightEntry[]): void {
     this.counters.dropped += entries.length;
+    if (channels.leaseExpired.hasSubscribers) {
+      for (const { lease } of entries) {
+        channels.leaseExpired.publish({
+          ...deliveryOf(lease),
+          reason: `lease on event ${lease.event.id} too close to expiry to start; given back`,
+        });
+      }
+    }
     this.releaseUnstarted(entries);
   }
 
@@ -443,15 +467,31 @@ export class Group extends EventEmitter<GroupEvents> {
     this.handlersRunning++;
     const control = new LazyDeliveryControl();
     entry.control = control;
-    let result: Promise<Outcome | void>;
-    try {
-      result = Promise.resolve(this.handler(lease, control));
-    } catch (err) {
-      result = Promise.reject(err);
-    }
+    const run = (): Promise<Outcome | void> => {
+      try {
+        return Promise.resolve(this.handler(lease, control));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    };
+    const invoke = () => processSpan(lease, this.options.group, run);
+    const result = processChannel.hasSubscribers ? this.traceProcess(lease, invoke) : invoke();
     result.then(
       (value) => this.onHandled(entry, value),
       (err: unknown) => this.onHandlerThrew(entry, err),
+    );
+  }
+
+  /** The handler run on `rheo:process`, its outcome set before `asyncEnd`. */
+  private traceProcess(lease: Lease, invoke: () => Promise<Outcome | void>): Promise<Outcome | void> {
+    const msg: ProcessMessage = { ...deliveryOf(lease), eventTimestamp: lease.event.timestamp };
+    return traceWith(
+      processChannel,
+      msg,
+      invoke,
+      (value, m) => describeOutcome(m, outcomeOfValue(value)),
+      (err, m) =>
+        describeOutcome(m, err instanceof RheoReject || err instanceof RheoRetry ? outcomeOfError(err) : bounded(outcomeOfError(err))),
     );
   }
 
@@ -460,6 +500,7 @@ export class Group extends EventEmitter<GroupEvents> {
     this.startReady();
     const outcome = outcomeOfValue(value);
     if (outcome instanceof RheoError) {
+      this.publishHandlerError(entry.lease, outcome);
       this.notify('handler_error', { lease: entry.lease, error: outcome });
       this.settle(entry, { kind: 'nack', reason: outcome.message });
     } else {
@@ -473,10 +514,19 @@ export class Group extends EventEmitter<GroupEvents> {
     this.handlersRunning--;
     this.startReady();
     // RheoReject and RheoRetry are the handler's decisions, not failures.
-    if (!(err instanceof RheoReject) && !(err instanceof RheoRetry)) this.notify('handler_error', { lease: entry.lease, error: err });
+    if (!(err instanceof RheoReject) && !(err instanceof RheoRetry)) {
+      this.publishHandlerError(entry.lease, err);
+      this.notify('handler_error', { lease: entry.lease, error: err });
+    }
     this.settle(entry, bounded(outcomeOfError(err)));
     this.roomFreed();
     this.checkDrained();
+  }
+
+  private publishHandlerError(lease: Lease, error: unknown): void {
+    if (!channels.handlerError.hasSubscribers) return;
+    const reason = error instanceof Error ? error.message : String(error);
+    channels.handlerError.publish({ ...deliveryOf(lease), reason, error });
   }
 
   private settle(entry: InflightEntry, outcome: Outcome): void {
@@ -545,6 +595,10 @@ export class Group extends EventEmitter<GroupEvents> {
     // What is still held stays counted in `inflight` (the leases given up), but is
     // no longer renewed or settled: it expires and is redelivered.
     this.setState('stopped');
+    if (channels.consumerStop.hasSubscribers) {
+      const { stream, group, consumerId } = this.options;
+      channels.consumerStop.publish({ stream, group, consumerId, reason: result });
+    }
     this.drainDone?.(result);
     this.drainDone = null;
   }
@@ -565,4 +619,15 @@ export class Group extends EventEmitter<GroupEvents> {
       );
     }
   }
+}
+
+/** The outcome a handler run decided, in `rheo:process` terms (a returned error is a nack with its message). */
+function describeOutcome(m: ProcessMessage, outcome: Outcome | RheoError): void {
+  if (outcome instanceof RheoError) {
+    m.outcome = 'nack';
+    m.reason = outcome.message;
+    return;
+  }
+  m.outcome = outcome.kind;
+  if (outcome.kind !== 'ack') m.reason = outcome.reason;
 }

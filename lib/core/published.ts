@@ -1,0 +1,72 @@
+// What the facade tells the plain diagnostics channels after an operation
+// (diagnostics.ts): leases handed out, redeliveries, settles and dead letters,
+// frontiers seen. Each publisher returns at once when nobody subscribes.
+import type { SettleOp, SettleResult } from '../backends/backend';
+import { channels, deliveryOf, type SettleOutcome } from './diagnostics';
+import type { Lag, Lease } from './types';
+
+/** `rheo:lease` for a fetch that returned leases, and `rheo:redelivery` for each lease past its first attempt. */
+export function publishLeases(stream: string, group: string, consumerId: string, leases: Lease[]): void {
+  if (leases.length > 0 && channels.lease.hasSubscribers) channels.lease.publish({ stream, group, consumerId, count: leases.length });
+  if (!channels.redelivery.hasSubscribers) return;
+  for (const lease of leases) if (lease.attempt > 1) channels.redelivery.publish(deliveryOf(lease));
+}
+
+/** True when a settle's outcome is wanted: someone listens to `rheo:settle` or `rheo:dead_letter`. */
+export function settlesObserved(): boolean {
+  return channels.settle.hasSubscribers || channels.deadLetter.hasSubscribers;
+}
+
+/**
+ * `rheo:settle` for each op that was written, and `rheo:dead_letter` for those
+ * that dead-lettered: a reject, or a nack on the group's last attempt (the rule
+ * every backend applies: attempt >= maxAttempts). `maxAttempts` maps each
+ * `stream\0group` of the batch to the group's setting.
+ */
+export function publishSettles(ops: SettleOp[], results: SettleResult[], maxAttempts: Map<string, number>): void {
+  ops.forEach((op, i) => {
+    if (!results[i]?.ok) return;
+    const lease = op.lease;
+    let outcome: SettleOutcome = 'ack';
+    if (op.kind === 'reject') outcome = 'reject';
+    else if (op.kind === 'nack') {
+      const max = maxAttempts.get(groupKey(lease.stream, lease.group));
+      outcome = max !== undefined && lease.attempt >= max ? 'dead_letter' : 'retry';
+    }
+    const delivery = deliveryOf(lease);
+    const reason = op.kind === 'ack' ? undefined : op.reason;
+    if (channels.settle.hasSubscribers)
+      channels.settle.publish(reason === undefined ? { ...delivery, outcome } : { ...delivery, outcome, reason });
+    if ((outcome === 'reject' || outcome === 'dead_letter') && channels.deadLetter.hasSubscribers) {
+      channels.deadLetter.publish({ ...delivery, reason: reason!, cause: outcome === 'reject' ? 'rejected' : 'max_attempts' });
+    }
+  });
+}
+
+export function groupKey(stream: string, group: string): string {
+  return `${stream}\0${group}`;
+}
+
+/**
+ * `rheo:frontier` when a lag read shows a partition's frontier at a value this
+ * process had not seen yet: one message per move, not one per read.
+ */
+export class FrontierWatch {
+  private readonly seen = new Map<string, number>();
+
+  observe(lag: Lag): void {
+    if (!channels.frontier.hasSubscribers) return;
+    for (const p of lag.partitions) {
+      const key = `${groupKey(lag.stream, lag.group)}\0${p.partition}`;
+      if (this.seen.get(key) === p.frontier) continue;
+      this.seen.set(key, p.frontier);
+      channels.frontier.publish({
+        stream: lag.stream,
+        group: lag.group,
+        partition: p.partition,
+        frontier: p.frontier,
+        highWatermark: p.highWatermark,
+      });
+    }
+  }
+}

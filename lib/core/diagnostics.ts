@@ -31,13 +31,18 @@ export type TracedOperation = (typeof TRACED_OPERATIONS)[number];
 /**
  * The context object of a `rheo:<operation>` TracingChannel, the same object on
  * its `start`, `end`, `asyncStart`, `asyncEnd` and `error` events (as with
- * `TracingChannel#tracePromise`). Fields that do not apply are absent.
+ * `TracingChannel#tracePromise`, but never with the `result`: it may hold
+ * payloads). Fields that do not apply are absent. A call refused by its argument
+ * checks throws before `start`; from the first store access on, a failure is
+ * published on `error`.
  */
 export interface OperationMessage {
   operation: TracedOperation;
+  /** The `Rheo#id` of the instance that ran it: two instances in one process share the channels. */
+  rheo: string;
   stream?: string;
   group?: string;
-  /** Known at start: events appended, leases renewed or settled; after `asyncEnd`: leases fetched, events replayed, redriven, trimmed or purged. */
+  /** Known at start: events appended, leases renewed or settled; by `asyncEnd`: events a query returned, leases fetched, events replayed, redriven, trimmed or purged. */
   count?: number;
   /** The single lease's or event's identity (ack, nack, reject, renew of one lease; append of one event after `asyncEnd`). */
   eventId?: string;

@@ -114,6 +114,17 @@ export interface TrimRequest {
   force: boolean;
 }
 
+/**
+ * What a backend tells an operator about itself (logged once at start-up):
+ * where its data lives and what its start-up changed. Never credentials.
+ */
+export interface BackendDescription {
+  /** Where the data lives, in words: `127.0.0.1:5432, database app, schema rheo`; a file path; a key prefix. */
+  target: string;
+  /** Schema versions `init` applied (`install: 'auto'`), ascending; empty or absent when it applied none. */
+  installed?: number[];
+}
+
 export interface WaitRequest {
   stream: string;
   group: string;
@@ -208,12 +219,22 @@ export interface Backend {
   /** Delete dead letters of a group dead-lettered before `before` (all when null), in bounded chunks; returns how many. */
   purgeDeadLetters(stream: string, group: string, before: Date | null): Promise<number>;
   /**
+   * How many dead letters the group holds that were dead-lettered at or after
+   * `since` (all when null): the complement of `purgeDeadLetters(before)` at the
+   * same time. Read from an index on the time (never by loading the dead letters),
+   * because a health check asks on every probe.
+   */
+  countDeadLetters(stream: string, group: string, since: Date | null): Promise<number>;
+  /**
    * A named, expiring turn for background work shared by every process on this
    * store (the periodic trim): true when `holder` may run `job` now, because
    * nobody holds it, its holder's turn has expired, or `holder` holds it already;
    * the turn is then `holder`'s until `ttlMs` from now.
    */
   claimTurn(job: string, holder: string, ttlMs: number): Promise<boolean>;
+
+  /** Optional: where the data lives and what `init` installed, for the start-up log (never credentials). */
+  describe?(): BackendDescription;
 
   /**
    * Optional wake-up hint: resolves when work might exist for the group, at the

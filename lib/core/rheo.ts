@@ -5,6 +5,7 @@
 import type { Backend, RenewResult, ReplayRequest, SettleOp, SettleResult } from '../backends/backend';
 import { encodeCursor } from './cursor';
 import { type OperationMessage, traced } from './diagnostics';
+import { newId } from './ids';
 import { RheoError, toRheoError } from './errors';
 import { DEFAULT_MAX_PAYLOAD_BYTES, MAX_PAGE_LIMIT, MAX_PARTITIONS } from './limits';
 import {
@@ -58,7 +59,7 @@ import type {
 } from './types';
 import { sendSpan } from './otel';
 import { FrontierWatch, groupKey, publishLeases, publishSettles, settlesObserved } from './published';
-import { checkInt, checkName, checkObject } from './validate';
+import { checkDate, checkInt, checkName, checkObject } from './validate';
 
 export type { FetchOptions, NackOptions, RejectOptions, SettleRequest } from './requests';
 
@@ -74,6 +75,8 @@ export interface RheoOptions {
  * the runtime are built on it.
  */
 export class Rheo {
+  /** Names this instance in the diagnostics channels' messages (`OperationMessage.rheo`), so subscribers can tell instances apart. */
+  readonly id = newId();
   readonly backend: Backend;
   private readonly maxPayloadBytes: number;
   private ready?: Promise<void>;
@@ -122,6 +125,16 @@ export class Rheo {
     return info;
   }
 
+  /** An operation on its `rheo:<op>` TracingChannel (diagnostics.ts), the message naming this instance. */
+  private traced<T>(
+    op: OperationMessage['operation'],
+    message: () => MessageDraft,
+    fn: () => Promise<T>,
+    done?: (result: T, message: OperationMessage) => void,
+  ): Promise<T> {
+    return traced(op, () => ({ ...message(), rheo: this.id }), fn, done);
+  }
+
   // ---------------------------------------------------------------- streams, groups
 
   /**
@@ -137,7 +150,7 @@ export class Rheo {
     checkObject('options', options);
     const partitions = options.partitions === undefined ? 1 : checkInt('partitions', options.partitions, 1, MAX_PARTITIONS);
     const retention = options.retention === undefined ? undefined : checkRetention('retention', options.retention);
-    return traced(
+    return this.traced(
       'createStream',
       () => ({ operation: 'createStream', stream }),
       () => this.createStreamChecked(stream, partitions, retention, options),
@@ -168,7 +181,7 @@ export class Rheo {
     checkName('stream', stream);
     checkName('group', group);
     const checked = checkGroupOptions(options);
-    return traced(
+    return this.traced(
       'createGroup',
       () => ({ operation: 'createGroup', stream, group }),
       () => this.createGroupChecked(stream, group, checked, options),
@@ -217,7 +230,7 @@ export class Rheo {
   async trim(stream: string, options: TrimOptions = {}): Promise<TrimResult> {
     checkName('stream', stream);
     const { force } = checkTrimOptions(options);
-    return traced(
+    return this.traced(
       'trim',
       () => ({ operation: 'trim', stream }),
       async () => {
@@ -236,7 +249,7 @@ export class Rheo {
     checkName('stream', stream);
     checkName('group', group);
     const before = checkPurge(options);
-    return traced(
+    return this.traced(
       'purgeDeadLetters',
       () => ({ operation: 'purgeDeadLetters', stream, group }),
       async () => {
@@ -275,13 +288,16 @@ export class Rheo {
   async append<P = JsonValue>(stream: string, input: AppendInput<P>, options: AppendOptions = {}): Promise<RheoEvent<P>> {
     checkName('stream', stream);
     this.checkAppendOptions(options);
-    await this.init();
-    const info = await this.stream(stream);
-    const event = toNewEvent('event', input, info.partitions, this.backend.clock.now(), this.maxPayloadBytes);
-    const [stored] = await traced(
+    // Traced from the first store access on, so a missing stream or an unreachable backend reaches `error` too.
+    const [stored] = await this.traced(
       'append',
       () => ({ operation: 'append', stream, count: 1 }),
-      () => sendSpan(stream, [event], () => this.backend.append(stream, [event], options)),
+      async () => {
+        await this.init();
+        const info = await this.stream(stream);
+        const event = toNewEvent('event', input, info.partitions, this.backend.clock.now(), this.maxPayloadBytes);
+        return sendSpan(stream, [event], () => this.backend.append(stream, [event], options));
+      },
       ([e], m) => {
         m.eventId = e.id;
         m.partition = e.partition;
@@ -297,14 +313,16 @@ export class Rheo {
     checkBatch('events', inputs, 'events');
     this.checkAppendOptions(options);
     if (inputs.length === 0) return [];
-    await this.init();
-    const info = await this.stream(stream);
-    const now = this.backend.clock.now();
-    const events = inputs.map((input, i) => toNewEvent(`events[${i}]`, input, info.partitions, now, this.maxPayloadBytes));
-    const stored = await traced(
+    const stored = await this.traced(
       'appendBatch',
-      () => ({ operation: 'appendBatch', stream, count: events.length }),
-      () => sendSpan(stream, events, () => this.backend.append(stream, events, options)),
+      () => ({ operation: 'appendBatch', stream, count: inputs.length }),
+      async () => {
+        await this.init();
+        const info = await this.stream(stream);
+        const now = this.backend.clock.now();
+        const events = inputs.map((input, i) => toNewEvent(`events[${i}]`, input, info.partitions, now, this.maxPayloadBytes));
+        return sendSpan(stream, events, () => this.backend.append(stream, events, options));
+      },
     );
     return stored as RheoEvent<P>[];
   }
@@ -331,7 +349,7 @@ export class Rheo {
 
   /** Events matching `query`, at most `limit`. */
   async query(query: Query): Promise<RheoEvent[]> {
-    return traced(
+    return this.traced(
       'query',
       () => queryMessage(query),
       async () => this.backend.query(await this.queryRequest(query)),
@@ -341,12 +359,14 @@ export class Rheo {
 
   /** One page of events matching `query`; pass `nextCursor` back as `cursor` for the next. */
   async queryPage(query: Query): Promise<Page<RheoEvent>> {
-    const req = await this.queryRequest(query);
-    const items = await traced(
+    const { req, items } = await this.traced(
       'query',
       () => queryMessage(query),
-      () => this.backend.query(req),
-      counted,
+      async () => {
+        const req = await this.queryRequest(query);
+        return { req, items: await this.backend.query(req) };
+      },
+      (r, m) => counted(r.items, m),
     );
     const last = items[items.length - 1];
     return { items, nextCursor: items.length === req.limit && last ? encodeCursor(last) : null };
@@ -370,13 +390,15 @@ export class Rheo {
     checkName('stream', stream);
     checkName('group', group);
     const { limit, leaseMs, consumerId } = checkFetchOptions(options);
-    await this.init();
-    const info = await this.stream(stream);
-    const partitions = checkPartitions('partitions', options.partitions, info.partitions);
-    const leases = await traced(
+    const leases = await this.traced(
       'fetch',
       () => ({ operation: 'fetch', stream, group, consumerId }),
-      () => this.backend.fetch({ stream, group, limit, leaseMs, consumerId, partitions }),
+      async () => {
+        await this.init();
+        const info = await this.stream(stream);
+        const partitions = checkPartitions('partitions', options.partitions, info.partitions);
+        return this.backend.fetch({ stream, group, limit, leaseMs, consumerId, partitions });
+      },
       counted,
     );
     for (const lease of leases) issueLease(lease);
@@ -386,9 +408,20 @@ export class Rheo {
 
   /** Extend `lease` to `leaseMs` from now. Returns the lease with its new expiry. */
   async renew<P>(lease: Lease<P>, options: { leaseMs?: number } = {}): Promise<Lease<P>> {
-    const [result] = await this.renewMany([lease], options);
-    if (!result.ok) throw result.error;
-    const renewed = { ...lease, expiresAt: result.expiresAt };
+    checkLeases([lease]);
+    checkObject('options', options);
+    const leaseMs = checkLeaseMs(options.leaseMs);
+    // The lease's failure is thrown inside the trace: a lost lease reaches `rheo:renew`'s `error`.
+    const expiresAt = await this.traced(
+      'renew',
+      () => leaseMessage('renew', [lease]),
+      async () => {
+        const [result] = await this.renewChecked([lease], leaseMs);
+        if (!result.ok) throw result.error;
+        return result.expiresAt;
+      },
+    );
+    const renewed = { ...lease, expiresAt };
     return isIssued(lease) ? issueLease(renewed) : renewed;
   }
 
@@ -398,14 +431,16 @@ export class Rheo {
     checkObject('options', options);
     const leaseMs = checkLeaseMs(options.leaseMs);
     if (leases.length === 0) return [];
-    return traced(
+    return this.traced(
       'renew',
       () => leaseMessage('renew', leases),
-      async () => {
-        await this.init();
-        return this.backend.renew(leases, leaseMs);
-      },
+      () => this.renewChecked(leases, leaseMs),
     );
+  }
+
+  private async renewChecked(leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]> {
+    await this.init();
+    return this.backend.renew(leases, leaseMs);
   }
 
   /** Done: the event is terminal for the group. */
@@ -427,23 +462,26 @@ export class Rheo {
 
   private async settleOne(operation: 'ack' | 'nack' | 'reject', request: SettleRequest): Promise<void> {
     const [op] = checkSettles([request]);
-    const [result] = await traced(
+    // The lease's failure is thrown inside the trace: a stale ack reaches `rheo:ack`'s `error`.
+    return this.traced(
       operation,
       () => {
         const m = leaseMessage(operation, [op.lease]);
         if (op.kind !== 'ack') m.reason = op.reason;
         return m;
       },
-      () => this.settleChecked([op]),
+      async () => {
+        const [result] = await this.settleChecked([op]);
+        if (!result.ok) throw result.error;
+      },
     );
-    if (!result.ok) throw result.error;
   }
 
   /** Settle many leases in one backend call; per-lease results, in order. */
   async settleMany(requests: SettleRequest[]): Promise<SettleResult[]> {
     const ops = checkSettles(requests);
     if (ops.length === 0) return [];
-    return traced(
+    return this.traced(
       'settleMany',
       () =>
         leaseMessage(
@@ -490,7 +528,7 @@ export class Rheo {
     checkName('stream', stream);
     checkName('group', group);
     const kind = checkReplayKind(options);
-    return traced(
+    return this.traced(
       'replay',
       () => ({ operation: 'replay', stream, group }),
       () => this.replayChecked(stream, group, kind, options),
@@ -533,7 +571,7 @@ export class Rheo {
     if (typeof options !== 'object' || options === null || options.confirm !== true) {
       throw new RheoError('confirm_required', 'reset forgets every delivery of the group: pass { confirm: true }', { field: 'confirm' });
     }
-    return traced(
+    return this.traced(
       'reset',
       () => ({ operation: 'reset', stream, group }),
       async () => {
@@ -587,12 +625,28 @@ export class Rheo {
     return this.backend.deadLetters(stream, group, limit, after);
   }
 
+  /**
+   * How many dead letters the group holds: all of them, or with `since` only those
+   * dead-lettered at or after that time (what an alert on events starting to die
+   * reads). Cheap on every backend (an index count), so a health probe may call it.
+   */
+  async countDeadLetters(stream: string, group: string, options: { since?: Date } = {}): Promise<number> {
+    checkName('stream', stream);
+    checkName('group', group);
+    checkObject('options', options);
+    const since = options.since === undefined ? null : checkDate('options.since', options.since);
+    await this.init();
+    await this.stream(stream);
+    await this.groupConfig(stream, group);
+    return this.backend.countDeadLetters(stream, group, since);
+  }
+
   /** Make dead letters available again. Returns how many were redriven. */
   async redrive(stream: string, group: string, options: RedriveOptions): Promise<number> {
     checkName('stream', stream);
     checkName('group', group);
     const ids = checkRedrive(options);
-    return traced(
+    return this.traced(
       'redrive',
       () => ({ operation: 'redrive', stream, group }),
       async () => {
@@ -618,19 +672,22 @@ export class Rheo {
   }
 }
 
+/** An operation's message before the instance's id is added. */
+type MessageDraft = Omit<OperationMessage, 'rheo'>;
+
 /** `done` for operations whose result is a count, or a list whose length is the count. */
 function counted(result: number | unknown[], m: OperationMessage): void {
   m.count = typeof result === 'number' ? result : result.length;
 }
 
-function queryMessage(query: Query): OperationMessage {
+function queryMessage(query: Query): MessageDraft {
   return { operation: 'query', stream: typeof query?.stream === 'string' ? query.stream : undefined };
 }
 
 /** A message about leases: one lease's identity in full, or the batch's size (and its group when they share one). */
-function leaseMessage(operation: OperationMessage['operation'], leases: Lease<unknown>[]): OperationMessage {
+function leaseMessage(operation: OperationMessage['operation'], leases: Lease<unknown>[]): MessageDraft {
   const first = leases[0];
-  const m: OperationMessage = { operation, count: leases.length };
+  const m: MessageDraft = { operation, count: leases.length };
   if (!first) return m;
   if (leases.every((l) => l.stream === first.stream && l.group === first.group)) {
     m.stream = first.stream;

@@ -15,6 +15,20 @@ export interface RheoHealthOptions {
   maxLag?: number;
   /** Down when a group's oldest unsettled event is older than this, ms. */
   maxOldestUnackedMs?: number;
+  /**
+   * Down when a group holds more dead letters than this: all of them, or with
+   * {@link deadLetterWindowMs} only the recent ones. `0` turns the check down at the
+   * first dead letter.
+   */
+  maxDeadLetters?: number;
+  /**
+   * Count towards {@link maxDeadLetters} only the dead letters dead-lettered within
+   * this many ms before the check (by the backend's clock), so the check goes down
+   * when events start dying and comes back up once they stop, without anyone
+   * purging or redriving the old ones (as an alert on a failed-job rate would).
+   * Needs `maxDeadLetters`.
+   */
+  deadLetterWindowMs?: number;
   /** Groups to check. Default: the consumers this process runs, else every group of every stream. */
   groups?: RheoHealthGroup[];
 }
@@ -24,6 +38,8 @@ export interface RheoGroupHealth {
   lag: number;
   inflight: number;
   deadLetters: number;
+  /** With `deadLetterWindowMs`: the dead letters dead-lettered within the window. */
+  deadLettersInWindow?: number;
   oldestUnsettledAgeMs: number | null;
   /** The local consumer's state when this process runs one. */
   consumer?: string;
@@ -80,6 +96,12 @@ export class RheoHealthIndicator {
     checkObject('options', options);
     if (options.maxLag !== undefined) checkInt('maxLag', options.maxLag, 0);
     if (options.maxOldestUnackedMs !== undefined) checkInt('maxOldestUnackedMs', options.maxOldestUnackedMs, 0);
+    if (options.maxDeadLetters !== undefined) checkInt('maxDeadLetters', options.maxDeadLetters, 0);
+    if (options.deadLetterWindowMs !== undefined) {
+      checkInt('deadLetterWindowMs', options.deadLetterWindowMs, 1);
+      // A window alone would limit nothing: say so rather than report up whatever dies.
+      if (options.maxDeadLetters === undefined) throw RheoError.invalid('deadLetterWindowMs', 'needs maxDeadLetters (the count it limits)');
+    }
     if (options.groups !== undefined && !Array.isArray(options.groups))
       throw RheoError.invalid('groups', "must be an array of 'stream/group' or { stream, group }");
     const session = this.indicators().check(key);
@@ -107,8 +129,16 @@ export class RheoHealthIndicator {
         if (consumer) figures.consumer = consumer.state;
         if (consumer?.renewError) figures.renewals = `failing: ${consumer.renewError.message}`;
         if (info.warnings && info.warnings.length > 0) figures.warnings = info.warnings;
+        const window = options.deadLetterWindowMs;
+        if (window !== undefined) {
+          // Never more than the total: a group with none costs no second query.
+          const since = new Date(rheo.backend.clock.now() - window);
+          figures.deadLettersInWindow = figures.deadLetters === 0 ? 0 : await rheo.countDeadLetters(stream, group, { since });
+        }
         groups[name] = figures;
         if (options.maxLag !== undefined && figures.lag > options.maxLag) failing.push(`${name}: lag ${figures.lag} > ${options.maxLag}`);
+        const dead = deadLettersOver(figures, options);
+        if (dead) failing.push(`${name}: ${dead}`);
         const age = figures.oldestUnsettledAgeMs;
         if (options.maxOldestUnackedMs !== undefined && age !== null && age > options.maxOldestUnackedMs) {
           failing.push(`${name}: oldest unsettled event ${age} ms old > ${options.maxOldestUnackedMs} ms`);
@@ -143,4 +173,13 @@ export class RheoHealthIndicator {
     }
     return all;
   }
+}
+
+/** Why the group's dead letters are over `maxDeadLetters`, or null when they are not (or no limit is set). */
+function deadLettersOver(figures: RheoGroupHealth, options: RheoHealthOptions): string | null {
+  const max = options.maxDeadLetters;
+  if (max === undefined) return null;
+  if (options.deadLetterWindowMs === undefined) return figures.deadLetters > max ? `dead letters ${figures.deadLetters} > ${max}` : null;
+  const recent = figures.deadLettersInWindow ?? 0;
+  return recent > max ? `dead letters in the last ${options.deadLetterWindowMs} ms ${recent} > ${max}` : null;
 }

@@ -113,6 +113,7 @@ describe('redis key layout and cluster slots', () => {
       const admin = new Redis(REDIS_URL);
       await admin.del(`${prefix}:{${escapeName(STREAM)}}:g:at-group:deadt`);
       admin.disconnect();
+      await rheo.countDeadLetters(STREAM, 'at-group', { since: new Date(clock.now()) });
       await rheo.purgeDeadLetters(STREAM, 'at-group', { before: new Date(clock.now() + 1) });
       await rheo.purgeDeadLetters(STREAM, GROUP, { all: true });
       await rheo.backend.claimTurn(`trim:${STREAM}`, 'me', 1000);

@@ -226,6 +226,9 @@ export class FaultyBackend implements Backend {
   purgeDeadLetters(stream: string, group: string, before: Date | null) {
     return this.inner.purgeDeadLetters(stream, group, before);
   }
+  countDeadLetters(stream: string, group: string, since: Date | null) {
+    return this.inner.countDeadLetters(stream, group, since);
+  }
   claimTurn(job: string, holder: string, ttlMs: number) {
     return this.inner.claimTurn(job, holder, ttlMs);
   }

@@ -17,6 +17,7 @@ import type {
 } from '../../core/types';
 import type {
   Backend,
+  BackendDescription,
   CreateGroupRequest,
   FetchRequest,
   NewEvent,
@@ -121,6 +122,11 @@ export class MemoryBackend implements Backend {
 
   async init(): Promise<void> {
     this.open();
+  }
+
+  /** In this process's memory: nothing survives a restart. */
+  describe(): BackendDescription {
+    return { target: 'in-process memory (not durable)' };
   }
 
   async ping(): Promise<void> {
@@ -652,6 +658,15 @@ export class MemoryBackend implements Backend {
       }
     }
     if (n > 0) g.deadOrder = null;
+    return n;
+  }
+
+  async countDeadLetters(stream: string, group: string, since: Date | null): Promise<number> {
+    const { g } = this.group(stream, group);
+    if (since === null) return g.dead.size;
+    const from = since.getTime();
+    let n = 0;
+    for (const dl of g.dead.values()) if (dl.at >= from) n++;
     return n;
   }
 

@@ -416,6 +416,13 @@ export function pgPlans(t: TableNames) {
 
     /** A count over the group's range of rheo_dead_letters' primary key (groupInfo; never the hot path). */
     deadCount: returning<DbCount>(`SELECT count(*) AS n FROM ${t.deadLetters} WHERE stream = $1 AND group_name = $2`),
+    /**
+     * A count of the group's dead letters dead-lettered at or after $3 (countDeadLetters): one
+     * range of the age index (stream, group_name, dead_at), read index-only.
+     */
+    deadCountSince: returning<DbCount>(
+      `SELECT count(*) AS n FROM ${t.deadLetters} WHERE stream = $1 AND group_name = $2 AND dead_at >= $3`,
+    ),
 
     /**
      * Dead letters in (partition, sequence) order, after position ($3, $4), each

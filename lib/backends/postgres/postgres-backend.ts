@@ -16,6 +16,7 @@ import type {
 } from '../../core/types';
 import type {
   Backend,
+  BackendDescription,
   CreateGroupRequest,
   FetchRequest,
   NewEvent,
@@ -42,6 +43,7 @@ import { backoffTable, leasePosition, planLeases, planSettles, receiptMismatch, 
 import { query, Sql } from '../sql/statement';
 import { transactionManager } from '../sql/transaction';
 import { WakeBoard } from '../sql/wake-board';
+import { hostPort, urlTarget } from '../target';
 import { PG_INSTALL_LOCK, requirePgVersion, upgradePg } from './install';
 import { listenerClientConfig, PgListener } from './listener';
 import { DbAppended, JSON_SEPARATOR, pgPlans } from './plans';
@@ -151,6 +153,8 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
   private listener: PgListener | null = null;
   private readonly board = new WakeBoard();
   private readonly prepared = new Map<string, string>();
+  /** Schema versions install() applied in this process (for describe()). */
+  private readonly installed: number[] = [];
 
   constructor(private readonly settings: PostgresBackendSettings) {
     super();
@@ -188,14 +192,24 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       await qr.connect();
       await qr.startTransaction();
       await qr.query(PG_INSTALL_LOCK, [`rheo:${this.schema}`]);
-      await upgradePg(qr, this.schema, pgTables(this.schema), this.clock.now());
+      const applied = await upgradePg(qr, this.schema, pgTables(this.schema), this.clock.now());
       await qr.commitTransaction();
+      this.installed.push(...applied);
     } catch (err) {
       if (qr.isTransactionActive) await qr.rollbackTransaction().catch(() => undefined);
       throw mapDriverError(err, 'write', 'install');
     } finally {
       await qr.release().catch(() => undefined);
     }
+  }
+
+  /** Host, database and schema (never credentials), and the schema versions this process installed. */
+  describe(): BackendDescription {
+    const o = this.ds.options as PgDataSourceOptions;
+    const fromUrl = o.url ? urlTarget(o.url) : null;
+    const host = fromUrl?.host ?? hostPort(o.host, o.port, { host: 'localhost', port: 5432 });
+    const database = fromUrl?.database ?? o.database;
+    return { target: `${host}${database ? `, database ${database}` : ''}, schema ${this.schema}`, installed: [...this.installed] };
   }
 
   /** `install: 'none'`: refuse to start on tables that are not at this release's schema version. */
@@ -716,6 +730,15 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       // Rows another purge holds are skipped, not waited for: an empty chunk means nothing is left to us.
       if (n === 0) return purged;
     }
+  }
+
+  async countDeadLetters(stream: string, group: string, since: Date | null): Promise<number> {
+    await this.mustGroup(stream, group);
+    const [row] =
+      since === null
+        ? await this.q(this.plans.deadCount, [stream, group], 'read', 'countDeadLetters')
+        : await this.q(this.plans.deadCountSince, [stream, group, since.getTime()], 'read', 'countDeadLetters');
+    return Number(row.n);
   }
 
   async claimTurn(job: string, holder: string, ttlMs: number): Promise<boolean> {

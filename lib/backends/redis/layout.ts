@@ -6,7 +6,7 @@ import { RheoError } from '../../core/errors';
  * entries below the high watermark may be gone), stream retention in `meta`, and the
  * dead-letter time index `deadt`. Layout 1 data is read as it is (no trim point means
  * nothing was trimmed, no retention means keep everything) and its dead letters are
- * added to `deadt` by the first purge by time that needs them (purging.ts), so a
+ * added to `deadt` by the first purge or count by time that needs them (purging.ts), so a
  * prefix upgrades online. See docs/adr/020-redis-retention-and-layout-version.md.
  */
 export const LAYOUT_VERSION = 2;

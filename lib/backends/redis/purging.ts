@@ -31,11 +31,7 @@ export async function runPurge(
   for (;;) {
     const out = (await ops.script('write', 'purge', keys, ['before', before.getTime(), PURGE_SLICE, indexed ? 1 : 0], on)) as unknown[];
     if (out[0] === 'index') {
-      let cursor = '0';
-      do {
-        cursor = String(((await ops.script('write', 'purge', keys, ['index', cursor, PURGE_SLICE], on)) as unknown[])[0]);
-        await pace.rest();
-      } while (cursor !== '0');
+      await indexDeadTimes(ops, keys, on, pace);
       // Indexed once: whatever a concurrent writer of the old layout adds, this purge goes on.
       indexed = true;
       continue;
@@ -44,4 +40,22 @@ export async function runPurge(
     if (Number(out[1]) < PURGE_SLICE) return total;
     await pace.rest();
   }
+}
+
+/**
+ * Add a group's dead letters written before layout 2 to its time index `deadt`, in
+ * HSCAN steps of PURGE_SLICE (the purge script's 'index' mode), paced. `keys` are the
+ * purge script's: meta, cfg, dead, deadz, deadt.
+ */
+export async function indexDeadTimes(
+  ops: RedisOps,
+  keys: string[],
+  on: { stream: string; group: string },
+  pace: Pace = new Pace(),
+): Promise<void> {
+  let cursor = '0';
+  do {
+    cursor = String(((await ops.script('write', 'purge', keys, ['index', cursor, PURGE_SLICE], on)) as unknown[])[0]);
+    await pace.rest();
+  } while (cursor !== '0');
 }

@@ -5,6 +5,7 @@ import { newId } from '../../core/ids';
 import type { DeadLetter, GroupConfig, GroupInfo, Lag, Lease, Retention, RheoEvent, StreamInfo, TrimResult } from '../../core/types';
 import type {
   Backend,
+  BackendDescription,
   CreateGroupRequest,
   FetchRequest,
   NewEvent,
@@ -21,6 +22,7 @@ import type {
 import { createCapabilities } from '../capabilities';
 import { appendArgs, eventFromEntry, parseDeadRecord } from './codec';
 import { BLOCKER_OVERRIDES, CREATED_CLIENT_DEFAULTS, disconnect, loadIoredis, sleep } from './connection';
+import { runCountDeadLetters } from './dead-letter-count';
 import { CallKind, mapRedisError, scriptDetail } from './errors';
 import type { RedisClient, RedisClientOptions, RedisPipelineResult, RedisStreamEntry } from './external';
 import { decodeGroupConfig, encodeGroupConfig, STORED_GROUP_FIELD_NAMES } from './group-config';
@@ -35,6 +37,7 @@ import type { ScriptName } from './scripts';
 import { runTrim } from './trimming';
 import { WakeListener } from './wake-listener';
 import { copyGroupConfig, copyStreamInfo } from '../copies';
+import { hostPort, urlTarget } from '../target';
 
 /** Options of {@link redisBackend}: `url` and/or `options` (the backend creates its client), or `client` (borrowed). Neither: localhost:6379. */
 export interface RedisBackendOptions {
@@ -161,6 +164,16 @@ export class RedisBackend implements Backend {
       this.client.on('error', () => undefined);
     }
     return this.client;
+  }
+
+  /** Host, port, database number and key prefix (never credentials). */
+  describe(): BackendDescription {
+    // A borrowed ioredis client exposes the options it was built with (host, port, db).
+    const o: RedisClientOptions = this.options.options ?? (this.client as { options?: RedisClientOptions } | undefined)?.options ?? {};
+    const fromUrl = this.options.url ? urlTarget(this.options.url) : null;
+    const host = fromUrl?.host ?? hostPort(o.host, o.port, { host: 'localhost', port: 6379 });
+    const db = fromUrl?.database ?? (o.db === undefined ? undefined : String(o.db));
+    return { target: `${host}${db && db !== '0' ? `, db ${db}` : ''}, prefix ${this.prefix}` };
   }
 
   async init(): Promise<void> {
@@ -926,6 +939,14 @@ export class RedisBackend implements Backend {
     await this.config(stream, group);
     const k = this.keys(stream);
     return runPurge(this.ops, k, k.group(group), { stream, group }, before);
+  }
+
+  /** One constant-time script call (dead-letter-count.ts, scripts/count-dead-letters.ts). */
+  async countDeadLetters(stream: string, group: string, since: Date | null): Promise<number> {
+    await this.partitions(stream);
+    await this.config(stream, group);
+    const k = this.keys(stream);
+    return runCountDeadLetters(this.ops, k, k.group(group), { stream, group }, since);
   }
 
   /**

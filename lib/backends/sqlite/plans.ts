@@ -258,6 +258,8 @@ export function sqlitePlans(t: TableNames) {
       ) s
       ORDER BY s.partition`),
     deadCount: returning<DbCount>(`SELECT count(*) AS n FROM ${t.deadLetters} WHERE stream = ? AND group_name = ?`),
+    /** The group's dead letters dead-lettered at or after a time (countDeadLetters): a range of the age index, covering. */
+    deadCountSince: returning<DbCount>(`SELECT count(*) AS n FROM ${t.deadLetters} WHERE stream = ? AND group_name = ? AND dead_at >= ?`),
     /** Dead letters from a position on, each with its event while that is there (trimmed: the event columns are null). */
     deadLetters: returning<DbDeadLetter>(`
       SELECT d.partition AS d_partition, d.sequence AS d_sequence, d.event_id AS d_event_id, d.reason, d.attempt, d.dead_at, ${EVENT_COLUMNS}

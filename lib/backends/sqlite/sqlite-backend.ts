@@ -19,6 +19,7 @@ import type {
 } from '../../core/types';
 import type {
   Backend,
+  BackendDescription,
   CreateGroupRequest,
   FetchRequest,
   NewEvent,
@@ -112,6 +113,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   private readonly pacer = new Pacer();
   private checkpointer: Checkpointer | null = null;
   private readonly jobs: SqliteJobRunner;
+  /** Schema versions install() applied in this process (for describe()). */
+  private readonly installed: number[] = [];
 
   constructor(private readonly settings: SqliteBackendSettings) {
     super();
@@ -155,7 +158,14 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
    */
   async install(): Promise<number[]> {
     const now = this.clock.now();
-    return this.write('install', () => upgradeSqlite(this.conn(), sqliteTables(), now));
+    const applied = await this.write('install', () => upgradeSqlite(this.conn(), sqliteTables(), now));
+    this.installed.push(...applied);
+    return applied;
+  }
+
+  /** The database file, and the schema versions this process installed. */
+  describe(): BackendDescription {
+    return { target: `file ${String(this.ds.options.database)}`, installed: [...this.installed] };
   }
 
   /**
@@ -787,6 +797,16 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   async purgeDeadLetters(stream: string, group: string, before: Date | null): Promise<number> {
     await this.mustGroup(stream, group);
     return purgeSqlite(this.jobs, stream, group, before);
+  }
+
+  async countDeadLetters(stream: string, group: string, since: Date | null): Promise<number> {
+    await this.mustGroup(stream, group);
+    const row = await this.locked('read', 'countDeadLetters', () =>
+      since === null
+        ? this.stmt(this.plans.deadCount).get(stream, group)
+        : this.stmt(this.plans.deadCountSince).get(stream, group, since.getTime()),
+    );
+    return Number(row!.n);
   }
 
   private async retentionJob<T>(stream: string, job: () => Promise<T>): Promise<T> {

@@ -114,6 +114,41 @@ export function deadLetterCases(ctx: ConformanceContext): void {
       expect(await ctx.rheo.redrive(stream, 'g', { all: true })).toBe(0);
     });
 
+    it('counts dead letters, all or those dead-lettered at or after a time; a redriven one counts at its new time', async () => {
+      const stream = await newStream(ctx);
+      const evs = await ctx.rheo.appendBatch(stream, events(4));
+      await ctx.rheo.createGroup(stream, 'g');
+      expect(await ctx.rheo.countDeadLetters(stream, 'g')).toBe(0);
+      const t0 = ctx.clock.now();
+      for (const l of await ctx.rheo.fetch(stream, 'g', { limit: 2, leaseMs: LEASE_MS })) await ctx.rheo.reject(l, { reason: 'early' });
+      ctx.clock.advance(60_000);
+      const t1 = ctx.clock.now();
+      for (const l of await ctx.rheo.fetch(stream, 'g', { limit: 2, leaseMs: LEASE_MS })) await ctx.rheo.reject(l, { reason: 'late' });
+      const since = async (ms: number) => ctx.rheo.countDeadLetters(stream, 'g', { since: new Date(ms) });
+      expect(await ctx.rheo.countDeadLetters(stream, 'g')).toBe(4);
+      // At or after: the bound itself counts, as purgeDeadLetters({ before }) keeps it.
+      expect([await since(t0 - 1), await since(t0), await since(t0 + 1), await since(t1), await since(t1 + 1)]).toEqual([4, 4, 2, 2, 0]);
+
+      // Redriven, it leaves the count; dead-lettered again, it counts at its new time.
+      expect(await ctx.rheo.redrive(stream, 'g', { eventIds: [evs[0].id] })).toBe(1);
+      expect([await ctx.rheo.countDeadLetters(stream, 'g'), await since(t0)]).toEqual([3, 3]);
+      ctx.clock.advance(60_000);
+      const t2 = ctx.clock.now();
+      const [again] = await ctx.rheo.fetch(stream, 'g', { leaseMs: LEASE_MS });
+      expect(again.event.id).toBe(evs[0].id);
+      await ctx.rheo.reject(again, { reason: 'again' });
+      expect([await ctx.rheo.countDeadLetters(stream, 'g'), await since(t1), await since(t2), await since(t2 + 1)]).toEqual([4, 3, 1, 0]);
+
+      // A purge before a time leaves exactly the count since that time.
+      expect(await ctx.rheo.purgeDeadLetters(stream, 'g', { before: new Date(t1) })).toBe(1);
+      expect([await ctx.rheo.countDeadLetters(stream, 'g'), await since(t1)]).toEqual([3, 3]);
+
+      await expectCode(ctx.rheo.countDeadLetters(stream, 'g', { since: 'yesterday' } as never), 'invalid_argument', 'options.since');
+      await expectCode(ctx.rheo.countDeadLetters(stream, 'g', { since: new Date(NaN) }), 'invalid_argument', 'options.since');
+      await expectCode(ctx.rheo.countDeadLetters(stream, 'nope'), 'group_not_found');
+      await expectCode(ctx.rheo.countDeadLetters(ctx.name('missing'), 'g'), 'stream_not_found');
+    });
+
     it('sends a redriven event that fails again back to the dead letters with the new reason', async () => {
       const stream = await newStream(ctx);
       await ctx.rheo.appendBatch(stream, events(1));

@@ -33,6 +33,7 @@
  */
 import { APPEND } from './append';
 import { CLAIM_TURN } from './claim-turn';
+import { COUNT_DEAD_LETTERS } from './count-dead-letters';
 import { CREATE_GROUP } from './create-group';
 import { CREATE_STREAM } from './create-stream';
 import { DEAD_LETTERS } from './dead-letters';
@@ -70,6 +71,7 @@ export const SCRIPTS = {
   setRetention: SET_RETENTION,
   trim: TRIM,
   purge: PURGE,
+  countDeadLetters: COUNT_DEAD_LETTERS,
   claimTurn: CLAIM_TURN,
   layout: LAYOUT,
 } as const;

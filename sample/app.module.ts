@@ -5,6 +5,7 @@ import { createBackend } from './backend';
 import { EventsController } from './events.controller';
 import { HealthController } from './health.controller';
 import { MARKET_EVENTS } from './market';
+import { MetricsController } from './metrics.controller';
 import { RiskController } from './risk.controller';
 import { StatsService } from './stats.service';
 import { SurveillanceController } from './surveillance.controller';
@@ -12,10 +13,13 @@ import { SurveillanceController } from './surveillance.controller';
 @Module({
   imports: [
     // Built at bootstrap (not at import), so the database path can come from the environment.
-    RheoModule.forRootAsync({ useFactory: () => ({ backend: createBackend(), streams: [{ name: MARKET_EVENTS, partitions: 4 }] }) }),
+    // `metrics: true`: Prometheus metrics on prom-client's default registry, served at GET /metrics.
+    RheoModule.forRootAsync({
+      useFactory: () => ({ backend: createBackend(), streams: [{ name: MARKET_EVENTS, partitions: 4 }], metrics: true }),
+    }),
     TerminusModule,
   ],
-  controllers: [EventsController, HealthController, RiskController, SurveillanceController],
+  controllers: [EventsController, HealthController, MetricsController, RiskController, SurveillanceController],
   providers: [StatsService],
 })
 export class AppModule {}

@@ -1,7 +1,7 @@
 // `npm run demo`: the sample end to end, in the terminal. Boots the app, appends
 // a few hundred market events over HTTP, shows both groups catching up, shows a
 // redelivery after a consumer on "another node" dies holding a lease, then prints
-// the final lag, dead letters and /health, and exits 0 (1 if anything is off).
+// the final lag, dead letters, /health and /metrics, and exits 0 (1 if anything is off).
 import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import { Rheo } from '../lib';
@@ -86,6 +86,10 @@ async function main(): Promise<number> {
   );
   const health = await fetch(`${base}/health`);
   console.log(`GET /health -> ${health.status} ${JSON.stringify(await health.json())}`);
+  // What Prometheus would scrape: the delivery counters and the lag gauges.
+  const metrics = await (await fetch(`${base}/metrics`)).text();
+  const shown = metrics.split('\n').filter((line) => /^rheo_(deliveries_total|group_lag|appended_events_total)\{/.test(line));
+  console.log(`GET /metrics (excerpt):\n  ${shown.join('\n  ')}`);
 
   const ok = Boolean(redelivered) && dead.length === 1 && health.status === 200 && stats.handled.risk === EVENTS;
   await app.close();

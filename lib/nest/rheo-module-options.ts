@@ -2,6 +2,7 @@ import type { FactoryProvider, ModuleMetadata } from '@nestjs/common';
 import type { Backend } from '../backends/backend';
 import type { Retention } from '../core/types';
 import type { RheoConsumerSettings } from './consumer-options';
+import type { RheoMetricsOptions } from './metrics/options';
 
 /** A stream the module creates at startup when it is missing. */
 export interface RheoStreamDeclaration {
@@ -41,6 +42,12 @@ export interface RheoModuleOptions {
    * (`Rheo#trim` and `purgeDeadLetters` still work on demand).
    */
   trimIntervalMs?: number;
+  /**
+   * Prometheus metrics through prom-client (an optional peer: `npm install prom-client`):
+   * `true` registers them on prom-client's default registry with the prefix `rheo_`;
+   * `{ registry, prefix }` chooses. Off when absent. See docs/observability.md.
+   */
+  metrics?: boolean | RheoMetricsOptions;
 }
 
 /** Options of `RheoModule.forRoot` that shape the Nest module rather than the instance. */

@@ -1,0 +1,2 @@
+export { RheoMetrics } from './rheo-metrics';
+export type { MetricsRegistry, RheoMetricsOptions } from './options';

@@ -11,7 +11,26 @@ export type { SettleFailure } from './core/settle';
 export { RheoReject, RheoRetry, outcomeOfError } from './core/outcomes';
 export type { Outcome, RheoRetryOptions } from './core/outcomes';
 export { Rheo } from './core/rheo';
+// Diagnostics channels (node:diagnostics_channel): their names and message types, for subscribers.
+export { CHANNELS, TRACED_OPERATIONS } from './core/diagnostics';
+export type {
+  TracedOperation,
+  OperationMessage,
+  LeaseMessage,
+  DeliveryMessage,
+  DeadLetterMessage,
+  SettleOutcome,
+  SettleMessage,
+  FrontierMessage,
+  ConsumerMessage,
+  FetchErrorMessage,
+  HandlerErrorMessage,
+  LeaseLostMessage,
+  RenewErrorMessage,
+  ProcessMessage,
+} from './core/diagnostics';
 export type { RheoOptions, FetchOptions, NackOptions, RejectOptions, SettleRequest } from './core/rheo';
+export type { MetricsRegistry, RheoMetricsOptions } from './nest/metrics/options';
 export {
   MAX_NAME_LENGTH,
   DEFAULT_MAX_PAYLOAD_BYTES,

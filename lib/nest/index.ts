@@ -8,6 +8,16 @@ export type { RheoConsumerOptions, RheoConsumerSettings } from './consumer-optio
 export { RheoContext } from './rheo-context';
 export { RheoServer } from './rheo-server';
 export type { RheoServerStatus, RheoServerEvents, RheoConsumerRef, RheoConsumerState, RheoServerInternals } from './rheo-server';
+export { OnRheoEvent } from './on-rheo-event.decorator';
+export type { OnRheoEventOptions } from './on-rheo-event.decorator';
+export type {
+  RheoEventMap,
+  RheoEventName,
+  RheoEventListener,
+  RheoEventConsumer,
+  RheoDeliveryEvent,
+  RheoConsumerSettingsSnapshot,
+} from './rheo-events';
 export { RheoClient } from './rheo-client';
 export type { RheoClientStatus } from './rheo-client';
 export { RheoHealthIndicator } from './rheo-health.indicator';

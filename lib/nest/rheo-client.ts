@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { ClientProxy, type ReadPacket, type WritePacket } from '@nestjs/microservices';
 import type { Observable } from 'rxjs';
 import { RheoError } from '../core/errors';
@@ -23,6 +24,7 @@ import type {
   TrimOptions,
   TrimResult,
 } from '../core/types';
+import { purgeLine, redriveLine, replayLine, resetLine, trimLine } from './admin-log';
 
 /** What `RheoClient.status` emits. */
 export type RheoClientStatus = 'connected' | 'disconnected';
@@ -34,8 +36,16 @@ export type RheoClientStatus = 'connected' | 'disconnected';
  * is refused (an event log has no request/response).
  */
 export class RheoClient extends ClientProxy<Record<never, Function>, RheoClientStatus> {
-  constructor(private readonly core: Rheo) {
+  /** Admin actions are logged here, at LOG level, with their counts. */
+  private readonly log: Logger;
+
+  /** `instanceName` (when not the default) names the instance in the log context: `RheoClient(audit)`. */
+  constructor(
+    private readonly core: Rheo,
+    instanceName?: string,
+  ) {
     super();
+    this.log = new Logger(instanceName === undefined || instanceName === 'default' ? 'RheoClient' : `RheoClient(${instanceName})`);
   }
 
   /** Connect the backend (idempotent); every call does it on first use. */
@@ -105,13 +115,22 @@ export class RheoClient extends ClientProxy<Record<never, Function>, RheoClientS
   }
 
   /** Apply the stream's retention now (`force` also skips what groups have not finished). */
-  trim(stream: string, options?: TrimOptions): Promise<TrimResult> {
-    return this.core.trim(stream, options);
+  async trim(stream: string, options?: TrimOptions): Promise<TrimResult> {
+    const result = await this.core.trim(stream, options);
+    this.log.log(trimLine(result, options));
+    return result;
   }
 
   /** Delete a group's dead letters dead-lettered before a time, or all of them. */
-  purgeDeadLetters(stream: string, group: string, options: PurgeDeadLettersOptions): Promise<number> {
-    return this.core.purgeDeadLetters(stream, group, options);
+  async purgeDeadLetters(stream: string, group: string, options: PurgeDeadLettersOptions): Promise<number> {
+    const n = await this.core.purgeDeadLetters(stream, group, options);
+    this.log.log(purgeLine(stream, group, options, n));
+    return n;
+  }
+
+  /** How many dead letters the group holds: all, or those dead-lettered at or after `since`. */
+  countDeadLetters(stream: string, group: string, options?: { since?: Date }): Promise<number> {
+    return this.core.countDeadLetters(stream, group, options);
   }
 
   /** Create a consumer group. */
@@ -140,13 +159,16 @@ export class RheoClient extends ClientProxy<Record<never, Function>, RheoClientS
   }
 
   /** Re-open a group's deliveries from a sequence, a time or a query. */
-  replay(stream: string, group: string, options: ReplayOptions): Promise<number> {
-    return this.core.replay(stream, group, options);
+  async replay(stream: string, group: string, options: ReplayOptions): Promise<number> {
+    const n = await this.core.replay(stream, group, options);
+    this.log.log(replayLine(stream, group, options, n));
+    return n;
   }
 
   /** Forget a group's deliveries and restart it (requires `confirm: true`). */
-  reset(stream: string, group: string, options: ResetOptions): Promise<void> {
-    return this.core.reset(stream, group, options);
+  async reset(stream: string, group: string, options: ResetOptions): Promise<void> {
+    await this.core.reset(stream, group, options);
+    this.log.log(resetLine(stream, group, options));
   }
 
   /** A group's dead letters. */
@@ -155,8 +177,10 @@ export class RheoClient extends ClientProxy<Record<never, Function>, RheoClientS
   }
 
   /** Make dead letters available again. */
-  redrive(stream: string, group: string, options: RedriveOptions): Promise<number> {
-    return this.core.redrive(stream, group, options);
+  async redrive(stream: string, group: string, options: RedriveOptions): Promise<number> {
+    const n = await this.core.redrive(stream, group, options);
+    this.log.log(redriveLine(stream, group, options, n));
+    return n;
   }
 
   /** Every stream of the store. */

@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { RheoError, toRheoError } from '../core/errors';
 import { Rheo } from '../core/rheo';
 import { DEFAULT_TRIM_INTERVAL_MS, MAX_DURATION_MS } from '../core/limits';
@@ -6,6 +7,7 @@ import { checkRetention } from '../core/requests';
 import type { Retention } from '../core/types';
 import { checkInt, checkName, checkObject } from '../core/validate';
 import type { Backend } from '../backends/backend';
+import { backendLines } from './backend-log';
 import { checkSettings } from './consumer-options';
 import type { RheoModuleOptions } from './rheo-module-options';
 
@@ -31,6 +33,7 @@ export class RheoInstance {
   /** Background trim interval, ms; 0 when off. */
   readonly trimIntervalMs: number;
   private streamsReady?: Promise<void>;
+  private announced = false;
 
   /** Validates the options: errors name the instance and the field. */
   constructor(
@@ -48,6 +51,7 @@ export class RheoInstance {
         'maxPayloadBytes',
         'drainTimeoutMs',
         'trimIntervalMs',
+        'metrics',
         'name',
         'isGlobal',
       ];
@@ -82,6 +86,17 @@ export class RheoInstance {
   }
 
   /**
+   * Log, once, the backend and where its data lives, and the tables its start-up
+   * installed or upgraded. Called once the backend has started (its `init` ran).
+   */
+  announceBackend(): void {
+    if (this.announced) return;
+    this.announced = true;
+    const logger = new Logger('RheoModule');
+    for (const line of backendLines(this.name, this.rheo.backend)) logger.log(line);
+  }
+
+  /**
    * Create the declared streams that are missing, and bring a declared retention
    * to an existing stream whose retention differs. Once; retried after a failure.
    */
@@ -92,6 +107,7 @@ export class RheoInstance {
           const info = await this.rheo.createStream(s.name, { partitions: s.partitions, retention: s.retention, ifNotExists: true });
           if (s.retention && !jsonEqual({ ...info.retention }, { ...s.retention })) await this.rheo.setRetention(s.name, s.retention);
         }
+        if (this.streams.length > 0) this.announceBackend();
       })().catch((err) => {
         this.streamsReady = undefined;
         throw err;

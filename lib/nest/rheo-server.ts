@@ -11,8 +11,12 @@ import { RHEO_CONSUMER_EXTRAS, rheoTransportId } from './constants';
 import { blameSource, prefixed, resolveConsumer, type ResolvedConsumer } from './consumer-options';
 import { deliverThroughNest } from './deliver-through-nest';
 import type { RheoConsumerMarker } from './rheo-consumer.decorator';
+import { consumerLabel, settingsOf, settingsText, settleLine, settleReport } from './consumer-log';
+import { quietReportedRpcErrors } from './quiet-rpc-errors';
 import { RheoContext } from './rheo-context';
+import { deliveryEvent, RHEO_EVENT_NAMES, RheoEventHub, type RheoEventListener, type RheoEventName } from './rheo-events';
 import type { RheoInstance } from './rheo-instance';
+import { capturedError } from './thrown-error-capture';
 
 /** What `RheoServer.status` emits: every consumer fetching, some backing off on errors, or stopped. */
 export type RheoServerStatus = 'connected' | 'reconnecting' | 'disconnected';
@@ -70,6 +74,9 @@ export interface RheoServerInternals {
 interface Running {
   consumer: ResolvedConsumer;
   group: Group;
+  ref: RheoConsumerRef;
+  /** The group as stored (maxAttempts and retry decide what a nack means). */
+  config: GroupConfig;
 }
 
 /**
@@ -90,14 +97,20 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
   /** Nest's handler (guards, pipes, interceptors, filters around the method) per `'stream/group'`. */
   private readonly handlers = new Map<string, MessageHandler>();
   private readonly backingOff = new Set<string>();
+  /** The stored configuration of each consumer's group, by `'stream/group'` (from ensureGroup). */
+  private readonly configs = new Map<string, GroupConfig>();
+  /** What `@OnRheoEvent` methods listen to: this server's events only. */
+  private readonly events = new RheoEventHub();
   private listening?: Promise<void>;
   private closing?: Promise<void>;
+  private draining?: Promise<void>;
   private trimmer?: Trimmer;
   private trimFailures = 0;
 
   constructor(private readonly instance: RheoInstance) {
     super();
     this.transportId = rheoTransportId(instance.name);
+    quietReportedRpcErrors();
   }
 
   /** The instance name this server belongs to. */
@@ -134,6 +147,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
           cause: err,
         });
       }
+      this.instance.announceBackend();
       await this.instance.ensureStreams();
       await this.checkStreams(consumers);
       for (const c of consumers) await this.ensureGroup(c);
@@ -141,7 +155,6 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       for (const c of consumers) this.startConsumer(c);
       this.startTrimmer();
       this._status$.next('connected');
-      if (consumers.length > 0) this.logger.log(`Consuming ${consumers.map((c) => `${c.key} (${c.handlerName})`).join(', ')}`);
     } catch (err) {
       // A consumer already started must not strand what it claimed: give it back.
       await this.drainAll().catch(() => undefined);
@@ -257,6 +270,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     } catch (err) {
       throw prefixed(c.handlerName, blameSource(c.sources, err));
     }
+    this.configs.set(c.key, config);
     const differs = (['maxAttempts', 'ordering'] as const).filter((k) => c.group[k] !== undefined && c.group[k] !== config[k]);
     if (differs.length > 0) {
       this.logger.warn(
@@ -269,47 +283,81 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
   private startConsumer(consumer: ResolvedConsumer): void {
     const handler = this.handlers.get(consumer.key)!;
     const ref: RheoConsumerRef = { stream: consumer.run.stream, group: consumer.run.group, handlerName: consumer.handlerName };
+    const config = this.configs.get(consumer.key)!;
     const group = new Group(this.instance.rheo, consumer.run, (lease, control) => this.deliver(ref, handler, lease, control));
+    const label = consumerLabel(ref);
     group.on('fetch_error', (error) => {
-      if (!this.backingOff.has(consumer.key)) this.logger.error(`${consumer.key}: fetch failed, backing off: ${error.message}`);
+      if (!this.backingOff.has(consumer.key)) this.logger.error(`${label}: fetch failed, backing off: ${error.message}`);
       this.backingOff.add(consumer.key);
       if (!this.closing) this._status$.next('reconnecting');
       this.emitter.emit('fetch_error', ref, error);
+      this.events.emit('fetch_error', { ...ref, error });
     });
     group.on('recovered', () => {
       this.backingOff.delete(consumer.key);
-      this.logger.log(`${consumer.key}: fetching again`);
+      this.logger.log(`${label}: fetching again`);
       if (this.backingOff.size === 0 && !this.closing) this._status$.next('connected');
       this.emitter.emit('recovered', ref);
+      this.events.emit('recovered', { ...ref });
     });
-    group.on('settled', ({ lease, outcome }) => this.emitter.emit('settled', ref, lease, outcome));
+    group.on('settled', ({ lease, outcome }) => {
+      this.emitter.emit('settled', ref, lease, outcome);
+      this.reportSettled(ref, config, lease, outcome);
+    });
     group.on('settle_error', ({ lease, outcome, error }) => {
-      this.logger.warn(`${consumer.key}: settling event ${lease.event.id} (${outcome.kind}) failed: ${error.message}`);
+      this.logger.warn(`${label}: settling event ${lease.event.id} (${outcome.kind}) failed: ${error.message}`);
       this.emitter.emit('settle_error', ref, lease, outcome, error);
+      this.events.emit('settle_error', { ...deliveryEvent(ref, lease), outcome, error });
     });
     group.on('lease_lost', (lease) => {
-      this.logger.warn(
-        `${consumer.key}: lease on event ${lease.event.id} lost (expired and taken over); the result of this attempt is discarded`,
-      );
+      this.logger.warn(`${label}: lease on event ${lease.event.id} lost (expired and taken over); the result of this attempt is discarded`);
       this.emitter.emit('lease_lost', ref, lease);
+      this.events.emit('lease_lost', deliveryEvent(ref, lease));
     });
     group.on('renew_error', ({ error, leases, consecutive }) => {
       // One warning per burst, not one per lease or per round.
-      if (consecutive === 1) this.logger.warn(`${consumer.key}: renewing ${leases} lease(s) failed, retrying: ${error.message}`);
+      if (consecutive === 1) this.logger.warn(`${label}: renewing ${leases} lease(s) failed, retrying: ${error.message}`);
       this.emitter.emit('renew_error', ref, error, leases, consecutive);
     });
     group.on('renew_recovered', () => {
-      this.logger.log(`${consumer.key}: renewals succeed again`);
+      this.logger.log(`${label}: renewals succeed again`);
       this.emitter.emit('renew_recovered', ref);
     });
     group.on('late_settle', ({ lease, outcome }) => {
       this.logger.warn(
-        `${consumer.key}: event ${lease.event.id} finished (${outcome.kind}) after the drain timed out; not settled, it will be redelivered`,
+        `${label}: event ${lease.event.id} finished (${outcome.kind}) after the drain timed out; not settled, it will be redelivered`,
       );
       this.emitter.emit('late_settle', ref, lease, outcome);
     });
-    this.running.set(consumer.key, { consumer, group });
+    this.running.set(consumer.key, { consumer, group, ref, config });
     group.start();
+    const settings = settingsOf(group.config, config);
+    this.logger.log(`${label}: consumer started: ${settingsText(settings)}`);
+    this.events.emit('consumer_start', { ...ref, settings });
+  }
+
+  /** A written retry or dead letter: one WARN line, and the event for `@OnRheoEvent`. */
+  private reportSettled(ref: RheoConsumerRef, config: GroupConfig, lease: Lease, outcome: Outcome): void {
+    if (this.events.has('settled')) this.events.emit('settled', { ...deliveryEvent(ref, lease), outcome });
+    const report = settleReport(lease, outcome, config);
+    if (!report) return;
+    this.logger.warn(settleLine(ref, lease, report));
+    const { reason, maxAttempts } = report;
+    if (report.kind === 'retry') this.events.emit('retry', { ...deliveryEvent(ref, lease), reason, maxAttempts, delayMs: report.delayMs });
+    else this.events.emit('dead_letter', { ...deliveryEvent(ref, lease), reason, maxAttempts, cause: report.cause });
+  }
+
+  /**
+   * A delivery that failed (not a deliberate RheoReject / RheoRetry): its stack at
+   * DEBUG (the WARN line comes when the outcome is written), and `handler_error`.
+   */
+  private reportFailure(ref: RheoConsumerRef, lease: Lease, reason: string, ctx: RheoContext): void {
+    const { error, deliberate } = capturedError(ctx);
+    if (deliberate) return;
+    if (error instanceof Error && error.stack)
+      this.logger.debug(`${consumerLabel(ref)}: event ${lease.event.id} attempt ${lease.attempt} threw: ${error.stack}`);
+    if (this.events.has('handler_error'))
+      this.events.emit('handler_error', { ...deliveryEvent(ref, lease), reason, error: error ?? new RheoError('failed', reason) });
   }
 
   /** One delivery through Nest's pipeline; never throws: every result is an outcome. */
@@ -317,10 +365,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     const ctx = new RheoContext(lease, control);
     const invoke = async (): Promise<Outcome> => {
       const outcome = await deliverThroughNest(handler, ctx);
-      if (outcome.kind !== 'ack') {
-        const what = outcome.kind === 'reject' ? 'dead-lettered' : 'will be retried';
-        this.logger.warn(`${ref.handlerName}: event ${lease.event.id} (attempt ${lease.attempt}) ${what}: ${outcome.reason}`);
-      }
+      if (outcome.kind !== 'ack') this.reportFailure(ref, lease, outcome.reason, ctx);
       return outcome;
     };
     // Tracing hooks (setOnProcessingStartHook) wrap the delivery as they wrap Nest's own transports.
@@ -359,18 +404,45 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     this._status$.next('disconnected');
   }
 
-  private async drainAll(): Promise<void> {
+  /** Drain every consumer once (a failed start and the later shutdown share it), logging each stop and a summary. */
+  private drainAll(): Promise<void> {
+    if (!this.draining) this.draining = this.drainConsumers();
+    return this.draining;
+  }
+
+  private async drainConsumers(): Promise<void> {
     const timeoutMs = this.instance.options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
+    const all = [...this.running.values()];
+    if (all.length === 0) return;
+    const startedAt = Date.now();
+    const before = all.map(({ group }) => ({ running: group.running, released: group.stats.released }));
     const results = await Promise.all(
-      [...this.running.values()].map(async ({ consumer, group }) => {
+      all.map(async ({ consumer, group, ref }) => {
         const result = await group.drain(timeoutMs);
+        const label = consumerLabel(ref);
         if (result === 'timeout') {
           this.logger.warn(
             `${consumer.key}: drain timed out after ${timeoutMs} ms with ${group.inflight} lease(s) unsettled; they will be redelivered after expiry`,
           );
         }
+        this.logger.log(
+          `${label}: consumer stopped${result === 'timeout' ? ` (drain timed out, ${group.inflight} lease(s) left to expire)` : ''}`,
+        );
+        this.events.emit('consumer_stop', { ...ref, result, unsettled: result === 'timeout' ? group.inflight : 0 });
         return result;
       }),
+    );
+    let finished = 0;
+    let released = 0;
+    let left = 0;
+    all.forEach(({ group }, i) => {
+      finished += before[i].running - group.running;
+      released += group.stats.released - before[i].released;
+      left += group.state === 'stopped' && results[i] === 'timeout' ? group.inflight : 0;
+    });
+    this.logger.log(
+      `Drained ${all.length} consumer(s) in ${Date.now() - startedAt} ms: ${finished} running handler(s) finished, ${released} prefetched lease(s) released` +
+        (left > 0 ? `, ${left} lease(s) left to expire` : ''),
     );
     if (results.includes('timeout')) this.logger.warn('Closed with unsettled leases (see above)');
   }
@@ -396,6 +468,19 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
   >(event: EventKey, callback: EventCallback): this {
     this.emitter.on(event, callback as (...args: unknown[]) => void);
     return this;
+  }
+
+  /**
+   * Listen to one of this server's runtime events (what `@OnRheoEvent` methods
+   * are wired to): one payload object per event, see {@link RheoEventMap}. A
+   * listener that throws or rejects is logged; consumption goes on. `name`
+   * identifies the listener in that log. Returns the function that removes it.
+   */
+  onRheoEvent<K extends RheoEventName>(event: K, listener: RheoEventListener<K>, name?: string): () => void {
+    if (!(RHEO_EVENT_NAMES as readonly string[]).includes(event))
+      throw RheoError.invalid('event', `must be one of ${RHEO_EVENT_NAMES.join(', ')} (got ${JSON.stringify(event)})`);
+    if (typeof listener !== 'function') throw RheoError.invalid('listener', 'must be a function');
+    return this.events.on(event, listener, name);
   }
 
   /** The core facade and the running Groups. */

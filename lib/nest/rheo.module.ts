@@ -16,7 +16,9 @@ import {
 import { RheoClient } from './rheo-client';
 import { RheoHealthIndicator } from './rheo-health.indicator';
 import { isBackend, RheoInstance } from './rheo-instance';
+import { RheoEventExplorer } from './rheo-event-explorer';
 import { RheoLifecycle } from './rheo-lifecycle';
+import { RheoMetrics } from './metrics';
 import type { RheoModuleAsyncOptions, RheoModuleOptions, RheoModuleRegistration } from './rheo-module-options';
 import { RheoServer } from './rheo-server';
 
@@ -36,7 +38,7 @@ function registration(input: unknown): Required<RheoModuleRegistration> {
  */
 @Module({})
 export class RheoModule {
-  /** `forRoot(backend)` or `forRoot({ backend, streams, defaults, consumers, name, isGlobal, maxPayloadBytes, drainTimeoutMs })`. */
+  /** `forRoot(backend)` or `forRoot({ backend, streams, defaults, consumers, name, isGlobal, maxPayloadBytes, drainTimeoutMs, trimIntervalMs, metrics })`. */
   static forRoot(options: Backend | (RheoModuleOptions & RheoModuleRegistration)): DynamicModule {
     const { name, isGlobal } = registration(options);
     return RheoModule.build(name, isGlobal, [], { provide: getRheoOptionsToken(name), useValue: options });
@@ -67,17 +69,23 @@ export class RheoModule {
       { provide: instance, useFactory: (o: RheoModuleOptions | Backend) => new RheoInstance(name, o), inject: [getRheoOptionsToken(name)] },
       { provide: getRheoToken(name), useFactory: (i: RheoInstance) => i.rheo, inject: [instance] },
       { provide: server, useFactory: (i: RheoInstance) => new RheoServer(i), inject: [instance] },
-      { provide: getRheoClientToken(name), useFactory: (i: RheoInstance) => new RheoClient(i.rheo), inject: [instance] },
+      { provide: getRheoClientToken(name), useFactory: (i: RheoInstance) => new RheoClient(i.rheo, name), inject: [instance] },
       {
         provide: getRheoHealthIndicatorToken(name),
         useFactory: (i: RheoInstance, s: RheoServer, m: ModuleRef) => new RheoHealthIndicator(i, s, m),
         inject: [instance, server, ModuleRef],
       },
       {
+        provide: `RheoEventExplorer_${name}`,
+        useFactory: (s: RheoServer, d: DiscoveryService, m: MetadataScanner) => new RheoEventExplorer(name, s, d, m),
+        inject: [server, DiscoveryService, MetadataScanner],
+      },
+      {
         provide: `RheoLifecycle_${name}`,
         useFactory: (i: RheoInstance, s: RheoServer, d: DiscoveryService, m: MetadataScanner) => new RheoLifecycle(i, s, d, m),
         inject: [instance, server, DiscoveryService, MetadataScanner],
       },
+      { provide: `RheoMetrics_${name}`, useFactory: (i: RheoInstance, s: RheoServer) => new RheoMetrics(i, s), inject: [instance, server] },
     ];
     const exported: Array<string | Provider> = [getRheoToken(name), server, getRheoClientToken(name), getRheoHealthIndicatorToken(name)];
     if (name === DEFAULT_RHEO_INSTANCE) {

@@ -1,6 +1,7 @@
 import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/common';
 import { catchError, EMPTY, throwError, type Observable } from 'rxjs';
 import { RheoReject, RheoRetry } from '../core/outcomes';
+import { reportedByRheo } from './quiet-rpc-errors';
 import { RheoContext } from './rheo-context';
 
 /** What the innermost interceptor saw of one delivery. */
@@ -14,6 +15,12 @@ interface Capture {
 }
 
 const captures = new WeakMap<RheoContext<unknown>, Capture>();
+
+/** What the interceptor recorded of a delivery: the original error, and whether it was a deliberate outcome. */
+export function capturedError(ctx: RheoContext<unknown>): { error?: unknown; deliberate: boolean; reached: boolean } {
+  const c = captures.get(ctx);
+  return { error: c?.error?.value, deliberate: c?.deliberate === true, reached: c?.reached === true };
+}
 
 /** Start recording for one delivery. */
 export function beginCapture(ctx: RheoContext<unknown>): Capture {
@@ -44,6 +51,8 @@ export class RheoOutcomeInterceptor implements NestInterceptor {
           capture.deliberate = true;
           return EMPTY;
         }
+        // RheoServer logs it (one WARN line, the stack at DEBUG): Nest's fallback filter need not.
+        reportedByRheo(err);
         return throwError(() => err);
       }),
     );

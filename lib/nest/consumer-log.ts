@@ -1,0 +1,71 @@
+// The words of RheoServer's log lines about a consumer: one place, so the lines
+// stay alike and docs/observability.md can quote them. A settled nack becomes a
+// retry line or, on the group's last attempt, a dead-letter line, with the delay
+// the store applies (the outcome's, or the group's backoff for that attempt).
+import { backoffDelay } from '../core/backoff';
+import type { Outcome } from '../core/outcomes';
+import type { GroupConfig, Lease } from '../core/types';
+import type { ResolvedGroupOptions } from '../runtime/options';
+import type { RheoConsumerSettingsSnapshot, RheoEventConsumer } from './rheo-events';
+
+/** `Class.method (stream/group)`: how every line names a consumer. */
+export function consumerLabel(c: RheoEventConsumer): string {
+  return `${c.handlerName} (${c.stream}/${c.group})`;
+}
+
+/** The settings a consumer runs with: its options with defaults applied, and its group's stored configuration. */
+export function settingsOf(run: Readonly<ResolvedGroupOptions>, config: GroupConfig): RheoConsumerSettingsSnapshot {
+  const settings: RheoConsumerSettingsSnapshot = {
+    maxDemand: run.maxDemand,
+    concurrency: run.concurrency,
+    leaseMs: run.leaseMs,
+    pollMs: run.pollMs,
+    drainTimeoutMs: run.drainTimeoutMs,
+    consumerId: run.consumerId,
+    maxAttempts: config.maxAttempts,
+    retry: { ...config.retry },
+    ordering: config.ordering,
+  };
+  if (run.partitions) settings.partitions = [...run.partitions];
+  return settings;
+}
+
+/** `maxDemand 10, concurrency 1, ...`: the settings as one line segment (the consumer id is random by default, so left out). */
+export function settingsText(s: RheoConsumerSettingsSnapshot): string {
+  const { initialMs, factor, maxMs } = s.retry;
+  return [
+    `maxDemand ${s.maxDemand}`,
+    `concurrency ${s.concurrency}`,
+    `leaseMs ${s.leaseMs}`,
+    `pollMs ${s.pollMs}`,
+    `partitions ${s.partitions ? s.partitions.join(',') : 'all'}`,
+    `maxAttempts ${s.maxAttempts}`,
+    `retry ${initialMs} ms x${factor} up to ${maxMs} ms`,
+    `ordering ${s.ordering}`,
+  ].join(', ');
+}
+
+/** What a written non-ack outcome meant for the event. */
+export type SettleReport =
+  | { kind: 'retry'; reason: string; delayMs: number; maxAttempts: number }
+  | { kind: 'dead_letter'; reason: string; cause: 'rejected' | 'max_attempts'; maxAttempts: number };
+
+/** A written outcome in terms of retries and dead letters (null for an ack): a nack on the last attempt dead-letters. */
+export function settleReport(lease: Lease, outcome: Outcome, config: GroupConfig): SettleReport | null {
+  const maxAttempts = config.maxAttempts;
+  if (outcome.kind === 'ack') return null;
+  if (outcome.kind === 'reject') return { kind: 'dead_letter', reason: outcome.reason, cause: 'rejected', maxAttempts };
+  if (lease.attempt >= maxAttempts) return { kind: 'dead_letter', reason: outcome.reason, cause: 'max_attempts', maxAttempts };
+  const delayMs = outcome.delayMs ?? backoffDelay(config.retry, lease.attempt);
+  return { kind: 'retry', reason: outcome.reason, delayMs, maxAttempts };
+}
+
+/** The one WARN line of a retry or a dead letter. */
+export function settleLine(c: RheoEventConsumer, lease: Lease, r: SettleReport): string {
+  const at = `attempt ${lease.attempt}/${r.maxAttempts}`;
+  const head = `${consumerLabel(c)}: event ${lease.event.id}`;
+  if (r.kind === 'retry') return `${head} failed (${at}), retrying in ${r.delayMs} ms: ${r.reason}`;
+  return r.cause === 'rejected'
+    ? `${head} dead-lettered (rejected, ${at}): ${r.reason}`
+    : `${head} dead-lettered (${at}, no attempts left): ${r.reason}`;
+}

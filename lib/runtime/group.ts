@@ -594,8 +594,10 @@ export class Group extends EventEmitter<GroupEvents> {
     }
     // What is still held stays counted in `inflight` (the leases given up), but is
     // no longer renewed or settled: it expires and is redelivered.
+    const started = this.current !== 'idle';
     this.setState('stopped');
-    if (channels.consumerStop.hasSubscribers) {
+    // A Group drained before it started never announced itself: a stop alone would unbalance start/stop counts.
+    if (started && channels.consumerStop.hasSubscribers) {
       const { stream, group, consumerId } = this.options;
       channels.consumerStop.publish({ stream, group, consumerId, reason: result });
     }

@@ -84,6 +84,8 @@ export class Rheo {
   /** Each group's maxAttempts (fixed at creation), read only when a settle's outcome is observed (diagnostics.ts). */
   private readonly maxAttempts = new Map<string, number>();
   private readonly frontiers = new FrontierWatch();
+  /** The backend's init resolved: {@link init} need not be awaited again. */
+  private connected = false;
 
   constructor(backend: Backend, options: RheoOptions = {}) {
     if (!backend || typeof backend.fetch !== 'function') throw RheoError.invalid('backend', 'must be a Backend');
@@ -96,12 +98,27 @@ export class Rheo {
   /** Connect the backend (idempotent). Every other call does it on first use. */
   init(): Promise<void> {
     if (!this.ready) {
-      this.ready = this.backend.init().catch((err) => {
-        this.ready = undefined;
-        throw toRheoError(err, 'backend_unavailable');
-      });
+      this.ready = this.backend.init().then(
+        () => {
+          this.connected = true;
+        },
+        (err) => {
+          this.ready = undefined;
+          throw toRheoError(err, 'backend_unavailable');
+        },
+      );
     }
     return this.ready;
+  }
+
+  /**
+   * The stream's registration, without a wait when the backend is connected and
+   * the stream known: the hot paths (append, fetch) then reach the backend in the
+   * same turn, and the telemetry hooks around them cost no extra promise.
+   */
+  private ensured(stream: string): StreamInfo | Promise<StreamInfo> {
+    const known = this.connected ? this.streams.get(stream) : undefined;
+    return known ?? this.init().then(() => this.stream(stream));
   }
 
   /**
@@ -293,8 +310,8 @@ export class Rheo {
       'append',
       () => ({ operation: 'append', stream, count: 1 }),
       async () => {
-        await this.init();
-        const info = await this.stream(stream);
+        const known = this.ensured(stream);
+        const info = known instanceof Promise ? await known : known;
         const event = toNewEvent('event', input, info.partitions, this.backend.clock.now(), this.maxPayloadBytes);
         return sendSpan(stream, [event], () => this.backend.append(stream, [event], options));
       },
@@ -317,8 +334,8 @@ export class Rheo {
       'appendBatch',
       () => ({ operation: 'appendBatch', stream, count: inputs.length }),
       async () => {
-        await this.init();
-        const info = await this.stream(stream);
+        const known = this.ensured(stream);
+        const info = known instanceof Promise ? await known : known;
         const now = this.backend.clock.now();
         const events = inputs.map((input, i) => toNewEvent(`events[${i}]`, input, info.partitions, now, this.maxPayloadBytes));
         return sendSpan(stream, events, () => this.backend.append(stream, events, options));
@@ -394,8 +411,8 @@ export class Rheo {
       'fetch',
       () => ({ operation: 'fetch', stream, group, consumerId }),
       async () => {
-        await this.init();
-        const info = await this.stream(stream);
+        const known = this.ensured(stream);
+        const info = known instanceof Promise ? await known : known;
         const partitions = checkPartitions('partitions', options.partitions, info.partitions);
         return this.backend.fetch({ stream, group, limit, leaseMs, consumerId, partitions });
       },
@@ -438,9 +455,9 @@ export class Rheo {
     );
   }
 
-  private async renewChecked(leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]> {
-    await this.init();
-    return this.backend.renew(leases, leaseMs);
+  private renewChecked(leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]> {
+    if (this.connected) return this.backend.renew(leases, leaseMs);
+    return this.init().then(() => this.backend.renew(leases, leaseMs));
   }
 
   /** Done: the event is terminal for the group. */
@@ -492,7 +509,14 @@ export class Rheo {
     );
   }
 
-  private async settleChecked(ops: SettleOp[]): Promise<SettleResult[]> {
+  private settleChecked(ops: SettleOp[]): Promise<SettleResult[]> {
+    // The hot path: no extra promise between the runtime's settle batch and the store.
+    if (this.connected && !settlesObserved()) return this.backend.settle(ops);
+    return this.settleObserved(ops);
+  }
+
+  /** A settle whose outcomes someone listens to (or before the first connect). */
+  private async settleObserved(ops: SettleOp[]): Promise<SettleResult[]> {
     await this.init();
     if (!settlesObserved()) return this.backend.settle(ops);
     // Telling a retry from a dead letter needs each group's maxAttempts: read once per group, before the settle.

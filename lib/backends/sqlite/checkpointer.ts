@@ -82,6 +82,9 @@ export class Checkpointer {
     const w = this.worker;
     this.worker = null;
     if (!w) return this.exited;
+    // Referenced while we wait for it: otherwise a process with nothing else
+    // pending exits mid-close, and the code after `await close()` never runs.
+    w.ref();
     w.postMessage('close');
     // A worker stuck in a checkpoint is stopped after a while: closing must end.
     const stop = setTimeout(() => void w.terminate(), 5000);

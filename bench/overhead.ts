@@ -83,6 +83,9 @@ export async function main(args: string[]): Promise<void> {
     throw new Error('usage: npm run bench -- overhead <memory|sqlite|postgres> --before <checkout> [--events N] [--rounds N]');
   }
   const checkouts = [load('before', resolve(before)), load('this', resolve(__dirname, '..'))];
+  // Checkouts before 2026-12-01 let a process exit in the middle of a SQLite close (the
+  // checkpoint worker was unref'd): hold the loop open for the whole run.
+  const keepAlive = setInterval(() => undefined, 60_000);
   const figures = new Map(checkouts.map((c) => [c.label, { append: [] as number[], consume: [] as number[] }]));
   // One warm-up round each (JIT, connections), then alternate, starting with a different one each round.
   for (const c of checkouts) await round1(c, backend as BackendName, events);
@@ -94,6 +97,7 @@ export async function main(args: string[]): Promise<void> {
       figures.get(c.label)!.consume.push(f.consume);
     }
   }
+  clearInterval(keepAlive);
   const b = figures.get('before')!;
   const t = figures.get('this')!;
   for (const op of ['append', 'consume'] as const) {

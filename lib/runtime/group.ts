@@ -11,7 +11,7 @@ import type { DrainResult, GroupEvents, GroupHandler, GroupState, GroupStats } f
 import { LazyDeliveryControl } from './delivery-control';
 import { Inflight, type InflightEntry } from './inflight';
 import { checkDrainTimeout, FETCH_BACKOFF, type GroupRunOptions, type ResolvedGroupOptions, resolveGroupOptions } from './options';
-import { bounded, nackAfterFailedAck, outcomeOfValue, settleRequest } from './handler-result';
+import { ACK, bounded, nackAfterFailedAck, outcomeOfValue, SETTLED_BY_HANDLER, settleRequest } from './handler-result';
 import { processSpan } from './process-span';
 import { Renewals } from './renewals';
 import { SettleBatcher, type SettleResult } from './settle-batcher';
@@ -489,7 +489,7 @@ export class Group extends EventEmitter<GroupEvents> {
       processChannel,
       msg,
       invoke,
-      (value, m) => describeOutcome(m, outcomeOfValue(value)),
+      (value, m) => describeOutcome(m, (value as unknown) === SETTLED_BY_HANDLER ? ACK : outcomeOfValue(value)),
       (err, m) =>
         describeOutcome(m, err instanceof RheoReject || err instanceof RheoRetry ? outcomeOfError(err) : bounded(outcomeOfError(err))),
     );
@@ -498,6 +498,12 @@ export class Group extends EventEmitter<GroupEvents> {
   private onHandled(entry: InflightEntry, value: unknown): void {
     this.handlersRunning--;
     this.startReady();
+    if (value === SETTLED_BY_HANDLER) {
+      if (this.held.holds(entry)) this.onSettled(entry, ACK, { ok: true });
+      this.roomFreed();
+      this.checkDrained();
+      return;
+    }
     const outcome = outcomeOfValue(value);
     if (outcome instanceof RheoError) {
       this.publishHandlerError(entry.lease, outcome);

@@ -7,6 +7,13 @@ import type { Lease } from '../core/types';
 /** The outcome of a handler that resolved with nothing. */
 export const ACK: Outcome = { kind: 'ack' };
 
+/**
+ * What a handler resolves with when it wrote its own ack, inside the transaction
+ * that holds its business writes (the transactional consumers of the SQL
+ * backends): the Group counts the delivery acked and writes nothing more.
+ */
+export const SETTLED_BY_HANDLER: unique symbol = Symbol('rheo.settledByHandler');
+
 // The facade refuses delays above MAX_DELAY_MS; a handler's RheoRetry could ask
 // for more (or for NaN), and one bad delay must not fail the other settles of its batch.
 

@@ -54,6 +54,10 @@ export type { MemoryBackendOptions } from './backends/memory';
 
 export * from './runtime';
 
+// The admin service behind the `rheo` CLI and the dashboard, and its JSON-ready results.
+export { RheoAdmin, backendFromUrl } from './admin';
+export type * from './admin';
+
 // NestJS integration (module, transport, @RheoConsumer, context, client, health).
 export * from './nest';
 export { RedisBackend, redisBackend } from './backends/redis';

@@ -1,10 +1,12 @@
 // `npm run demo`: the sample end to end, in the terminal. Boots the app, appends
 // a few hundred market events over HTTP, shows both groups catching up, shows a
 // redelivery after a consumer on "another node" dies holding a lease, then prints
-// the final lag, dead letters, /health and /metrics, and exits 0 (1 if anything is off).
+// the final lag, dead letters, /health, /metrics and the dashboard's overview, and
+// exits 0 (1 if anything is off). `npm run demo -- --serve` then keeps the app up,
+// so the dashboard it prints the URL of can be opened (Ctrl-C stops it).
 import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
-import { Rheo } from '../lib';
+import { type Overview, Rheo } from '../lib';
 import { createApp } from './bootstrap';
 import { MARKET_EVENTS, type MarketEventInput } from './market';
 import { StatsService } from './stats.service';
@@ -38,6 +40,7 @@ async function main(): Promise<number> {
   console.log(
     `nestjs-rheo demo: ${rheo.backend.name} backend, stream "${MARKET_EVENTS}" (4 partitions), groups risk + surveillance, ${base}`,
   );
+  console.log(`dashboard: ${base}/rheo (its JSON API under ${base}/rheo/api/)`);
 
   // A surveillance worker on another node takes the first event and dies holding its lease.
   await rheo.createGroup(MARKET_EVENTS, 'surveillance', { ifNotExists: true });
@@ -91,9 +94,21 @@ async function main(): Promise<number> {
   const shown = metrics.split('\n').filter((line) => /^rheo_(deliveries_total|group_lag|appended_events_total)\{/.test(line));
   console.log(`GET /metrics (excerpt):\n  ${shown.join('\n  ')}`);
 
-  const ok = Boolean(redelivered) && dead.length === 1 && health.status === 200 && stats.handled.risk === EVENTS;
-  await app.close();
+  // The dashboard's JSON API, as its page reads it every 2 s.
+  const overview = await fetch(`${base}/rheo/api/overview`);
+  const groups = ((await overview.json()) as Overview).streams.flatMap((st) => st.groups);
+  console.log(
+    `GET /rheo/api/overview -> ${overview.status} ${groups.map((g) => `${g.group}: lag ${g.lag}, dead letters ${g.deadLetters}, consumer ${g.consumer}`).join('; ')}`,
+  );
+
+  const ok = Boolean(redelivered) && dead.length === 1 && health.status === 200 && stats.handled.risk === EVENTS && overview.status === 200;
   console.log(ok ? 'demo finished: nothing lost' : 'demo finished with unexpected figures');
+  if (process.argv.includes('--serve')) {
+    console.log(`serving the dashboard at ${base}/rheo — Ctrl-C to stop`);
+    // The app's shutdown hooks (bootstrap.ts) close it on Ctrl-C; the open server keeps the process alive until then.
+    await new Promise<never>(() => {});
+  }
+  await app.close();
   return ok ? 0 : 1;
 }
 

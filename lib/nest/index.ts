@@ -26,6 +26,8 @@ export { RheoOutcomeInterceptor } from './thrown-error-capture';
 export { outcomeOfNestError } from './nest-error-outcome';
 export { RheoHttpExceptionFilter, RHEO_ERROR_HTTP_STATUS } from './rheo-http-exception.filter';
 export type { RheoHttpErrorBody } from './rheo-http-exception.filter';
+export { RheoDashboardModule, DASHBOARD_ACTION_HEADER } from './dashboard';
+export type { RheoDashboardOptions, LagHistorySnapshot, LagSeries } from './dashboard';
 export { InjectRheo, InjectRheoClient, InjectRheoServer, InjectRheoHealthIndicator } from './inject.decorators';
 export {
   DEFAULT_RHEO_INSTANCE,

@@ -1,0 +1,41 @@
+// The LOG lines of the admin actions (redrive, replay, reset, trim,
+// purgeDeadLetters), with what each changed: an operator reading the log sees
+// who rewound what. Framework-free, so RheoAdmin (CLI, dashboard) and
+// RheoClient write the same words. Called after the action succeeded, with
+// options already validated by the facade.
+import type { PurgeDeadLettersOptions, RedriveOptions, ReplayOptions, ResetOptions, TrimOptions, TrimResult } from '../core/types';
+
+export function redriveLine(stream: string, group: string, options: RedriveOptions, n: number): string {
+  const which = 'all' in options ? 'all' : `${options.eventIds.length} asked`;
+  return `Redrove ${n} dead letter(s) of ${stream}/${group} (${which})`;
+}
+
+export function replayLine(stream: string, group: string, options: ReplayOptions, n: number): string {
+  let from: string;
+  if ('query' in options) from = 'matching a query';
+  else if ('from' in options) from = `from ${options.from.toISOString()}`;
+  else from = `after sequence ${options.afterSequence}`;
+  const partitions = 'partitions' in options && options.partitions ? `, partitions ${options.partitions.join(',')}` : '';
+  return `Replayed ${stream}/${group}: ${n} event(s) re-opened (${from}${partitions})`;
+}
+
+export function resetLine(stream: string, group: string, options: ResetOptions): string {
+  const start = options.start ?? 'beginning';
+  let where: string;
+  if (typeof start === 'string') where = start;
+  else if ('at' in start) where = `at ${start.at.toISOString()}`;
+  else where = `after sequence ${typeof start.afterSequence === 'number' ? start.afterSequence : JSON.stringify(start.afterSequence)}`;
+  return `Reset ${stream}/${group}: every delivery forgotten, restarting from ${where}`;
+}
+
+export function trimLine(result: TrimResult, options: TrimOptions | undefined): string {
+  const skipped = Object.entries(result.skipped).filter(([, n]) => n > 0);
+  const forced = options?.force ? ', forced' : '';
+  const unfinished = skipped.length > 0 ? `; unfinished events removed: ${skipped.map(([g, n]) => `${g} ${n}`).join(', ')}` : '';
+  return `Trimmed ${result.stream}: ${result.removed} event(s) removed${forced}${unfinished}`;
+}
+
+export function purgeLine(stream: string, group: string, options: PurgeDeadLettersOptions, n: number): string {
+  const which = 'before' in options ? `dead-lettered before ${options.before.toISOString()}` : 'all';
+  return `Purged ${n} dead letter(s) of ${stream}/${group} (${which})`;
+}

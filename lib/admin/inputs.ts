@@ -1,0 +1,51 @@
+// The admin operations' inputs as an operator types them (a command-line word, a
+// form field, a JSON body): times as ISO strings, start positions as words. Each
+// is turned here into the facade's vocabulary, so the CLI and the dashboard read
+// them the same way; the facade then validates the rest.
+import { RheoError } from '../core/errors';
+import type { StartPosition } from '../core/types';
+
+/** An ISO 8601 time (a string, or a Date as it is), else a RheoError naming `field`. */
+export function parseTime(field: string, value: unknown): Date {
+  if (value instanceof Date && !Number.isNaN(value.getTime())) return value;
+  // Date.parse alone accepts "1" or "March 7": only ISO-looking text is a time here.
+  if (typeof value === 'string' && /^\d{4}-\d{2}-\d{2}([T ]\S+)?$/.test(value)) {
+    const date = new Date(value);
+    if (!Number.isNaN(date.getTime())) return date;
+  }
+  throw RheoError.invalid(field, 'must be an ISO 8601 time, e.g. 2025-01-31T12:00:00Z');
+}
+
+const START_FORMS = "must be 'beginning', 'end', a sequence (N), per partition sequences (0:N,1:M) or an ISO time";
+
+/**
+ * A start position from its written form: `beginning`, `end`, `N` (after sequence
+ * N in every partition), `0:N,1:M` (per partition) or an ISO time (the first event
+ * stamped at or after it). Undefined means the facade's default (`beginning`).
+ */
+export function parseStart(field: string, value: unknown): StartPosition | undefined {
+  if (value === undefined || value === 'beginning' || value === 'end') return value;
+  if (typeof value !== 'string') throw RheoError.invalid(field, START_FORMS);
+  if (/^\d{1,15}$/.test(value)) return { afterSequence: Number(value) };
+  if (/^\d{1,5}:\d{1,15}(,\d{1,5}:\d{1,15})*$/.test(value)) {
+    const sequences: Record<number, number> = {};
+    for (const pair of value.split(',')) {
+      const [p, s] = pair.split(':').map(Number);
+      sequences[p] = s;
+    }
+    return { afterSequence: sequences };
+  }
+  try {
+    return { at: parseTime(field, value) };
+  } catch {
+    throw RheoError.invalid(field, START_FORMS);
+  }
+}
+
+/**
+ * Destructive operations refuse unless the caller said `confirm: true`: a script
+ * or a stray click must not forget a group's deliveries.
+ */
+export function requireConfirm(confirm: unknown, what: string): void {
+  if (confirm !== true) throw new RheoError('confirm_required', `${what}: confirm it (confirm: true)`, { field: 'confirm' });
+}

@@ -1,0 +1,245 @@
+// The one admin service behind the `rheo` command line, the dashboard's JSON API
+// and RheoClient's admin methods. Thin over the facade (which validates every
+// field): it reads what an operator looks at in as few backend calls as the
+// facade allows, turns records into JSON-ready DTOs (summaries.ts), reads the
+// operator's written inputs (inputs.ts), and refuses destructive actions that
+// were not confirmed.
+import { RheoError } from '../core/errors';
+import { DEFAULT_PAGE_LIMIT } from '../core/limits';
+import type { Rheo } from '../core/rheo';
+import type {
+  EventMetadata,
+  GroupInfo,
+  JsonValue,
+  PurgeDeadLettersOptions,
+  RedriveOptions,
+  ReplayOptions,
+  ResetOptions,
+  StreamInfo,
+} from '../core/types';
+import { checkName, checkObject } from '../core/validate';
+import { purgeLine, redriveLine, replayLine, resetLine, trimLine } from './admin-log';
+import { fromLag, readHighWatermarks } from './high-watermarks';
+import { parseStart, parseTime, requireConfirm } from './inputs';
+import { deadLetterSummary, eventSummary, groupSummary, streamSummary } from './summaries';
+import { checkTailOptions, decodeTailCursor, encodeTailCursor, tailAfter, tailLatest } from './tail';
+import type { AdminActor, DeadLetterPage, EventSummary, GroupSummary, Overview, RheoAdminOperations, StreamSummary } from './types';
+
+/** A consumer this process runs, as the dashboard shows it beside its group. */
+export interface LocalConsumer {
+  stream: string;
+  group: string;
+  /** The consumer's state: `running`, `backing_off`, … */
+  state: string;
+}
+
+/** Options of a {@link RheoAdmin}. */
+export interface RheoAdminOptions {
+  /** The consumers this process runs, read on every summary (so each group shows its local consumer's state). */
+  consumers?: () => LocalConsumer[];
+  /** Who acts through this service, named in the log lines. Default `client`. */
+  actor?: AdminActor;
+  /** Where each successful action's line goes (a logger's `log`); nowhere when absent. */
+  log?: (line: string) => void;
+}
+
+/**
+ * The admin operations over one {@link Rheo}: what the `rheo` CLI, the dashboard
+ * and scripts use, with JSON-ready results. `reset`, `redrive` of all and a
+ * forced `trim` refuse without `confirm: true` (`confirm_required`, field `confirm`).
+ */
+export class RheoAdmin implements RheoAdminOperations {
+  private readonly consumers: () => LocalConsumer[];
+  private readonly actor: AdminActor;
+  private readonly log?: (line: string) => void;
+
+  constructor(
+    private readonly rheo: Rheo,
+    options: RheoAdminOptions = {},
+  ) {
+    checkObject('options', options);
+    this.consumers = options.consumers ?? (() => []);
+    this.actor = options.actor ?? 'client';
+    this.log = options.log;
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  async overview(): Promise<Overview> {
+    const at = new Date(this.rheo.backend.clock.now()).toISOString();
+    const infos = await this.streamInfos();
+    const streams = await Promise.all(
+      infos.map(async (info) => {
+        const groups = await this.groupInfos(info.name);
+        // A group's lag already holds the stream's high watermarks: no extra read.
+        const hwm = groups[0] ? fromLag(groups[0].lag, info.partitions) : await readHighWatermarks(this.rheo, info, undefined);
+        return { ...streamSummary(info, hwm), groups: this.summarise(groups) };
+      }),
+    );
+    return { at, streams };
+  }
+
+  async streams(): Promise<StreamSummary[]> {
+    const infos = await this.streamInfos();
+    return Promise.all(infos.map((info) => this.streamOf(info)));
+  }
+
+  async groups(stream: string): Promise<GroupSummary[]> {
+    return this.summarise(await this.groupInfos(stream));
+  }
+
+  async group(stream: string, group: string): Promise<GroupSummary> {
+    return this.summarise([await this.rheo.groupInfo(stream, group)])[0];
+  }
+
+  async deadLetters(
+    stream: string,
+    group: string,
+    options: { limit?: number; after?: string; withPayloads?: boolean } = {},
+  ): Promise<DeadLetterPage> {
+    checkObject('options', options);
+    const items = await this.rheo.deadLetters(stream, group, { limit: options.limit, after: options.after });
+    const limit = options.limit ?? DEFAULT_PAGE_LIMIT;
+    const last = items[items.length - 1];
+    return {
+      items: items.map((d) => deadLetterSummary(d, options.withPayloads === true)),
+      next: items.length === limit && last ? last.eventId : null,
+    };
+  }
+
+  /**
+   * Without `cursor`, the latest `limit` events (default 100); with one, the
+   * events after it. `next` is always a cursor (a position per partition), so a
+   * follower polls with it and misses nothing, whichever partition moves.
+   */
+  async tail(
+    stream: string,
+    options: { where?: Record<string, unknown>; limit?: number; cursor?: string } = {},
+  ): Promise<{ items: EventSummary[]; next: string | null }> {
+    const { where, limit, cursor } = checkTailOptions(options);
+    const info = await this.streamInfo(stream);
+    let page;
+    if (cursor === undefined) {
+      const [first] = await this.rheo.listGroups(stream);
+      page = await tailLatest(this.rheo, info, first?.group, where, limit);
+    } else {
+      page = await tailAfter(this.rheo, info, where, limit, decodeTailCursor(cursor, info.partitions));
+    }
+    return { items: page.events.map(eventSummary), next: encodeTailCursor(page.positions) };
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  async append(
+    stream: string,
+    input: { payload: JsonValue; key?: string; type?: string; id?: string; metadata?: EventMetadata },
+  ): Promise<EventSummary> {
+    checkObject('input', input);
+    const { payload, key, type, id, metadata } = input;
+    return eventSummary(await this.rheo.append(stream, { payload, key, type, id, metadata }));
+  }
+
+  async redrive(
+    stream: string,
+    group: string,
+    target: { eventIds: string[] } | { all: true; confirm: boolean },
+  ): Promise<{ redriven: number }> {
+    checkObject('target', target);
+    let options: RedriveOptions;
+    if ('all' in target && target.all === true) {
+      requireConfirm(target.confirm, 'redrive of every dead letter makes them all deliverable again');
+      options = { all: true };
+    } else {
+      options = { eventIds: (target as { eventIds: string[] }).eventIds };
+    }
+    const redriven = await this.rheo.redrive(stream, group, options);
+    this.logged(redriveLine(stream, group, options, redriven));
+    return { redriven };
+  }
+
+  async replay(
+    stream: string,
+    group: string,
+    from: { afterSequence: number } | { from: string | Date } | { where: Record<string, unknown> },
+  ): Promise<{ replayed: number }> {
+    checkObject('from', from);
+    const kinds = ['afterSequence', 'from', 'where'].filter((k) => k in from);
+    if (kinds.length !== 1) throw RheoError.invalid('from', 'must have exactly one of afterSequence, from, where');
+    let options: ReplayOptions;
+    if ('afterSequence' in from) options = { afterSequence: from.afterSequence };
+    else if ('from' in from) options = { from: parseTime('from', from.from) };
+    else options = { query: { where: checkObject('where', from.where) } };
+    const replayed = await this.rheo.replay(stream, group, options);
+    this.logged(replayLine(stream, group, options, replayed));
+    return { replayed };
+  }
+
+  async reset(stream: string, group: string, options: { start?: string; confirm: boolean }): Promise<{ reset: true }> {
+    checkObject('options', options);
+    requireConfirm(options.confirm, 'reset forgets every delivery of the group');
+    const reset: ResetOptions = { confirm: true, start: parseStart('start', options.start) };
+    await this.rheo.reset(stream, group, reset);
+    this.logged(resetLine(stream, group, reset));
+    return { reset: true };
+  }
+
+  async trim(
+    stream: string,
+    options: { force?: boolean; confirm?: boolean } = {},
+  ): Promise<{ removed: number; skipped: Record<string, number> }> {
+    checkObject('options', options);
+    if (options.force === true) requireConfirm(options.confirm, 'a forced trim removes events groups have not finished');
+    const result = await this.rheo.trim(stream, { force: options.force });
+    this.logged(trimLine(result, { force: options.force }));
+    return { removed: result.removed, skipped: { ...result.skipped } };
+  }
+
+  async purgeDeadLetters(stream: string, group: string, options: { before?: string | Date; all?: boolean }): Promise<{ purged: number }> {
+    checkObject('options', options);
+    const all = options.all === true;
+    if (all === (options.before !== undefined)) throw RheoError.invalid('before', 'give either before (a time) or all, not both');
+    const purge: PurgeDeadLettersOptions = all ? { all: true } : { before: parseTime('before', options.before) };
+    const purged = await this.rheo.purgeDeadLetters(stream, group, purge);
+    this.logged(purgeLine(stream, group, purge, purged));
+    return { purged };
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  private async streamInfo(stream: string): Promise<StreamInfo> {
+    checkName('stream', stream);
+    await this.rheo.init();
+    const info = await this.rheo.backend.getStream(stream);
+    if (!info) throw new RheoError('stream_not_found', `stream "${stream}" does not exist`);
+    return info;
+  }
+
+  /** By name: every backend lists in its own order, and the CLI and the page should show the same. */
+  private async streamInfos(): Promise<StreamInfo[]> {
+    return (await this.rheo.listStreams()).sort((a, b) => compare(a.name, b.name));
+  }
+
+  private async streamOf(info: StreamInfo): Promise<StreamSummary> {
+    const [first] = await this.rheo.listGroups(info.name);
+    return streamSummary(info, await readHighWatermarks(this.rheo, info, first?.group));
+  }
+
+  private async groupInfos(stream: string): Promise<GroupInfo[]> {
+    const configs = (await this.rheo.listGroups(stream)).sort((a, b) => compare(a.group, b.group));
+    return Promise.all(configs.map((c) => this.rheo.groupInfo(stream, c.group)));
+  }
+
+  private summarise(infos: GroupInfo[]): GroupSummary[] {
+    const local = this.consumers();
+    return infos.map((info) => groupSummary(info, local.find((c) => c.stream === info.stream && c.group === info.group)?.state));
+  }
+
+  private logged(line: string): void {
+    this.log?.(`${line} (by ${this.actor})`);
+  }
+}
+
+/** Code-unit order, the same on every machine (no locale). */
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

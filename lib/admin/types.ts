@@ -1,0 +1,118 @@
+// What an operator sees and does: the one admin service behind the `rheo` command
+// line, the dashboard's JSON API and RheoClient's admin methods, so the three
+// never disagree. Every figure is JSON-ready (dates as ISO strings, no class
+// instances), because the CLI prints it with --json and the dashboard sends it
+// over HTTP as it is.
+import type { EventMetadata, JsonValue, Retention } from '../core/types';
+
+/** A stream, with its size. */
+export interface StreamSummary {
+  name: string;
+  partitions: number;
+  createdAt: string;
+  retention: Retention | null;
+  /** Per partition, the last sequence appended (0 when empty). */
+  highWatermarks: number[];
+  /** Sum of the high watermarks: events ever appended (trimmed ones included). */
+  highWatermark: number;
+}
+
+/** One consumer group's state. */
+export interface GroupSummary {
+  stream: string;
+  group: string;
+  lag: number;
+  inflight: number;
+  deadLetters: number;
+  oldestUnsettledAgeMs: number | null;
+  maxAttempts: number;
+  ordering: string;
+  /** Per partition: frontier, high watermark, lag. */
+  partitions: Array<{ partition: number; frontier: number; highWatermark: number; lag: number }>;
+  /** Store conditions that put the group's data at risk (GroupInfo.warnings). */
+  warnings: string[];
+  /**
+   * The state of the consumer this process runs for the group (`running`,
+   * `backing_off`, …) when the service was given the process's consumers (the
+   * dashboard inside a Nest app); absent otherwise (the CLI).
+   */
+  consumer?: string;
+}
+
+/** Everything on the dashboard's overview page, in one read. */
+export interface Overview {
+  /** When it was read (the backend's clock), ISO. */
+  at: string;
+  streams: Array<StreamSummary & { groups: GroupSummary[] }>;
+}
+
+/** A dead letter as shown to an operator. */
+export interface DeadLetterSummary {
+  eventId: string;
+  partition: number;
+  sequence: number;
+  reason: string;
+  attempt: number;
+  deadLetteredAt: string;
+  /** The event's type and key; null when the event was trimmed. */
+  type: string | null;
+  key: string | null;
+  /** Only when asked for (`withPayloads`): the payload, or null when the event was trimmed. */
+  payload?: JsonValue | null;
+}
+
+/** An event as shown by `tail`. */
+export interface EventSummary {
+  id: string;
+  partition: number;
+  sequence: number;
+  timestamp: string;
+  type: string | null;
+  key: string | null;
+  metadata: Record<string, JsonValue>;
+  payload: JsonValue;
+}
+
+/** A page of dead letters; `next` is the `after` of the next page, or null. */
+export interface DeadLetterPage {
+  items: DeadLetterSummary[];
+  next: string | null;
+}
+
+/** Who asks, for the admin log lines ("redrive by dashboard", "by cli"). */
+export type AdminActor = 'cli' | 'dashboard' | 'client';
+
+/**
+ * The admin operations. Inputs are validated by the core facade (RheoError
+ * naming the field); destructive ones (`reset`, `redrive` of all, forced
+ * `trim`) take `confirm: true` and refuse without it (`confirm_required`).
+ */
+export interface RheoAdminOperations {
+  overview(): Promise<Overview>;
+  streams(): Promise<StreamSummary[]>;
+  groups(stream: string): Promise<GroupSummary[]>;
+  group(stream: string, group: string): Promise<GroupSummary>;
+  deadLetters(stream: string, group: string, options?: { limit?: number; after?: string; withPayloads?: boolean }): Promise<DeadLetterPage>;
+  redrive(stream: string, group: string, target: { eventIds: string[] } | { all: true; confirm: boolean }): Promise<{ redriven: number }>;
+  replay(
+    stream: string,
+    group: string,
+    from: { afterSequence: number } | { from: string | Date } | { where: Record<string, unknown> },
+  ): Promise<{ replayed: number }>;
+  reset(stream: string, group: string, options: { start?: string; confirm: boolean }): Promise<{ reset: true }>;
+  trim(stream: string, options?: { force?: boolean; confirm?: boolean }): Promise<{ removed: number; skipped: Record<string, number> }>;
+  purgeDeadLetters(stream: string, group: string, options: { before?: string | Date; all?: boolean }): Promise<{ purged: number }>;
+  /**
+   * Events of a stream, optionally filtered (Query.where), in (sequence, partition)
+   * order: without `cursor` the latest `limit`, with one those after it. `next` is
+   * a position per partition, never null: poll with it to follow the stream.
+   */
+  tail(
+    stream: string,
+    options?: { where?: Record<string, unknown>; limit?: number; cursor?: string },
+  ): Promise<{ items: EventSummary[]; next: string | null }>;
+  append(
+    stream: string,
+    input: { payload: JsonValue; key?: string; type?: string; id?: string; metadata?: EventMetadata },
+  ): Promise<EventSummary>;
+}

@@ -1,0 +1,88 @@
+// The JSON API's inputs (query strings, POST bodies) read into the admin
+// service's arguments. Only the shape is checked here, with a RheoError naming the
+// field (answered 400); names, ids, sequences and times are checked by the admin
+// service and the facade behind it, the same as for the CLI.
+import { RheoError } from '../../core/errors';
+import { checkObject } from '../../core/validate';
+import type { RheoAdminOperations } from '../../admin/types';
+
+export type RedriveTarget = Parameters<RheoAdminOperations['redrive']>[2];
+export type ReplayFrom = Parameters<RheoAdminOperations['replay']>[2];
+
+function body(value: unknown): Record<string, unknown> {
+  // No body, or one sent as text: Express leaves {}, Fastify undefined.
+  return checkObject('body', value ?? {});
+}
+
+function only(b: Record<string, unknown>, allowed: string[]): void {
+  for (const k of Object.keys(b)) if (!allowed.includes(k)) throw RheoError.invalid(k, `is not accepted here (use ${allowed.join(', ')})`);
+}
+
+/** `?limit=&after=` of the dead-letter list. */
+export function deadLetterQuery(query: Record<string, unknown> | undefined): { limit?: number; after?: string } {
+  const q = query ?? {};
+  const out: { limit?: number; after?: string } = {};
+  if (q.limit !== undefined) {
+    if (typeof q.limit !== 'string' || !/^\d{1,9}$/.test(q.limit)) throw RheoError.invalid('limit', 'must be a positive integer');
+    out.limit = Number(q.limit);
+  }
+  if (q.after !== undefined) {
+    if (typeof q.after !== 'string') throw RheoError.invalid('after', 'must be given once');
+    out.after = q.after;
+  }
+  return out;
+}
+
+/** `{ eventIds: [...] }`, or `{ all: true, confirm: true }`. */
+export function redriveBody(value: unknown): RedriveTarget {
+  const b = body(value);
+  if (b.eventIds !== undefined) {
+    only(b, ['eventIds']);
+    if (!Array.isArray(b.eventIds) || b.eventIds.length === 0 || b.eventIds.some((id) => typeof id !== 'string')) {
+      throw RheoError.invalid('eventIds', 'must be a non-empty array of event ids');
+    }
+    return { eventIds: b.eventIds as string[] };
+  }
+  if (b.all === true) {
+    only(b, ['all', 'confirm']);
+    return { all: true, confirm: b.confirm === true };
+  }
+  throw RheoError.invalid('eventIds', 'or all: true (with confirm: true) must be given');
+}
+
+/** `{ afterSequence: N }`, `{ from: ISO time }` or `{ where: { … } }` (a Query's where). */
+export function replayBody(value: unknown): ReplayFrom {
+  const b = body(value);
+  if (b.afterSequence !== undefined) {
+    only(b, ['afterSequence']);
+    if (typeof b.afterSequence !== 'number') throw RheoError.invalid('afterSequence', 'must be an integer');
+    return { afterSequence: b.afterSequence };
+  }
+  if (b.from !== undefined) {
+    only(b, ['from']);
+    if (typeof b.from !== 'string') throw RheoError.invalid('from', 'must be an ISO 8601 time');
+    return { from: b.from };
+  }
+  if (b.where !== undefined) {
+    only(b, ['where']);
+    return { where: checkObject('where', b.where) };
+  }
+  throw RheoError.invalid('afterSequence', 'or from (an ISO time) or where must be given');
+}
+
+/**
+ * `{ start?, confirm: '<the group's name>' }`: the typed confirmation the page
+ * asks for is checked here too, so a script or a replayed request cannot reset
+ * another group than the one it names twice.
+ */
+export function resetBody(value: unknown, group: string): { start?: string; confirm: true } {
+  const b = body(value);
+  only(b, ['start', 'confirm']);
+  if (b.confirm !== group) {
+    throw new RheoError('confirm_required', `reset forgets every delivery of ${group}: confirm must be the group's name`, {
+      field: 'confirm',
+    });
+  }
+  if (b.start !== undefined && typeof b.start !== 'string') throw RheoError.invalid('start', "must be a string ('beginning', 'end', …)");
+  return b.start === undefined ? { confirm: true } : { start: b.start, confirm: true };
+}

@@ -1,0 +1,475 @@
+// The `rheo` bin, built once for this file and run as a child process, against
+// PostgreSQL, Redis and SQLite: one case list per backend. --json output is
+// checked exactly, against literals and against the admin service read in this
+// process (the CLI and the dashboard must never disagree); exit codes 0, 1, 2.
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { backendFromUrl, Rheo, RheoAdmin, type RheoEvent } from '../../lib';
+import { deleteKeys, freshPrefix, REDIS_URL } from '../redis/support';
+import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
+
+const ROOT = join(__dirname, '..', '..');
+// Inside the repository so the build resolves node_modules; never dist/, which CI and other tests use.
+const OUT = join(ROOT, 'node_modules', '.cache', 'rheo-cli-build');
+const MAIN = join(OUT, 'cli', 'main.js');
+const dir = mkdtempSync(join(tmpdir(), 'rheo-cli-'));
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** The bin with `args`; RHEO_URL only when given in `env`. Killed (code null) if it does not exit by itself. */
+function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  const base = { ...process.env };
+  delete base.RHEO_URL;
+  return new Promise((resolve) => {
+    execFile(process.execPath, [MAIN, ...args], { env: { ...base, ...env }, timeout: 20_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : null) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** A run that must succeed; its stdout parsed as one JSON document. */
+async function jsonOf(args: string[]): Promise<unknown> {
+  const run = await cli([...args, '--json']);
+  expect({ code: run.code, stderr: run.stderr.replace(/^warning: .*\n/gm, '') }).toEqual({ code: 0, stderr: '' });
+  return JSON.parse(run.stdout);
+}
+
+/** An event as tail and append print it. */
+function summary(e: RheoEvent) {
+  return {
+    id: e.id,
+    partition: e.partition,
+    sequence: e.sequence,
+    timestamp: e.timestamp.toISOString(),
+    type: e.type,
+    key: e.key,
+    metadata: e.metadata,
+    payload: e.payload,
+  };
+}
+
+beforeAll(() => {
+  // Incremental: a rerun with unchanged sources only checks, it does not rebuild.
+  const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  execFileSync(
+    process.execPath,
+    [tsc, '-p', 'tsconfig.build.json', '--outDir', OUT, '--incremental', '--tsBuildInfoFile', join(OUT, '.tsbuildinfo')],
+    {
+      cwd: ROOT,
+      stdio: 'inherit',
+    },
+  );
+}, 120_000);
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('rheo, any store', () => {
+  it('--help lists the commands and exits 0; -V prints the version', async () => {
+    const help = await cli(['--help']);
+    expect(help.code).toBe(0);
+    for (const command of [
+      'streams',
+      'groups',
+      'lag',
+      'info',
+      'dead-letters',
+      'redrive',
+      'replay',
+      'reset',
+      'tail',
+      'append',
+      'trim',
+      'purge',
+    ]) {
+      expect(help.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
+    }
+    expect(help.stdout).toContain('(env: RHEO_URL)');
+    const version = await cli(['-V']);
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect(version).toEqual({ code: 0, stdout: `${pkg.version}\n`, stderr: '' });
+  });
+
+  it('bad usage exits 2 with the problem on stderr and nothing on stdout', async () => {
+    const cases: Array<[string[], string]> = [
+      [[], 'Usage: rheo'],
+      [['nope'], "unknown command 'nope'"],
+      [['streams', '--bogus'], "unknown option '--bogus'"],
+      [['groups'], "missing required argument 'stream'"],
+      [['streams'], 'no store named: pass --url or set RHEO_URL'],
+      [['--url', 'mysql://root:s3cret@db/app', 'streams'], 'invalid_argument: url must be postgres://'],
+      [['--url', `sqlite:${join(dir, 'missing.db')}`, 'streams'], 'invalid_argument: url names no existing file'],
+      [['--url', REDIS_URL, '--schema', 'x', 'streams'], 'invalid_argument: schema applies to postgres:// URLs only'],
+    ];
+    // Independent runs: side by side, to keep the file quick.
+    const runs = await Promise.all(cases.map(([args]) => cli(args)));
+    for (const [i, [args, message]] of cases.entries()) {
+      const run = runs[i];
+      expect({ args, code: run.code, stdout: run.stdout }).toEqual({ args, code: 2, stdout: '' });
+      expect(run.stderr).toContain(message);
+      expect(run.stderr).not.toContain('s3cret');
+    }
+  });
+});
+
+interface Store {
+  name: string;
+  /** The global options naming this store on the command line. */
+  args: string[];
+  /** The same store for this process (install: 'auto' makes the tables). */
+  open(): Rheo;
+  cleanup(): Promise<unknown>;
+}
+
+function stores(): Store[] {
+  const schema = freshSchema('cli');
+  const prefix = freshPrefix('cli');
+  const file = join(dir, 'store.db');
+  return [
+    {
+      name: 'postgres',
+      args: ['--url', PG_URL, '--schema', schema],
+      open: () => new Rheo(backendFromUrl(PG_URL, { schema, install: 'auto' })),
+      cleanup: () => dropSchema(schema),
+    },
+    {
+      name: 'redis',
+      args: ['--url', REDIS_URL, '--prefix', prefix],
+      open: () => new Rheo(backendFromUrl(REDIS_URL, { prefix })),
+      cleanup: () => deleteKeys(prefix),
+    },
+    {
+      name: 'sqlite',
+      args: ['--url', `sqlite:${file}`],
+      open: () => new Rheo(backendFromUrl(`sqlite:${file}`, { install: 'auto' })),
+      cleanup: async () => undefined,
+    },
+  ];
+}
+
+describe.each(stores())('rheo on $name', (store) => {
+  let rheo: Rheo;
+  let admin: RheoAdmin;
+  let created: Date;
+  const run = (...args: string[]) => cli([...store.args, ...args]);
+  const json = (...args: string[]) => jsonOf([...store.args, ...args]);
+
+  /**
+   * `orders`: 2 partitions; o1, o3 in partition 0, o2 in 1. billing acked o1 and
+   * o3 and dead-lettered o2; audit started at the end. Nothing is left unsettled,
+   * so every figure is exact.
+   */
+  beforeAll(async () => {
+    rheo = store.open();
+    admin = new RheoAdmin(rheo);
+    created = (await rheo.createStream('orders', { partitions: 2 })).createdAt;
+    await rheo.createGroup('orders', 'billing');
+    await rheo.append('orders', { id: 'o1', partition: 0, type: 'placed', key: 'k1', payload: { n: 1 } });
+    await rheo.append('orders', { id: 'o2', partition: 1, type: 'placed', key: 'k2', payload: { n: 2 } });
+    await rheo.append('orders', { id: 'o3', partition: 0, type: 'paid', key: 'k1', payload: { n: 3 } });
+    await rheo.createGroup('orders', 'audit', { start: 'end', maxAttempts: 3, ordering: 'partition' });
+    for (const lease of await rheo.fetch('orders', 'billing', { limit: 3 })) {
+      if (lease.event.id === 'o2') await rheo.reject(lease, { reason: 'card declined' });
+      else await rheo.ack(lease);
+    }
+  });
+
+  afterAll(async () => {
+    await rheo.close();
+    await store.cleanup();
+  });
+
+  /** A stream of its own for a case that changes things: `n` events in one partition, a group `g` that acked them all. */
+  async function finished(stream: string, n: number, retention?: { maxEvents: number }): Promise<void> {
+    await rheo.createStream(stream, { retention });
+    await rheo.createGroup(stream, 'g');
+    await rheo.appendBatch(
+      stream,
+      Array.from({ length: n }, (_, i) => ({ id: `${stream}-${i + 1}`, type: i % 2 ? 'odd' : 'even', payload: i + 1 })),
+    );
+    for (const lease of await rheo.fetch(stream, 'g', { limit: n })) await rheo.ack(lease);
+  }
+
+  const billing = {
+    stream: 'orders',
+    group: 'billing',
+    lag: 0,
+    inflight: 0,
+    deadLetters: 1,
+    oldestUnsettledAgeMs: null,
+    maxAttempts: 5,
+    ordering: 'none',
+    partitions: [
+      { partition: 0, frontier: 2, highWatermark: 2, lag: 0 },
+      { partition: 1, frontier: 1, highWatermark: 1, lag: 0 },
+    ],
+  };
+  const audit = {
+    ...billing,
+    group: 'audit',
+    deadLetters: 0,
+    maxAttempts: 3,
+    ordering: 'partition',
+    partitions: [
+      { partition: 0, frontier: 2, highWatermark: 2, lag: 0 },
+      { partition: 1, frontier: 1, highWatermark: 1, lag: 0 },
+    ],
+  };
+
+  it('streams: the service DTOs, exactly; a table for people; RHEO_URL names the store too', async () => {
+    const streams = (await json('streams')) as Array<{ name: string }>;
+    expect(streams).toEqual(await admin.streams());
+    expect(streams.find((s) => s.name === 'orders')).toEqual({
+      name: 'orders',
+      partitions: 2,
+      createdAt: created.toISOString(),
+      retention: null,
+      highWatermarks: [2, 1],
+      highWatermark: 3,
+    });
+    const table = await run('streams');
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/^STREAM +PARTITIONS +EVENTS +RETENTION +CREATED\n/);
+    expect(table.stdout).toMatch(new RegExp(`^orders +2 +3 +keep all +${created.toISOString()}$`, 'm'));
+    // The URL from the environment, --json before the command.
+    const [, url, ...rest] = store.args;
+    const byEnv = await cli(['--json', ...rest, 'streams'], { RHEO_URL: url });
+    expect({ code: byEnv.code, streams: JSON.parse(byEnv.stdout) }).toEqual({ code: 0, streams });
+  });
+
+  it('groups, lag, info: exact figures', async () => {
+    // Read-only runs on an unchanging store: side by side, to keep the file quick.
+    const [groups, lagAll, lagOne, infoJson, info, groupsTable] = await Promise.all([
+      json('groups', 'orders') as Promise<Array<{ warnings: string[] }>>,
+      json('lag', 'orders'),
+      json('lag', 'orders', 'billing'),
+      json('info', 'orders', 'billing'),
+      run('info', 'orders', 'billing'),
+      run('groups', 'orders'),
+    ]);
+    expect(groups).toEqual(await admin.groups('orders'));
+    // Warnings depend on the store's settings (a Redis without appendonly has one): the service's, above.
+    expect(groups).toEqual([
+      { ...audit, warnings: groups[0].warnings },
+      { ...billing, warnings: groups[1].warnings },
+    ]);
+    const lag = (g: typeof billing) => ({ stream: g.stream, group: g.group, lag: g.lag, partitions: g.partitions });
+    expect(lagAll).toEqual([lag(audit), lag(billing)]);
+    expect(lagOne).toEqual(lag(billing));
+    expect(infoJson).toEqual({ ...billing, warnings: groups[1].warnings });
+    expect(info.code).toBe(0);
+    expect(info.stdout).toMatch(/^dead letters +1$/m);
+    expect(info.stdout).toMatch(/^PARTITION +FRONTIER +HIGH WATERMARK +LAG\n +0 +2 +2 +0\n +1 +1 +1 +0\n/m);
+    expect(groupsTable.stdout).toMatch(/^billing +0 +0 +1 +- +5 +none$/m);
+  });
+
+  it('dead-letters: pages, payloads on request', async () => {
+    const [dead] = (await admin.deadLetters('orders', 'billing')).items;
+    const item = {
+      eventId: 'o2',
+      partition: 1,
+      sequence: 1,
+      reason: 'card declined',
+      attempt: 1,
+      deadLetteredAt: dead.deadLetteredAt,
+      type: 'placed',
+      key: 'k2',
+    };
+    const [all, first, after, payloads, table] = await Promise.all([
+      json('dead-letters', 'orders', 'billing'),
+      json('dead-letters', 'orders', 'billing', '--limit', '1'),
+      json('dead-letters', 'orders', 'billing', '--after', 'o2'),
+      json('dead-letters', 'orders', 'billing', '--payloads'),
+      run('dead-letters', 'orders', 'billing'),
+    ]);
+    expect(all).toEqual({ items: [item], next: null });
+    expect(first).toEqual({ items: [item], next: 'o2' });
+    expect(after).toEqual({ items: [], next: null });
+    expect(payloads).toEqual({ items: [{ ...item, payload: { n: 2 } }], next: null });
+    expect(table.stdout).toMatch(/^o2 +1 +1 +1 +\S+ +placed +k2 +card declined$/m);
+  });
+
+  it('append and tail: the stored events; a cursor follows every partition; --where filters', async () => {
+    await rheo.createStream('events', { partitions: 2 });
+    const appended = await json(
+      'append',
+      'events',
+      '--payload',
+      '{"n":1}',
+      '--id',
+      'e1',
+      '--key',
+      'k',
+      '--type',
+      'placed',
+      '--metadata',
+      '{"source":"cli"}',
+    );
+    const [e1] = await rheo.query({ stream: 'events', where: {} });
+    expect(appended).toEqual(summary(e1));
+    expect(appended).toMatchObject({ id: 'e1', type: 'placed', key: 'k', metadata: { source: 'cli' }, payload: { n: 1 } });
+    // The same id again: nothing written, the stored event printed.
+    expect(await json('append', 'events', '--payload', '"other"', '--id', 'e1')).toEqual(appended);
+    const e2 = await rheo.append('events', { id: 'e2', partition: 1 - e1.partition, type: 'paid', payload: 2 });
+    const tail = (await json('tail', 'events')) as { items: unknown[]; next: string };
+    expect(tail).toEqual({ items: [summary(e1), summary(e2)].sort((a, b) => a.partition - b.partition), next: expect.any(String) });
+    expect(await json('tail', 'events', '--cursor', tail.next)).toEqual({ items: [], next: tail.next });
+    const e3 = await rheo.append('events', { id: 'e3', partition: e1.partition, type: 'paid', payload: 3 });
+    expect(((await json('tail', 'events', '--cursor', tail.next)) as { items: unknown[] }).items).toEqual([summary(e3)]);
+    expect(((await json('tail', 'events', '--where', '{"type":"paid"}', '--limit', '1')) as { items: unknown[] }).items).toEqual([
+      summary(e3),
+    ]);
+    const table = await run('tail', 'events');
+    expect(table.stdout).toMatch(/^TIMESTAMP +PARTITION +SEQUENCE +TYPE +KEY +ID +PAYLOAD\n/);
+    expect(table.stdout).toMatch(/ e3 +3$/m);
+    const bad = await run('append', 'events', '--payload', '{oops');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("option '--payload <json>' argument '{oops' is invalid");
+  });
+
+  it('tail --follow --json: one event per line as they come; SIGTERM ends it with 0', async () => {
+    await rheo.createStream('live', { partitions: 2 });
+    const first = await rheo.append('live', { id: 'l1', partition: 1, payload: 1 });
+    const child = spawn(process.execPath, [MAIN, ...store.args, 'tail', 'live', '--follow', '--json', '--interval', '50']);
+    const lines = linesOf(child);
+    expect(JSON.parse(await lines.next())).toEqual(summary(first));
+    const second = await rheo.append('live', { id: 'l2', partition: 0, payload: 2 });
+    expect(JSON.parse(await lines.next())).toEqual(summary(second));
+    child.kill('SIGTERM');
+    expect(await exitOf(child)).toBe(0);
+  });
+
+  it('redrive: by id; all only with --confirm (else exit 2)', async () => {
+    await rheo.createStream('redrive-s');
+    await rheo.createGroup('redrive-s', 'g');
+    await rheo.appendBatch('redrive-s', [
+      { id: 'r1', payload: 1 },
+      { id: 'r2', payload: 2 },
+      { id: 'r3', payload: 3 },
+    ]);
+    for (const lease of await rheo.fetch('redrive-s', 'g', { limit: 3 })) await rheo.reject(lease);
+    expect(await json('redrive', 'redrive-s', 'g', '--id', 'r1', 'nope')).toEqual({ redriven: 1 });
+    const refused = await run('redrive', 'redrive-s', 'g', '--all');
+    expect({ code: refused.code, stdout: refused.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(refused.stderr).toContain('error: confirm_required: ');
+    expect(refused.stderr).toContain('--confirm');
+    expect((await admin.group('redrive-s', 'g')).deadLetters).toBe(2);
+    expect(await json('redrive', 'redrive-s', 'g', '--all', '--confirm')).toEqual({ redriven: 2 });
+    expect((await admin.group('redrive-s', 'g')).deadLetters).toBe(0);
+    const both = await run('redrive', 'redrive-s', 'g', '--all', '--id', 'r1');
+    expect(both.code).toBe(2);
+    const human = await run('redrive', 'redrive-s', 'g', '--id', 'r2');
+    expect(human).toMatchObject({ code: 0, stdout: 'Redrove 0 dead letter(s) of redrive-s/g.\n' });
+  });
+
+  it('replay: after a sequence, from a time, by a filter; exactly one of them', async () => {
+    await finished('replay-s', 4);
+    expect(await json('replay', 'replay-s', 'g', '--after-sequence', '3')).toEqual({ replayed: 1 });
+    expect(await json('replay', 'replay-s', 'g', '--where', '{"type":"even"}')).toEqual({ replayed: 2 }); // 1 and 3
+    // A range replay counts every event it rewinds over, open ones included.
+    expect(await json('replay', 'replay-s', 'g', '--from', '2000-01-01T00:00:00Z')).toEqual({ replayed: 4 });
+    expect((await admin.group('replay-s', 'g')).lag).toBe(4);
+    for (const args of [[], ['--after-sequence', '1', '--from', '2000-01-01']]) {
+      const run1 = await run('replay', 'replay-s', 'g', ...args);
+      expect(run1.code).toBe(2);
+      expect(run1.stderr).toContain('give exactly one of --after-sequence, --from, --where');
+    }
+    expect((await run('replay', 'replay-s', 'g', '--after-sequence', '-1')).code).toBe(2);
+    const badTime = await run('replay', 'replay-s', 'g', '--from', 'yesterday');
+    expect({ code: badTime.code, stdout: badTime.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(badTime.stderr).toContain('error: invalid_argument: from must be an ISO 8601 time');
+  });
+
+  it('reset: refused without --confirm (exit 2); with it, the group restarts at --start', async () => {
+    await finished('reset-s', 3);
+    const refused = await run('reset', 'reset-s', 'g', '--start', 'beginning');
+    expect({ code: refused.code, stdout: refused.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(refused.stderr).toContain('error: confirm_required: reset forgets every delivery of the group');
+    expect((await admin.group('reset-s', 'g')).lag).toBe(0);
+    expect(await json('reset', 'reset-s', 'g', '--start', '1', '--confirm')).toEqual({ reset: true });
+    expect((await admin.group('reset-s', 'g')).lag).toBe(2);
+    const human = await run('reset', 'reset-s', 'g', '--confirm');
+    expect(human).toMatchObject({ code: 0, stdout: 'Reset reset-s/g: it restarts from beginning.\n' });
+    expect((await admin.group('reset-s', 'g')).lag).toBe(3);
+  });
+
+  it('trim: retention now; --force needs --confirm (exit 2)', async () => {
+    await finished('trim-s', 3, { maxEvents: 1 });
+    await rheo.appendBatch('trim-s', [{ payload: 4 }, { payload: 5 }]); // unfinished by g
+    // Retention keeps 1 of 5, but g finished only 1..3: an unforced trim stops at its frontier.
+    expect(await json('trim', 'trim-s')).toEqual({ removed: 3, skipped: { g: 0 } });
+    const refused = await run('trim', 'trim-s', '--force');
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('error: confirm_required: a forced trim removes events groups have not finished');
+    expect(await json('trim', 'trim-s', '--force', '--confirm')).toEqual({ removed: 1, skipped: { g: 1 } });
+    expect((await admin.streams()).find((s) => s.name === 'trim-s')?.highWatermarks).toEqual([5]);
+  });
+
+  it('purge: before a time, or all; exactly one of them', async () => {
+    await rheo.createStream('purge-s');
+    await rheo.createGroup('purge-s', 'g');
+    await rheo.appendBatch('purge-s', [{ payload: 1 }, { payload: 2 }]);
+    for (const lease of await rheo.fetch('purge-s', 'g', { limit: 2 })) await rheo.reject(lease);
+    expect(await json('purge', 'purge-s', 'g', '--before', '2000-01-01T00:00:00Z')).toEqual({ purged: 0 });
+    expect((await run('purge', 'purge-s', 'g')).code).toBe(2);
+    expect((await run('purge', 'purge-s', 'g', '--all', '--before', '2000-01-01')).code).toBe(2);
+    expect(await json('purge', 'purge-s', 'g', '--all')).toEqual({ purged: 2 });
+  });
+
+  it('a failed command exits 1 with the error code and message on stderr, nothing on stdout', async () => {
+    const cases = [
+      [['groups', 'nope'], 'error: stream_not_found: stream "nope" does not exist'],
+      [['info', 'orders', 'nope'], 'error: group_not_found: '],
+      [['tail', 'orders', '--cursor', 'bogus'], 'error: invalid_argument: cursor is not a tail cursor of this stream'],
+    ] as const;
+    const runs = await Promise.all(cases.map(([args]) => run(...args)));
+    for (const [i, [args, message]] of cases.entries()) {
+      const failed = runs[i];
+      expect({ args, code: failed.code, stdout: failed.stdout }).toEqual({ args, code: 1, stdout: '' });
+      expect(failed.stderr).toContain(message);
+    }
+  });
+});
+
+/** The lines a child prints, one `next()` at a time (rejects if the child ends first). */
+function linesOf(child: ChildProcess): { next(): Promise<string> } {
+  const ready: string[] = [];
+  const waiting: Array<{ resolve: (line: string) => void; reject: (err: Error) => void }> = [];
+  let buffered = '';
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdout!.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString();
+    let at: number;
+    while ((at = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, at);
+      buffered = buffered.slice(at + 1);
+      const waiter = waiting.shift();
+      if (waiter) waiter.resolve(line);
+      else ready.push(line);
+    }
+  });
+  child.on('exit', (code) => {
+    for (const w of waiting.splice(0)) w.reject(new Error(`the child exited (${code}) first: ${stderr}`));
+  });
+  return {
+    next: () =>
+      ready.length > 0
+        ? Promise.resolve(ready.shift()!)
+        : new Promise((resolve, reject) => {
+            if (child.exitCode !== null) reject(new Error(`the child exited (${child.exitCode}) first: ${stderr}`));
+            else waiting.push({ resolve, reject });
+          }),
+  };
+}
+
+function exitOf(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+}

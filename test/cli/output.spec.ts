@@ -1,0 +1,77 @@
+// The CLI's printing helpers, in process: the progress line (on a terminal only,
+// first drawn after a second, erased at the end), durations and tables.
+import { duration, table } from '../../lib/cli/output';
+import { progress } from '../../lib/cli/progress';
+
+/** A stand-in for process.stderr that records what was written. */
+function stderr(isTTY: boolean) {
+  const written: string[] = [];
+  return { isTTY, written, write: (text: string) => written.push(text) };
+}
+
+describe('progress', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  it('draws nothing when stderr is not a terminal', () => {
+    const err = stderr(false);
+    const p = progress(err, 'replaying s/g');
+    p.update('1/2');
+    jest.advanceTimersByTime(5000);
+    p.done();
+    expect(err.written).toEqual([]);
+  });
+
+  it('on a terminal: nothing for a quick operation; a redrawn line with the elapsed seconds for a long one, erased at the end', () => {
+    const quick = stderr(true);
+    progress(quick, 'trimming s').done();
+    jest.advanceTimersByTime(5000);
+    expect(quick.written).toEqual([]);
+
+    const err = stderr(true);
+    const p = progress(err, 'redriving s/g');
+    p.update('100/300 ids');
+    expect(err.written).toEqual([]);
+    jest.advanceTimersByTime(1000);
+    p.update('200/300 ids');
+    jest.advanceTimersByTime(1000);
+    p.done();
+    jest.advanceTimersByTime(5000);
+    expect(err.written).toEqual([
+      '\r\x1b[Kredriving s/g 100/300 ids (1s)',
+      '\r\x1b[Kredriving s/g 200/300 ids (1s)',
+      '\r\x1b[Kredriving s/g 200/300 ids (2s)',
+      '\r\x1b[K',
+    ]);
+  });
+});
+
+describe('output', () => {
+  it('durations at a glance', () => {
+    expect([null, 0, 850, 12_000, 184_000, 180_000, 7_500_000, 7 * 86_400_000, 90_000_000].map(duration)).toEqual([
+      '-',
+      '0ms',
+      '850ms',
+      '12s',
+      '3m 4s',
+      '3m',
+      '2h 5m',
+      '7d',
+      '1d 1h',
+    ]);
+  });
+
+  it('tables: text left, numbers right, absent as -, and an empty message', () => {
+    const rows = [
+      { name: 'orders', n: 3, note: null },
+      { name: 'a', n: 1200, note: 'x' },
+    ];
+    const columns = [
+      { header: 'NAME', cell: (r: (typeof rows)[number]) => r.name },
+      { header: 'N', cell: (r: (typeof rows)[number]) => r.n },
+      { header: 'NOTE', cell: (r: (typeof rows)[number]) => r.note },
+    ];
+    expect(table(rows, columns, 'none')).toBe('NAME       N  NOTE\norders     3  -\na       1200  x\n');
+    expect(table([], columns, 'No rows.')).toBe('No rows.\n');
+  });
+});

@@ -1,0 +1,321 @@
+import { type CanActivate, type ExecutionContext, Injectable, Module } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { memoryBackend, Rheo, RheoDashboardModule, type RheoDashboardOptions, RheoError, RheoModule } from '../../lib';
+import { ACTION, type Adapter, call, type DashboardApp, serveDashboard } from './apps';
+
+// The dashboard's JSON API and its security, on both HTTP adapters, over the
+// memory backend (the browser spec runs the page on PostgreSQL).
+
+const STREAM = 'orders';
+const GROUP = 'billing';
+const GROUPS = `/rheo/api/streams/${STREAM}/groups`;
+
+interface Seeded {
+  deadId: string;
+  deadKey: string;
+  deadPayload: unknown;
+}
+
+/** 5 events; the first fetched is dead-lettered by `billing` (rejected), the others wait. */
+async function seed(rheo: Rheo): Promise<Seeded> {
+  await rheo.createGroup(STREAM, GROUP);
+  for (let n = 0; n < 5; n++) await rheo.append(STREAM, { key: `o${n}`, type: 'order', payload: { n } });
+  const [lease] = await rheo.fetch(STREAM, GROUP, { limit: 1 });
+  await rheo.reject(lease, { reason: 'order is invalid' });
+  return { deadId: lease.event.id, deadKey: lease.event.key as string, deadPayload: lease.event.payload };
+}
+
+async function start(adapter: Adapter, dashboard: RheoDashboardOptions, globalPrefix?: string): Promise<DashboardApp & Seeded> {
+  const served = await serveDashboard(
+    adapter,
+    {
+      imports: [
+        RheoModule.forRoot({ backend: memoryBackend(), streams: [{ name: STREAM, partitions: 2 }] }),
+        RheoDashboardModule.forRoot(dashboard),
+      ],
+    },
+    { globalPrefix },
+  );
+  return { ...served, ...(await seed(served.app.get(Rheo))) };
+}
+
+describe.each<Adapter>(['express', 'fastify'])('dashboard JSON API on %s', (adapter) => {
+  describe('read-only (the default)', () => {
+    let s: DashboardApp & Seeded;
+    beforeAll(async () => (s = await start(adapter, {})));
+    afterAll(() => s?.app.close());
+
+    it('serves the overview: streams with high watermarks, groups with lag and dead letters', async () => {
+      const res = await call(s.url, '/rheo/api/overview');
+      expect(res.status).toBe(200);
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      const overview = res.body as { at: string; streams: Array<Record<string, unknown> & { groups: Array<Record<string, unknown>> }> };
+      expect(Number.isNaN(Date.parse(overview.at))).toBe(false);
+      expect(overview.streams).toHaveLength(1);
+      expect(overview.streams[0]).toMatchObject({ name: STREAM, partitions: 2, highWatermark: 5 });
+      expect(overview.streams[0].groups).toEqual([
+        expect.objectContaining({ stream: STREAM, group: GROUP, lag: 4, inflight: 0, deadLetters: 1, maxAttempts: 5 }),
+      ]);
+      // No RheoServer runs here: no local consumer state.
+      expect(overview.streams[0].groups[0].consumer).toBeUndefined();
+    });
+
+    it('serves streams, groups and one group', async () => {
+      expect((await call(s.url, '/rheo/api/streams')).body).toEqual([expect.objectContaining({ name: STREAM, highWatermark: 5 })]);
+      expect((await call(s.url, GROUPS)).body).toEqual([expect.objectContaining({ group: GROUP, lag: 4 })]);
+      const one = await call(s.url, `${GROUPS}/${GROUP}`);
+      expect(one.body).toMatchObject({ group: GROUP, lag: 4, deadLetters: 1 });
+      expect((one.body as { partitions: unknown[] }).partitions).toHaveLength(2);
+    });
+
+    it('lists dead letters without payloads unless showPayloads', async () => {
+      const res = await call(s.url, `${GROUPS}/${GROUP}/dead-letters`);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({
+        items: [
+          {
+            eventId: s.deadId,
+            partition: expect.any(Number),
+            sequence: expect.any(Number),
+            reason: 'order is invalid',
+            attempt: 1,
+            deadLetteredAt: expect.any(String),
+            type: 'order',
+            key: s.deadKey,
+          },
+        ],
+        next: null,
+      });
+    });
+
+    it('records the lag of each overview read for the chart', async () => {
+      await call(s.url, '/rheo/api/overview');
+      const res = await call(s.url, '/rheo/api/lag-history');
+      const history = res.body as { windowMs: number; series: Array<{ stream: string; group: string; points: Array<[number, number]> }> };
+      expect(history.windowMs).toBe(600_000);
+      expect(history.series).toEqual([{ stream: STREAM, group: GROUP, points: expect.any(Array) }]);
+      expect(history.series[0].points.length).toBeGreaterThan(0);
+      expect(history.series[0].points.every(([at, lag]) => at > 0 && lag === 4)).toBe(true);
+    });
+
+    it('refuses every action with 403, header or not, and changes nothing', async () => {
+      for (const [path, body] of [
+        ['redrive', { eventIds: [s.deadId] }],
+        ['replay', { afterSequence: 0 }],
+        ['reset', { confirm: GROUP }],
+      ] as const) {
+        const res = await call(s.url, `${GROUPS}/${GROUP}/${path}`, { method: 'POST', body, headers: ACTION });
+        expect(res.status).toBe(403);
+        expect(res.body).toMatchObject({ message: expect.stringContaining('read-only') });
+      }
+      expect((await call(s.url, `${GROUPS}/${GROUP}`)).body).toMatchObject({ deadLetters: 1, lag: 4 });
+    });
+
+    it('answers 400 with the field for bad input, 404 for a stream that does not exist', async () => {
+      const bad = await call(s.url, `${GROUPS}/${GROUP}/dead-letters?limit=lots`);
+      expect(bad.status).toBe(400);
+      expect(bad.body).toEqual({ statusCode: 400, error: 'invalid_argument', message: 'limit must be a positive integer', field: 'limit' });
+      const missing = await call(s.url, '/rheo/api/streams/nope/groups');
+      expect(missing.status).toBe(404);
+      expect(missing.body).toMatchObject({ error: 'stream_not_found' });
+    });
+
+    it('serves the page with a strict Content-Security-Policy, and its assets', async () => {
+      const page = await call(s.url, '/rheo');
+      expect(page.status).toBe(200);
+      expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+      expect(page.headers.get('x-frame-options')).toBe('DENY');
+      expect(page.text).toContain('data-read-only="true"');
+      expect(page.text).toContain('src="/rheo/assets/dashboard.js"');
+      const js = await call(s.url, '/rheo/assets/dashboard.js');
+      expect(js.headers.get('content-type')).toMatch(/^text\/javascript/);
+      expect(() => new Function(js.text)).not.toThrow(); // it parses
+      expect((await call(s.url, '/rheo/assets/dashboard.css')).headers.get('content-type')).toMatch(/^text\/css/);
+    });
+  });
+
+  describe('with actions enabled and payloads shown', () => {
+    let s: DashboardApp & Seeded;
+    beforeAll(async () => (s = await start(adapter, { path: '/ops/events', readOnly: false, showPayloads: true })));
+    afterAll(() => s?.app.close());
+    const groups = `/ops/events/api/streams/${STREAM}/groups`;
+
+    it('shows payload previews', async () => {
+      const res = await call(s.url, `${groups}/${GROUP}/dead-letters?limit=10`);
+      expect((res.body as { items: unknown[] }).items).toEqual([expect.objectContaining({ eventId: s.deadId, payload: s.deadPayload })]);
+    });
+
+    it('refuses an action POST without the custom header (no CSRF by a plain form)', async () => {
+      const res = await call(s.url, `${groups}/${GROUP}/redrive`, { method: 'POST', body: { eventIds: [s.deadId] } });
+      expect(res.status).toBe(403);
+      expect(res.body).toMatchObject({ message: expect.stringContaining('x-rheo-dashboard') });
+      // What a cross-site form can send: urlencoded, no header.
+      const form = await fetch(`${s.url}${groups}/${GROUP}/redrive`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'all=true&confirm=true',
+      });
+      expect(form.status).toBe(403);
+      expect((await call(s.url, `${groups}/${GROUP}`)).body).toMatchObject({ deadLetters: 1 });
+    });
+
+    it('answers 400 naming the field for a malformed action body', async () => {
+      const res = await call(s.url, `${groups}/${GROUP}/redrive`, { method: 'POST', body: { eventIds: [] }, headers: ACTION });
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({
+        statusCode: 400,
+        error: 'invalid_argument',
+        message: 'eventIds must be a non-empty array of event ids',
+        field: 'eventIds',
+      });
+      const time = await call(s.url, `${groups}/${GROUP}/replay`, { method: 'POST', body: { from: 'yesterday' }, headers: ACTION });
+      expect(time.status).toBe(400);
+      expect(time.body).toMatchObject({ field: 'from', message: expect.stringContaining('ISO 8601') });
+    });
+
+    it('redrives all only when confirmed, and one by id', async () => {
+      const unconfirmed = await call(s.url, `${groups}/${GROUP}/redrive`, { method: 'POST', body: { all: true }, headers: ACTION });
+      expect(unconfirmed.status).toBe(428);
+      expect(unconfirmed.body).toMatchObject({ error: 'confirm_required', field: 'confirm' });
+      const res = await call(s.url, `${groups}/${GROUP}/redrive`, { method: 'POST', body: { eventIds: [s.deadId] }, headers: ACTION });
+      expect(res).toMatchObject({ status: 200, body: { redriven: 1 } });
+      expect((await call(s.url, `${groups}/${GROUP}`)).body).toMatchObject({ deadLetters: 0, lag: 5 });
+    });
+
+    it('replays after a sequence and from a time', async () => {
+      const rheo = s.app.get(Rheo);
+      const all = await rheo.fetch(STREAM, GROUP, { limit: 10 });
+      for (const lease of all) await rheo.ack(lease);
+      expect((await call(s.url, `${groups}/${GROUP}`)).body).toMatchObject({ lag: 0 });
+      const bySequence = await call(s.url, `${groups}/${GROUP}/replay`, { method: 'POST', body: { afterSequence: 0 }, headers: ACTION });
+      expect(bySequence).toMatchObject({ status: 200, body: { replayed: 5 } });
+      for (const lease of await rheo.fetch(STREAM, GROUP, { limit: 10 })) await rheo.ack(lease);
+      const byTime = await call(s.url, `${groups}/${GROUP}/replay`, {
+        method: 'POST',
+        body: { from: '2000-01-01T00:00:00Z' },
+        headers: ACTION,
+      });
+      expect(byTime).toMatchObject({ status: 200, body: { replayed: 5 } });
+    });
+
+    it('resets only with the group name typed as confirmation', async () => {
+      const wrong = await call(s.url, `${groups}/${GROUP}/reset`, { method: 'POST', body: { confirm: 'billings' }, headers: ACTION });
+      expect(wrong.status).toBe(428);
+      expect(wrong.body).toMatchObject({ error: 'confirm_required', field: 'confirm' });
+      const flag = await call(s.url, `${groups}/${GROUP}/reset`, { method: 'POST', body: { confirm: true }, headers: ACTION });
+      expect(flag.status).toBe(428);
+      const badStart = await call(s.url, `${groups}/${GROUP}/reset`, {
+        method: 'POST',
+        body: { confirm: GROUP, start: 'soon' },
+        headers: ACTION,
+      });
+      expect(badStart.status).toBe(400);
+      expect(badStart.body).toMatchObject({ field: 'start' });
+      const res = await call(s.url, `${groups}/${GROUP}/reset`, {
+        method: 'POST',
+        body: { confirm: GROUP, start: 'end' },
+        headers: ACTION,
+      });
+      expect(res).toMatchObject({ status: 200, body: { reset: true } });
+      expect((await call(s.url, `${groups}/${GROUP}`)).body).toMatchObject({ lag: 0, inflight: 0, deadLetters: 0 });
+    });
+  });
+
+  it('follows a global prefix: the page points at its assets and API under it', async () => {
+    const s = await start(adapter, {}, 'admin');
+    try {
+      const page = await call(s.url, '/admin/rheo');
+      expect(page.text).toContain('data-base="/admin/rheo"');
+      expect(page.text).toContain('href="/admin/rheo/assets/dashboard.css"');
+      expect((await call(s.url, '/admin/rheo/api/overview')).status).toBe(200);
+    } finally {
+      await s.app.close();
+    }
+  });
+
+  it('reads names holding "/" and spaces from encoded path segments', async () => {
+    const s = await start(adapter, {});
+    try {
+      const rheo = s.app.get(Rheo);
+      await rheo.createStream('eu/orders v2');
+      await rheo.createGroup('eu/orders v2', 'audit/2');
+      const res = await call(s.url, `/rheo/api/streams/${encodeURIComponent('eu/orders v2')}/groups/${encodeURIComponent('audit/2')}`);
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ stream: 'eu/orders v2', group: 'audit/2', lag: 0 });
+    } finally {
+      await s.app.close();
+    }
+  });
+});
+
+describe.each<Adapter>(['express', 'fastify'])('the guard option on %s', (adapter) => {
+  /** Lets a request in when it carries the ops token: a guard class with a dependency from `imports`. */
+  @Injectable()
+  class OpsToken {
+    readonly value = 'let-me-in';
+  }
+  @Module({ providers: [OpsToken], exports: [OpsToken] })
+  class AuthModule {}
+  @Injectable()
+  class OpsOnly implements CanActivate {
+    constructor(private readonly token: OpsToken) {}
+    canActivate(context: ExecutionContext): boolean {
+      return context.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-ops-token'] === this.token.value;
+    }
+  }
+  let s: DashboardApp;
+  beforeAll(async () => {
+    s = await serveDashboard(adapter, {
+      imports: [
+        RheoModule.forRoot({ backend: memoryBackend(), streams: [{ name: STREAM }] }),
+        RheoDashboardModule.forRoot({ readOnly: false, guard: OpsOnly, imports: [AuthModule] }),
+      ],
+    });
+  });
+  afterAll(() => s?.app.close());
+
+  it('refuses page, assets, API reads and actions with 403', async () => {
+    for (const path of ['/rheo', '/rheo/assets/dashboard.js', '/rheo/api/overview', `${GROUPS}/${GROUP}/dead-letters`]) {
+      expect([path, (await call(s.url, path)).status]).toEqual([path, 403]);
+    }
+    const post = await call(s.url, `${GROUPS}/${GROUP}/replay`, { method: 'POST', body: { afterSequence: 0 }, headers: ACTION });
+    expect(post.status).toBe(403);
+  });
+
+  it('lets in what it accepts', async () => {
+    const headers = { 'x-ops-token': 'let-me-in' };
+    expect((await call(s.url, '/rheo', { headers })).status).toBe(200);
+    expect((await call(s.url, '/rheo/api/overview', { headers })).status).toBe(200);
+  });
+});
+
+describe('RheoDashboardModule options', () => {
+  it.each([
+    [{ path: '/rheo/:stream' }, 'path'],
+    [{ path: 'rheo' }, 'path'],
+    [{ readOnly: 'no' }, 'readOnly'],
+    [{ showPayloads: 1 }, 'showPayloads'],
+    [{ guard: { allow: true } }, 'guard'],
+    [{ instance: '' }, 'instance'],
+    [{ readonly: false }, 'readonly'],
+  ])('refuses %j naming the field', (options, field) => {
+    let error: unknown;
+    try {
+      RheoDashboardModule.forRoot(options as never);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(RheoError);
+    expect(error).toMatchObject({ code: 'invalid_argument', field, message: expect.stringMatching(/^RheoDashboardModule: /) });
+  });
+
+  it('fails the boot when the instance has no RheoModule', async () => {
+    const ref = await Test.createTestingModule({
+      imports: [RheoModule.forRoot({ backend: memoryBackend() }), RheoDashboardModule.forRoot({ instance: 'audit' })],
+    }).compile();
+    const app = ref.createNestApplication({ logger: false });
+    await expect(app.init()).rejects.toMatchObject({ field: 'instance', message: expect.stringContaining('instance "audit"') });
+    await app.close();
+  });
+});

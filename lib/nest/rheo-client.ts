@@ -24,7 +24,7 @@ import type {
   TrimOptions,
   TrimResult,
 } from '../core/types';
-import { purgeLine, redriveLine, replayLine, resetLine, trimLine } from './admin-log';
+import { purgeLine, redriveLine, replayLine, resetLine, trimLine } from '../admin/admin-log';
 
 /** What `RheoClient.status` emits. */
 export type RheoClientStatus = 'connected' | 'disconnected';

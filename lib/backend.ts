@@ -10,5 +10,8 @@ export { RheoError, isRheoError, toRheoError, RHEO_ERROR_CODES } from './core/er
 export type { RheoErrorCode, RheoErrorOptions } from './core/errors';
 export { ManualClock, systemClock } from './core/clock';
 export type { Clock } from './core/clock';
+// Delayed events (ADR 028): a claim that parks delayed events claims again for their places.
+export { claimPastDelays, PARKING_ROUNDS } from './backends/delays';
+export type { ClaimRound } from './backends/delays';
 export { runConformance } from './conformance/suite';
 export type { ConformanceTarget } from './conformance/suite';

@@ -36,6 +36,14 @@ export interface NewEvent {
   payloadJson: string;
   /** `metadata` as JSON text, serialised once by the facade: store this. */
   metadataJson: string;
+  /**
+   * Present only on a delayed event (`deliverAt`, or now + `delayMs`): store it
+   * with the event and return it on every read. A claim never leases the event
+   * before this time by the backend's clock; the cursor that reaches it earlier
+   * passes it and leaves a delivery due then (a nack's delay), so it keeps its
+   * sequence, holds the frontier, and starts at attempt 1 when first offered.
+   */
+  deliverAt?: Date;
 }
 
 /** A start position resolved by the facade: per partition, the last sequence to skip, or a time. */
@@ -125,6 +133,19 @@ export interface BackendDescription {
   installed?: number[];
 }
 
+/**
+ * What {@link Backend.ackInTransaction} did.
+ * - `committed`: `work` resolved true; its writes and the ack committed together.
+ * - `rolled_back`: `work` resolved false; nothing of it was committed and the
+ *   lease is untouched (still held: settle it as usual).
+ * - `ack_failed`: the ack did not certainly commit. `stale_lease` or
+ *   `receipt_mismatch`: the fence refused it (the lease expired, or another
+ *   consumer holds the event now) and the work's writes were rolled back with it.
+ *   `ambiguous` or `backend_unavailable`: the commit's fate is unknown, and the
+ *   writes and the ack share it (both committed or neither did).
+ */
+export type TransactionalAck = { kind: 'committed' } | { kind: 'rolled_back' } | { kind: 'ack_failed'; error: RheoError };
+
 export interface WaitRequest {
   stream: string;
   group: string;
@@ -171,6 +192,16 @@ export interface Backend {
   createGroup(request: CreateGroupRequest): Promise<GroupConfig>;
   getGroup(stream: string, group: string): Promise<GroupConfig | null>;
   listGroups(stream: string): Promise<GroupConfig[]>;
+  /**
+   * Delete a group and everything of it: its positions, deliveries (live leases
+   * included: settling, renewing or releasing one answers `stale_lease` or
+   * `group_not_found`), dead letters and any per-group key; other groups and the
+   * stream's events are untouched. Atomic with the group's claims, settles and
+   * re-opens: nothing of the group is written after it (no half-deleted group,
+   * no rows or keys left behind). A group created again under the name starts
+   * fresh from its own start position. `group_not_found` when there is none.
+   */
+  deleteGroup(stream: string, group: string): Promise<void>;
 
   /** Append in order; atomic for the whole batch. Returns the stored events, in input order. */
   append(stream: string, events: NewEvent[], options: AppendOptions): Promise<RheoEvent[]>;
@@ -232,6 +263,28 @@ export interface Backend {
    * the turn is then `holder`'s until `ttlMs` from now.
    */
   claimTurn(job: string, holder: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Forget `job`'s turn if `holder` holds it (expired or not), so nothing of it is
+   * left in the store: jobs named per process (a broadcast consumer's heartbeat)
+   * would otherwise leave one record per process ever started. True when it was
+   * forgotten; false, changing nothing, when another holder has it or there is none.
+   */
+  releaseTurn(job: string, holder: string): Promise<boolean>;
+
+  /**
+   * Optional (`mechanisms.transactionalAck`): exactly-once effects in the store's
+   * own database. Opens a transaction, runs `work` in it (given the transaction's
+   * handle: a TypeORM `EntityManager` on the SQL backends) and, when `work`
+   * resolves true, acks `lease` inside the same transaction before committing it:
+   * fenced as `settle` fences (same lease id, leased, not expired by the backend's
+   * clock), the delivery locked from the fence to the commit. So the work's writes
+   * commit if and only if the ack does. `work` throwing rolls back and the error
+   * is rethrown as it is; a transaction that cannot begin, or a commit that
+   * definitely failed, throws a `RheoError`: nothing was committed and the lease
+   * is untouched. A lease already known to be stale may be answered `ack_failed`
+   * without running `work`.
+   */
+  ackInTransaction?(lease: Lease<unknown>, work: (manager: unknown) => Promise<boolean>): Promise<TransactionalAck>;
 
   /** Optional: where the data lives and what `init` installed, for the start-up log (never credentials). */
   describe?(): BackendDescription;

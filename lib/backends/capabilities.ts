@@ -25,6 +25,8 @@ export interface Mechanisms {
   secondaryIndexes: boolean;
   /** append accepts `{ manager }` and writes inside the caller's transaction. */
   transactionalAppend: boolean;
+  /** `ackInTransaction` runs the caller's work in a transaction and writes the ack in it (exactly-once effects). */
+  transactionalAck: boolean;
 }
 
 /** A validated capabilities value. */
@@ -34,7 +36,14 @@ export interface Capabilities {
 }
 
 const GUARANTEES = ['durable', 'distributed', 'partitions', 'contiguousFrontier', 'replay', 'orderedPartitions'] as const;
-const MECHANISMS = ['notifications', 'blockingReads', 'batchWrites', 'secondaryIndexes', 'transactionalAppend'] as const;
+const MECHANISMS = [
+  'notifications',
+  'blockingReads',
+  'batchWrites',
+  'secondaryIndexes',
+  'transactionalAppend',
+  'transactionalAck',
+] as const;
 
 /** Input of {@link createCapabilities}: omitted flags are false, invariants true. */
 export interface CapabilitiesInput {

@@ -20,6 +20,12 @@ export interface ConformanceContext {
   waits: boolean;
   /** A name unique to this run: stream and group names never collide between cases. */
   name(prefix: string): string;
+  /**
+   * Durable backends only (`guarantees.durable`): another backend on the same
+   * store, as a restarted process would open it (the target's `create` again),
+   * not yet init'ed; the case closes it. Absent for a backend that keeps nothing.
+   */
+  reopen?: () => Promise<Backend>;
 }
 
 /** The suite's lease length; cases advance the clock past it to expire leases. */

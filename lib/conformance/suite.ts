@@ -3,6 +3,8 @@ import { ManualClock } from '../core/clock';
 import { Rheo } from '../core/rheo';
 import { bulkCases } from './cases/bulk';
 import { deadLetterCases } from './cases/dead-letters';
+import { delayedCases } from './cases/delayed';
+import { deleteGroupCases } from './cases/delete-group';
 import { encodingCases } from './cases/encoding';
 import { fencingCases } from './cases/fencing';
 import { frontierCases } from './cases/frontier';
@@ -13,9 +15,11 @@ import { orderingCases } from './cases/ordering';
 import { queryCases } from './cases/query';
 import { raceCases } from './cases/races';
 import { releaseCases } from './cases/release';
+import { releaseTurnCases } from './cases/release-turn';
 import { replayCases } from './cases/replay';
 import { retentionCases } from './cases/retention';
 import { retryCases } from './cases/retry';
+import { transactionalAckCases } from './cases/transactional-ack';
 import { wakeUpCases } from './cases/wake-ups';
 import type { ConformanceContext } from './context';
 
@@ -23,7 +27,10 @@ import type { ConformanceContext } from './context';
 export interface ConformanceTarget {
   /** Label used in describe(). */
   name: string;
-  /** Build a backend bound to `clock` (not yet init'ed; the suite wraps it in `new Rheo(backend)`). Called once per suite, in beforeAll. */
+  /**
+   * Build a backend bound to `clock` (not yet init'ed; the suite wraps it in `new Rheo(backend)`). Called once per
+   * suite, in beforeAll; for a durable backend also by the restart cases, and then it must open the same store.
+   */
   create(clock: ManualClock): Promise<Backend>;
   /** After backend.close(): drop the schema / delete the keys the suite created. */
   cleanup?(): Promise<void>;
@@ -46,6 +53,7 @@ export function runConformance(target: ConformanceTarget): void {
     waits: typeof unreachable.wait === 'function',
     name: (prefix: string) => `${prefix}-${run}-${++counter}`,
   } as ConformanceContext;
+  if (ctx.caps.guarantees.durable) ctx.reopen = () => target.create(ctx.clock);
 
   describe(`conformance: ${target.name}`, () => {
     beforeAll(async () => {
@@ -76,6 +84,10 @@ export function runConformance(target: ConformanceTarget): void {
     releaseCases(ctx);
     raceCases(ctx);
     retentionCases(ctx);
+    delayedCases(ctx);
+    deleteGroupCases(ctx);
+    releaseTurnCases(ctx);
     if (ctx.waits) wakeUpCases(ctx);
+    if (ctx.caps.mechanisms.transactionalAck && ctx.caps.mechanisms.transactionalAppend) transactionalAckCases(ctx);
   });
 }

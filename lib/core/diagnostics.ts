@@ -22,6 +22,7 @@ export const TRACED_OPERATIONS = [
   'redrive',
   'createStream',
   'createGroup',
+  'deleteGroup',
   'trim',
   'purgeDeadLetters',
 ] as const;

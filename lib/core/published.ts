@@ -43,6 +43,15 @@ export function publishSettles(ops: SettleOp[], results: SettleResult[], maxAtte
   });
 }
 
+/**
+ * `rheo:settle` for an ack written by the runtime itself, inside a transactional
+ * consumer's transaction (it goes through no settle call): published once that
+ * transaction committed, so metrics count it like any other ack.
+ */
+export function publishAck(lease: Lease): void {
+  if (channels.settle.hasSubscribers) channels.settle.publish({ ...deliveryOf(lease), outcome: 'ack' });
+}
+
 export function groupKey(stream: string, group: string): string {
   return `${stream}\0${group}`;
 }
@@ -53,6 +62,12 @@ export function groupKey(stream: string, group: string): string {
  */
 export class FrontierWatch {
   private readonly seen = new Map<string, number>();
+
+  /** Drop a deleted group's last frontiers (deleteGroup): groups named per process would otherwise pile up here. */
+  forget(stream: string, group: string): void {
+    const prefix = `${groupKey(stream, group)}\0`;
+    for (const key of this.seen.keys()) if (key.startsWith(prefix)) this.seen.delete(key);
+  }
 
   observe(lag: Lag): void {
     if (!channels.frontier.hasSubscribers) return;

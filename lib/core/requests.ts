@@ -223,7 +223,7 @@ export function toNewEvent(field: string, input: AppendInput<unknown>, partition
   if (input.partition !== undefined) partition = checkInt(`${field}.partition`, input.partition, 0, partitions - 1);
   else partition = key === null ? 0 : partitionForKey(key, partitions);
   const timestamp = input.timestamp === undefined ? new Date(now) : checkDate(`${field}.timestamp`, input.timestamp);
-  return {
+  const event: NewEvent = {
     id,
     partition,
     timestamp,
@@ -234,6 +234,21 @@ export function toNewEvent(field: string, input: AppendInput<unknown>, partition
     payload: input.payload as JsonValue,
     payloadJson,
   };
+  const deliverAt = checkDelay(field, input, now);
+  if (deliverAt !== undefined) event.deliverAt = deliverAt;
+  return event;
+}
+
+/**
+ * When a delayed event may first be offered: `deliverAt`, or now + `delayMs`
+ * (exactly one of them may be given); undefined for an event without a delay.
+ */
+function checkDelay(field: string, input: AppendInput<unknown>, now: number): Date | undefined {
+  if (input.deliverAt !== undefined && input.delayMs !== undefined)
+    throw RheoError.invalid(`${field}.delayMs`, 'cannot be given together with deliverAt: give one of them');
+  if (input.deliverAt !== undefined) return new Date(checkDate(`${field}.deliverAt`, input.deliverAt).getTime());
+  if (input.delayMs !== undefined) return new Date(now + checkInt(`${field}.delayMs`, input.delayMs, 0, MAX_DELAY_MS));
+  return undefined;
 }
 
 const FILTERS = ['type', 'key', 'partition', 'metadata', 'payload'];

@@ -39,6 +39,7 @@ import type {
   AppendInput,
   AppendOptions,
   DeadLetter,
+  DeleteGroupOptions,
   GroupConfig,
   GroupInfo,
   GroupOptions,
@@ -604,6 +605,37 @@ export class Rheo {
         const start = resolveStart('start', options.start, info.partitions);
         await this.groupConfig(stream, group);
         await this.backend.reset(stream, group, start);
+      },
+    );
+  }
+
+  /**
+   * Delete a group and everything of it (positions, deliveries, live leases, dead
+   * letters); other groups and the stream's events are untouched. Requires
+   * `confirm: true`. A lease of the deleted group then answers `stale_lease` or
+   * `group_not_found`; a group created again under the name starts fresh.
+   * `group_not_found` when there is none.
+   */
+  async deleteGroup(stream: string, group: string, options: DeleteGroupOptions): Promise<void> {
+    checkName('stream', stream);
+    checkName('group', group);
+    if (typeof options !== 'object' || options === null || options.confirm !== true) {
+      const message = 'deleteGroup removes the group with its deliveries and dead letters: pass { confirm: true }';
+      throw new RheoError('confirm_required', message, { field: 'confirm' });
+    }
+    return this.traced(
+      'deleteGroup',
+      () => ({ operation: 'deleteGroup', stream, group }),
+      async () => {
+        await this.init();
+        await this.stream(stream);
+        try {
+          await this.backend.deleteGroup(stream, group);
+        } finally {
+          // What this instance remembers of the group goes too (a group re-created under the name may differ).
+          this.maxAttempts.delete(groupKey(stream, group));
+          this.frontiers.forget(stream, group);
+        }
       },
     );
   }

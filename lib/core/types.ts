@@ -27,6 +27,11 @@ export interface RheoEvent<P = JsonValue> {
   type: string | null;
   metadata: EventMetadata;
   payload: P;
+  /**
+   * Set only on a delayed event (appended with `deliverAt` or `delayMs`): no group
+   * is offered it before this time, by the backend's clock.
+   */
+  deliverAt?: Date;
 }
 
 /** What a caller appends. */
@@ -42,6 +47,16 @@ export interface AppendInput<P = JsonValue> {
   partition?: number;
   /** Defaults to the clock's now. */
   timestamp?: Date;
+  /**
+   * Delay the event: no group is offered it before this time (by the backend's
+   * clock). It keeps its place in the log: lag counts it, a group with
+   * `ordering: 'partition'` holds the later events of its partition until it is
+   * settled, and a group without ordering gets them meanwhile. At most one of
+   * `deliverAt` and `delayMs`.
+   */
+  deliverAt?: Date;
+  /** Delay the event by this many ms from now (the backend's clock): `deliverAt` = now + `delayMs`. An integer from 0 to a year (`MAX_DELAY_MS`). */
+  delayMs?: number;
 }
 
 /** Options of append and appendBatch. */
@@ -265,6 +280,12 @@ export interface ResetOptions {
   /** Must be true: reset forgets every delivery of the group. */
   confirm: boolean;
   start?: StartPosition;
+}
+
+/** Options of `Rheo#deleteGroup`. */
+export interface DeleteGroupOptions {
+  /** Must be true: the group's deliveries, leases and dead letters go with it. */
+  confirm: boolean;
 }
 
 /** Which dead letters to redrive. */

@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import { ManualClock, Rheo, RheoError, redisBackend } from '../../lib';
-import { LAYOUT_VERSION } from '../../lib/backends/redis/layout';
+import { BASE_LAYOUT, DELAYED_LAYOUT, LAYOUT_VERSION } from '../../lib/backends/redis/layout';
 import { deleteKeys, freshPrefix, REDIS_URL } from './support';
 
 // The layout version key, and data of layout 1 (written before the key existed)
@@ -37,8 +37,8 @@ async function initError(prefix: string): Promise<RheoError> {
 }
 
 describe('redis layout version', () => {
-  it('is 2, and init records it under an empty prefix', async () => {
-    expect(LAYOUT_VERSION).toBe(2);
+  it('is 3; init records 2 under an empty prefix, and the first delayed event 3', async () => {
+    expect([BASE_LAYOUT, DELAYED_LAYOUT, LAYOUT_VERSION]).toEqual([2, 3, 3]);
     const prefix = prefixFor('fresh');
     const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
     try {
@@ -47,19 +47,34 @@ describe('redis layout version', () => {
       // Not inside any stream's hash tag: one key for the whole prefix.
       await rheo.createStream('s');
       expect((await keysUnder(prefix)).filter((k) => !k.includes('{'))).toEqual([`${prefix}:layout`, `${prefix}:streams`]);
+      // Events without a delay leave the data at layout 2 (older code still reads it right).
+      await rheo.append('s', { payload: 1 });
+      expect(await admin.get(`${prefix}:layout`)).toBe('2');
+      // A delayed event is data layout 2's code would deliver at once: layout 3 is recorded before it is written.
+      await rheo.append('s', { payload: 2, delayMs: 1000 });
+      expect(await admin.get(`${prefix}:layout`)).toBe('3');
     } finally {
       await rheo.close();
+    }
+    // A process of this release starts on layout 3 and leaves it there.
+    const again = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
+    try {
+      await again.init();
+      expect(await admin.get(`${prefix}:layout`)).toBe('3');
+      expect((await again.read('s')).map((e) => e.deliverAt !== undefined)).toEqual([false, true]);
+    } finally {
+      await again.close();
     }
   });
 
   it('refuses at init a layout newer than this code knows, writing nothing', async () => {
     const prefix = prefixFor('newer');
-    await admin.set(`${prefix}:layout`, '3');
+    await admin.set(`${prefix}:layout`, '4');
     const err = await initError(prefix);
     expect(err.code).toBe('failed');
-    expect(err.message).toBe(`Redis layout version 3 at prefix ${prefix} is newer than this nestjs-rheo knows (2): upgrade nestjs-rheo`);
+    expect(err.message).toBe(`Redis layout version 4 at prefix ${prefix} is newer than this nestjs-rheo knows (3): upgrade nestjs-rheo`);
     expect(await keysUnder(prefix)).toEqual([`${prefix}:layout`]);
-    expect(await admin.get(`${prefix}:layout`)).toBe('3');
+    expect(await admin.get(`${prefix}:layout`)).toBe('4');
     // Every later call refuses the same way (init is tried again, not remembered as done).
     expect((await initError(prefix)).message).toMatch(/newer than this nestjs-rheo knows/);
   });

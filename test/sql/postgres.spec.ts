@@ -303,6 +303,7 @@ describe('postgres backend', () => {
         expect(await sources[0].query(`SELECT version, name FROM "${s}".rheo_schema_version ORDER BY version`)).toEqual([
           { version: 1, name: 'initial' },
           { version: 2, name: 'flat-cost' },
+          { version: 3, name: 'delayed-events' },
         ]);
         const r = new Rheo(backends[3]);
         await r.createStream('x');
@@ -326,8 +327,16 @@ describe('postgres backend', () => {
       await d.initialize();
       try {
         const ran = await d.runMigrations();
-        expect(ran.map((m) => m.name)).toEqual(['RheoCreateTables1764374400000', 'RheoFlatCost1796083200000']);
-        expect(await d.query(`SELECT version FROM "${s}".rheo_schema_version ORDER BY version`)).toEqual([{ version: 1 }, { version: 2 }]);
+        expect(ran.map((m) => m.name)).toEqual([
+          'RheoCreateTables1764374400000',
+          'RheoFlatCost1796083200000',
+          'RheoDelayedEvents1798761600000',
+        ]);
+        expect(await d.query(`SELECT version FROM "${s}".rheo_schema_version ORDER BY version`)).toEqual([
+          { version: 1 },
+          { version: 2 },
+          { version: 3 },
+        ]);
         const r = new Rheo(typeormBackend({ dataSource: d, schema: s, install: 'none' }));
         await r.createStream('m');
         await r.createGroup('m', 'g');
@@ -340,6 +349,15 @@ describe('postgres backend', () => {
         const [poison] = await r.fetch('m', 'g');
         await r.reject(poison, { reason: 'bad' });
         await r.close();
+
+        // Version 3's down drops the delay columns, and leaves version 2.
+        await d.undoLastMigration();
+        expect(await d.query(`SELECT version FROM "${s}".rheo_schema_version ORDER BY version`)).toEqual([{ version: 1 }, { version: 2 }]);
+        const delayColumns = await d.query(
+          `SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND column_name IN ('deliver_at', 'delayed_to')`,
+          [s],
+        );
+        expect(delayColumns).toEqual([]);
 
         await d.undoLastMigration();
         // Back to version 1: its six tables and the record, the dead letter a 'dead' delivery again.

@@ -36,6 +36,7 @@ describe('sqlite schema versions', () => {
     expect(await versions(file)).toEqual([
       { version: 1, name: 'initial' },
       { version: 2, name: 'dead-letters-retention' },
+      { version: 3, name: 'delayed-events' },
     ]);
     expect(await tables(file)).toEqual([
       'rheo_dead_letters',
@@ -52,7 +53,7 @@ describe('sqlite schema versions', () => {
     const again = new Rheo(sqliteBackend({ database: file }));
     await again.init();
     await again.close();
-    expect(await versions(file)).toHaveLength(2);
+    expect(await versions(file)).toHaveLength(3);
   });
 
   it("install 'auto' is safe when several backends start on one empty file at once", async () => {
@@ -60,7 +61,7 @@ describe('sqlite schema versions', () => {
     const rheos = Array.from({ length: 4 }, () => new Rheo(sqliteBackend({ database: file })));
     await Promise.all(rheos.map((r) => r.init()));
     await Promise.all(rheos.map((r) => r.close()));
-    expect(await versions(file)).toHaveLength(2);
+    expect(await versions(file)).toHaveLength(3);
   });
 
   it("install 'none' refuses a file without the tables, and creates nothing", async () => {
@@ -68,7 +69,7 @@ describe('sqlite schema versions', () => {
     const rheo = new Rheo(sqliteBackend({ database: file, install: 'none' }));
     await expect(rheo.init()).rejects.toMatchObject({
       code: 'failed',
-      message: expect.stringContaining("the rheo tables are not installed, and this nestjs-rheo needs version 2 with install: 'none'"),
+      message: expect.stringContaining("the rheo tables are not installed, and this nestjs-rheo needs version 3 with install: 'none'"),
     });
     await rheo.close();
     expect(await tables(file)).toEqual([]);
@@ -79,19 +80,20 @@ describe('sqlite schema versions', () => {
     const made = new Rheo(sqliteBackend({ database: file }));
     await made.createStream('kept');
     await made.close();
-    await onFile(file, (ds) => ds.query(`INSERT INTO rheo_schema_version (version, name, applied_at) VALUES (3, 'from-the-future', 0)`));
+    await onFile(file, (ds) => ds.query(`INSERT INTO rheo_schema_version (version, name, applied_at) VALUES (4, 'from-the-future', 0)`));
     for (const install of ['auto', 'none'] as const) {
       const rheo = new Rheo(sqliteBackend({ database: file, install }));
       await expect(rheo.init()).rejects.toMatchObject({
         code: 'failed',
-        message: expect.stringContaining('schema version 3, which is newer than this nestjs-rheo knows (2): upgrade nestjs-rheo'),
+        message: expect.stringContaining('schema version 4, which is newer than this nestjs-rheo knows (3): upgrade nestjs-rheo'),
       });
       await rheo.close();
     }
     expect(await versions(file)).toEqual([
       { version: 1, name: 'initial' },
       { version: 2, name: 'dead-letters-retention' },
-      { version: 3, name: 'from-the-future' },
+      { version: 3, name: 'delayed-events' },
+      { version: 4, name: 'from-the-future' },
     ]);
     expect(await onFile(file, (ds) => ds.query(`SELECT name FROM rheo_streams`))).toEqual([{ name: 'kept' }]);
   });

@@ -101,7 +101,7 @@ describe('sqlite backend', () => {
     const d = new DataSource({ type: 'better-sqlite3', database: file, migrations: rheoMigrations() });
     await d.initialize();
     try {
-      expect((await d.runMigrations()).length).toBe(2);
+      expect((await d.runMigrations()).length).toBe(3);
       const r = new Rheo(typeormBackend({ dataSource: d, install: 'none' }));
       expect((await r.read('kept')).map((e) => e.payload)).toEqual(['still here']);
       expect((await r.append('kept', { payload: 'more' })).sequence).toBe(2);
@@ -126,9 +126,14 @@ describe('sqlite backend', () => {
       expect(await d.query(`SELECT version, name FROM rheo_schema_version ORDER BY version`)).toEqual([
         { version: 1, name: 'initial' },
         { version: 2, name: 'dead-letters-retention' },
+        { version: 3, name: 'delayed-events' },
       ]);
       await r.close();
-      // Each version's down undoes it: version 2's leaves version 1's tables, version 1's leaves nothing.
+      // Each version's down undoes it: version 3's drops the delay columns, version 2's leaves version 1's
+      // tables, version 1's leaves nothing.
+      await d.undoLastMigration();
+      expect(await d.query(`SELECT name FROM pragma_table_info('rheo_events') WHERE name = 'deliver_at'`)).toEqual([]);
+      expect(await d.query(`SELECT version FROM rheo_schema_version ORDER BY version`)).toHaveLength(2);
       await d.undoLastMigration();
       const tables = async () =>
         (await d.query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rheo_%' ORDER BY name`)).map(

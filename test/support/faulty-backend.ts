@@ -232,6 +232,12 @@ export class FaultyBackend implements Backend {
   claimTurn(job: string, holder: string, ttlMs: number) {
     return this.inner.claimTurn(job, holder, ttlMs);
   }
+  releaseTurn(job: string, holder: string) {
+    return this.inner.releaseTurn(job, holder);
+  }
+  deleteGroup(stream: string, group: string) {
+    return this.inner.deleteGroup(stream, group);
+  }
   getStream(stream: string) {
     return this.inner.getStream(stream);
   }

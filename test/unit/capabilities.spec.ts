@@ -1,7 +1,7 @@
 import { createCapabilities, MemoryBackend, RheoError } from '../../lib';
 
 const GUARANTEES = ['durable', 'distributed', 'partitions', 'contiguousFrontier', 'replay', 'orderedPartitions'];
-const MECHANISMS = ['notifications', 'blockingReads', 'batchWrites', 'secondaryIndexes', 'transactionalAppend'];
+const MECHANISMS = ['notifications', 'blockingReads', 'batchWrites', 'secondaryIndexes', 'transactionalAppend', 'transactionalAck'];
 
 function invalidField(make: () => unknown): string | undefined {
   try {

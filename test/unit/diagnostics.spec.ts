@@ -180,6 +180,7 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the facade on $name', (
       }),
     );
     expect(purged).toBe(0);
+    await expectTraced('deleteGroup', () => rheo.deleteGroup(stream, group, { confirm: true }), { stream, group });
   });
 
   it('an operation that fails fires error with the RheoError, then asyncStart and asyncEnd', async () => {

@@ -34,6 +34,7 @@ import type {
 import { createCapabilities } from '../capabilities';
 import { eventFilter, mergeByPosition, partitionRange, queryPartitions } from '../query';
 import { copyGroupConfig, copyStreamInfo } from '../copies';
+import { claimPastDelays, type ClaimRound } from '../delays';
 import { PartitionLog, StoredEvent } from './partition-log';
 
 /** Options of {@link memoryBackend}. */
@@ -237,6 +238,14 @@ export class MemoryBackend implements Backend {
       .sort((a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
   }
 
+  async deleteGroup(stream: string, group: string): Promise<void> {
+    const { s } = this.group(stream, group);
+    // Every lease, delivery and dead letter lives in the group's record: dropping it drops them all.
+    s.groups.delete(group);
+    // A waiting consumer of the group looks again now, and learns it is gone.
+    this.wake(s);
+  }
+
   // ------------------------------------------------------------ the log
 
   async append(stream: string, events: NewEvent[]): Promise<RheoEvent[]> {
@@ -267,6 +276,7 @@ export class MemoryBackend implements Backend {
         metadata: e.metadataJson,
         payload: e.payloadJson,
       };
+      if (e.deliverAt !== undefined) stored.deliverAt = e.deliverAt.getTime();
       log.push(stored);
       batchIds.set(e.id, stored);
       s.byId.set(e.id, stored);
@@ -313,6 +323,11 @@ export class MemoryBackend implements Backend {
   async fetch(req: FetchRequest): Promise<Lease[]> {
     const { s, g } = this.group(req.stream, req.group);
     const now = this.clock.now();
+    return claimPastDelays(req.limit, async (limit) => this.claimRound({ ...req, limit }, s, g, now));
+  }
+
+  /** One claim of up to `req.limit` events; a delayed event reached before its time is parked (see ../delays.ts). */
+  private claimRound(req: FetchRequest, s: MemStream, g: MemGroup, now: number): ClaimRound<Lease> {
     const partitions = req.partitions ?? s.log.map((_, p) => p);
     const strict = g.config.ordering === 'partition';
     // Candidates per partition, in sequence order: open deliveries that are claimable, then fresh events.
@@ -341,24 +356,30 @@ export class MemoryBackend implements Backend {
       }
       if (seqs.length) queues.push({ p, seqs });
     }
-    // Round-robin over partitions, starting where the last fetch left off.
+    // Round-robin over partitions, starting where the last fetch left off. A parked event takes its place too.
     const leases: Lease[] = [];
+    let taken = 0;
+    let parked = 0;
     const start = g.nextPartition++ % Math.max(1, queues.length);
-    for (let round = 0; leases.length < req.limit; round++) {
+    for (let round = 0; taken < req.limit; round++) {
       let took = false;
-      for (let i = 0; i < queues.length && leases.length < req.limit; i++) {
+      for (let i = 0; i < queues.length && taken < req.limit; i++) {
         const q = queues[(start + i) % queues.length];
         if (round < q.seqs.length) {
-          leases.push(this.claim(req, s, g, q.p, q.seqs[round], now));
+          const lease = this.claim(req, s, g, q.p, q.seqs[round], now);
+          if (lease) leases.push(lease);
+          else parked++;
+          taken++;
           took = true;
         }
       }
       if (!took) break;
     }
-    return leases;
+    return { leases, parked };
   }
 
-  private claim(req: FetchRequest, s: MemStream, g: MemGroup, p: number, seq: number, now: number): Lease {
+  /** Lease one event; null when it is a delayed event reached before its time, which is parked instead. */
+  private claim(req: FetchRequest, s: MemStream, g: MemGroup, p: number, seq: number, now: number): Lease | null {
     const part = g.parts[p];
     let d = part.deliveries.get(seq);
     if (!d) {
@@ -366,6 +387,12 @@ export class MemoryBackend implements Backend {
       part.deliveries.set(seq, d);
       part.open.add(seq);
       if (seq >= part.cursor) part.cursor = seq + 1;
+      const deliverAt = s.log[p].get(seq)!.deliverAt;
+      if (deliverAt !== undefined && deliverAt > now) {
+        // Parked: due at its deliverAt like a nack's delay, holding the frontier until it is settled.
+        d.availableAt = deliverAt;
+        return null;
+      }
     }
     d.state = 'leased';
     d.attempt += 1;
@@ -513,6 +540,7 @@ export class MemoryBackend implements Backend {
     g.dead.delete(eventId);
     g.deadOrder = null;
     if (seq >= part.cursor) return false; // never delivered: already pending
+    const before = part.deliveries.get(seq);
     const d: Delivery = {
       sequence: seq,
       state: 'available',
@@ -521,7 +549,8 @@ export class MemoryBackend implements Backend {
       consumerId: null,
       leasedAt: 0,
       expiresAt: 0,
-      availableAt: 0,
+      // A delayed event never offered yet (parked: available at attempt 0) keeps its time (ADR 028).
+      availableAt: before && before.state === 'available' && before.attempt === 0 ? before.availableAt : 0,
     };
     part.deliveries.set(seq, d);
     part.open.add(seq);
@@ -575,7 +604,9 @@ export class MemoryBackend implements Backend {
         if (d.state === 'leased' && d.expiresAt > now) inflight++;
       }
       const next = s.log[p].get(part.frontier + 1);
-      if (next && (oldest === null || next.timestamp < oldest)) oldest = next.timestamp;
+      // A delayed event is unsettled from its deliverAt on (before, it is not due: age 0).
+      const since = next ? Math.max(next.timestamp, next.deliverAt ?? next.timestamp) : null;
+      if (since !== null && (oldest === null || since < oldest)) oldest = since;
     });
     return {
       stream,
@@ -679,6 +710,13 @@ export class MemoryBackend implements Backend {
     return true;
   }
 
+  async releaseTurn(job: string, holder: string): Promise<boolean> {
+    this.open();
+    if (this.turns.get(job)?.holder !== holder) return false;
+    this.turns.delete(job);
+    return true;
+  }
+
   // ------------------------------------------------------------ wake-ups
 
   wait(req: WaitRequest): Promise<void> {
@@ -760,7 +798,7 @@ function eventOrNull(stream: string, e: StoredEvent | undefined): RheoEvent | nu
 // Records leave as deep copies (Dates included), so a caller can never change the store through them.
 
 function toEvent(stream: string, e: StoredEvent): RheoEvent {
-  return {
+  const event: RheoEvent = {
     id: e.id,
     stream,
     partition: e.partition,
@@ -771,6 +809,8 @@ function toEvent(stream: string, e: StoredEvent): RheoEvent {
     metadata: JSON.parse(e.metadata) as EventMetadata,
     payload: JSON.parse(e.payload) as JsonValue,
   };
+  if (e.deliverAt !== undefined) event.deliverAt = new Date(e.deliverAt);
+  return event;
 }
 
 /** An in-process backend for tests, demos and single-process apps that need no durability. */

@@ -8,6 +8,8 @@ export interface StoredEvent {
   type: string | null;
   metadata: string;
   payload: string;
+  /** A delayed event's deliverAt, ms; absent on events without a delay. */
+  deliverAt?: number;
 }
 
 /**

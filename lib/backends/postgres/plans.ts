@@ -62,16 +62,22 @@ export interface DbAllocated {
   woke: DbInt;
 }
 
-/** A delivery a claim leased (fetch, fetchOrdered): its event, attempt and new lease id. */
-export interface DbClaimed extends DbEvent {
-  attempt: number;
-  lease_id: string;
-}
+/**
+ * A delivery a claim leased (fetch, fetchOrdered): its event, attempt and new
+ * lease id; or a delayed event it parked (no lease id, no event columns).
+ */
+export type DbClaimed = { attempt: number } & (({ lease_id: string } & DbEvent) | ({ lease_id: null } & DbNulls<DbEvent>));
 
 /** An op of a batch whose lease held (renew; settle and release: {@link DbSettled}): its index `i`, and whether its receipt matched. */
 export interface DbFenced {
   i: number;
   receipt_ok: boolean;
+  /**
+   * The statement changed the row. False with `receipt_ok` when a change of the
+   * same row committed while the statement waited for its lock (see heldBy): the
+   * lease still holds, and the caller runs the op again.
+   */
+  applied: boolean;
 }
 
 /** A settled or released op: {@link DbFenced}, and how many streams were notified (settle, release). */
@@ -106,7 +112,7 @@ const STREAM_COLUMNS = `name, partitions, created_at, max_age_ms, max_events, de
 
 /** The per-row columns of an event as every read returns them. */
 // JSON leaves as text and is parsed once in JS, the same for both dialects.
-export const EVENT_COLUMNS = `e.id, e.partition, e.sequence, e.ts, e.key, e.type, e.metadata::text AS metadata, e.payload::text AS payload`;
+export const EVENT_COLUMNS = `e.id, e.partition, e.sequence, e.ts, e.key, e.type, e.metadata::text AS metadata, e.payload::text AS payload, e.deliver_at`;
 
 /**
  * The delivery an op names, locked: one primary-key probe per op (a LATERAL
@@ -116,6 +122,13 @@ export const EVENT_COLUMNS = `e.id, e.partition, e.sequence, e.ts, e.key, e.type
  * statement keeps would pair every op with every row (100 ops took 10 ms) or scan
  * the table, once it has grown. A probe per op, and a change by ctid per op, cost
  * the same whatever the statistics said when the statement was planned.
+ *
+ * One race it cannot close by itself: when another transaction changed the row
+ * (a renewal of the same lease) and commits while this statement waits for the
+ * lock, FOR UPDATE hands back the row's newest version, whose ctid the
+ * statement's own snapshot does not see; the change by ctid then finds nothing.
+ * So each statement also says which ops it really changed (`applied`), and the
+ * backend runs the others again: the next statement's snapshot sees the row.
  */
 function heldBy(t: TableNames, op: string, fence: string): string {
   return `CROSS JOIN LATERAL (
@@ -198,9 +211,12 @@ export function pgPlans(t: TableNames) {
     // ---------------------------------------------------------------- the log
 
     /** Append a batch whose ids may already be stored: see {@link appendPlan}. */
-    append: returning<DbAppended>(appendPlan(t)),
+    append: returning<DbAppended>(appendPlan(t, false)),
     /** Append a batch assuming none of its ids is stored: see {@link appendFreshPlan}. */
-    appendFresh: returning<DbAllocated>(appendFreshPlan(t)),
+    appendFresh: returning<DbAllocated>(appendFreshPlan(t, false)),
+    /** The same two for a batch with a delayed event: each event's deliver_at too, and the partitions' delayed_to mark. */
+    appendDelayed: returning<DbAppended>(appendPlan(t, true)),
+    appendFreshDelayed: returning<DbAllocated>(appendFreshPlan(t, true)),
 
     /** Never below the trim point: a trim's chunks may still be deleting there. */
     read: returning<DbEvent>(`
@@ -258,12 +274,12 @@ export function pgPlans(t: TableNames) {
       ), finished AS (
         DELETE FROM ${t.deliveries} d USING decided h
         WHERE h.outcome IN ('ack', 'dead') AND d.ctid = h.row_id
-        RETURNING h.outcome, d.stream, d.group_name, d.partition, d.sequence, d.attempt, h.reason
+        RETURNING h.i, h.outcome, d.stream, d.group_name, d.partition, d.sequence, d.attempt, h.reason
       ), retried AS (
         UPDATE ${t.deliveries} d SET state = 'available', lease_id = NULL, due_at = h.due_at, reason = h.reason
         FROM decided h
         WHERE h.outcome = 'retry' AND d.ctid = h.row_id
-        RETURNING d.stream
+        RETURNING h.i, d.stream
       ), buried AS (
         -- The event's id travels with the dead letter: it outlives a trimmed event.
         INSERT INTO ${t.deadLetters} (stream, group_name, partition, sequence, event_id, attempt, reason, dead_at)
@@ -276,7 +292,9 @@ export function pgPlans(t: TableNames) {
         -- A retry is due again; in a partition-ordered group any settle frees the next event.
         SELECT pg_notify($17, s.stream) FROM (SELECT stream FROM retried UNION SELECT stream FROM decided WHERE ordered) s
       )
-      SELECT h.i, h.receipt_ok, (SELECT count(*) FROM wake) AS woke FROM held h`),
+      SELECT h.i, h.receipt_ok, h.i IN (SELECT i FROM finished UNION ALL SELECT i FROM retried) AS applied,
+             (SELECT count(*) FROM wake) AS woke
+      FROM held h`),
 
     /**
      * Give leases back unhandled, in one statement: each delivery becomes due at $1
@@ -301,11 +319,43 @@ export function pgPlans(t: TableNames) {
         UPDATE ${t.deliveries} d SET state = 'available', lease_id = NULL, attempt = GREATEST(d.attempt - 1, 0), due_at = $1
         FROM held h
         WHERE h.receipt_ok AND d.ctid = h.row_id
-        RETURNING d.stream
+        RETURNING h.i, d.stream
       ), wake AS (
         SELECT pg_notify($9, s.stream) FROM (SELECT DISTINCT stream FROM released) s
       )
-      SELECT h.i, h.receipt_ok, (SELECT count(*) FROM wake) AS woke FROM held h`),
+      SELECT h.i, h.receipt_ok, h.i IN (SELECT i FROM released) AS applied, (SELECT count(*) FROM wake) AS woke FROM held h`),
+
+    /**
+     * The ack of a transactional consumer, run inside the handler's own
+     * transaction (ackInTransaction): the delivery is deleted only while the
+     * lease is live ($6 the lease id, leased, not expired at $1) and the receipt
+     * $7 matches, and the deletion holds its row lock until that transaction
+     * ends, so no claim (SKIP LOCKED) or settle can slip in between the fence and
+     * the commit. One plain DELETE by primary key, not heldBy's lock-then-ctid:
+     * if a renewal of the same lease commits while this waits for its row lock,
+     * the DELETE re-checks the renewed row and deletes it, where a ctid taken
+     * from the locking subquery names a row version this statement's snapshot
+     * cannot see (it would answer "held" and delete nothing). `live` (the
+     * statement's snapshot) tells a foreign receipt from a stale lease when
+     * nothing was deleted. The NOTIFY ($8, for a partition-ordered group: $9) is
+     * delivered at the commit, like the ack. Unlike settle it leaves
+     * synchronous_commit alone: the transaction is the caller's, and so is its
+     * durability.
+     */
+    ackInTransaction: returning<{ acked: number; live: boolean; woke: DbInt }>(`
+      WITH acked AS (
+        DELETE FROM ${t.deliveries} d
+        WHERE d.stream = $2 AND d.group_name = $3 AND d.partition = $4 AND d.sequence = $5
+          AND d.lease_id = $6 AND d.state = 'leased' AND d.due_at > $1 AND $7::text = $6::text
+        RETURNING d.stream
+      ), wake AS (
+        SELECT pg_notify($8, a.stream) FROM acked a WHERE $9::bool
+      )
+      SELECT (SELECT count(*) FROM acked)::int AS acked,
+             EXISTS (SELECT 1 FROM ${t.deliveries} d
+                     WHERE d.stream = $2 AND d.group_name = $3 AND d.partition = $4 AND d.sequence = $5
+                       AND d.lease_id = $6 AND d.state = 'leased' AND d.due_at > $1) AS live,
+             (SELECT count(*) FROM wake) AS woke`),
 
     /** Extend live leases to $2; same fencing as settle. */
     renew: returning<DbFenced>(`
@@ -319,8 +369,9 @@ export function pgPlans(t: TableNames) {
         UPDATE ${t.deliveries} d SET due_at = $2
         FROM live l
         WHERE l.receipt_ok AND d.ctid = l.row_id
+        RETURNING l.i
       )
-      SELECT i, receipt_ok FROM live`),
+      SELECT i, receipt_ok, i IN (SELECT i FROM renewed) AS applied FROM live`),
 
     // ---------------------------------------------------------------- replay, reset, redrive
 
@@ -362,11 +413,12 @@ export function pgPlans(t: TableNames) {
         FROM (SELECT partition, min(sequence) AS first FROM chosen GROUP BY partition) c
         WHERE g.stream = $1 AND g.group_name = $2 AND g.partition = c.partition
       )
-      INSERT INTO ${t.deliveries} (stream, group_name, partition, sequence, state, attempt, due_at)
+      INSERT INTO ${t.deliveries} AS d (stream, group_name, partition, sequence, state, attempt, due_at)
       SELECT $1, $2, c.partition, c.sequence, 'available', 0, 0 FROM chosen c
       ON CONFLICT (stream, group_name, partition, sequence)
+      -- A delayed event never offered yet (parked: available at attempt 0) keeps its time (ADR 028).
       DO UPDATE SET state = 'available', attempt = 0, lease_id = NULL, consumer_id = NULL, leased_at = NULL,
-                    due_at = 0, reason = NULL
+                    due_at = CASE WHEN d.state = 'available' AND d.attempt = 0 THEN d.due_at ELSE 0 END, reason = NULL
       RETURNING partition, sequence`),
 
     /**
@@ -399,7 +451,8 @@ export function pgPlans(t: TableNames) {
       SELECT g.partition, p.hwm, c.cursor,
              LEAST(c.cursor - 1, COALESCE(o.first_open - 1, c.cursor - 1)) AS frontier,
              COALESCE(o.live, 0) AS live,
-             (SELECT e.ts FROM ${t.events} e
+             -- A delayed event is unsettled from its deliver_at on.
+             (SELECT GREATEST(e.ts, e.deliver_at) FROM ${t.events} e
                WHERE e.stream = $1 AND e.partition = g.partition
                  AND e.sequence = LEAST(c.cursor, COALESCE(o.first_open, c.cursor))) AS oldest_ts
       FROM ${t.groupPartitions} g
@@ -497,31 +550,43 @@ function redrivePlan(t: TableNames, which: 'all' | 'ids'): string {
  * Used in a caller's transaction (where a failed statement would abort it) and
  * when {@link appendFreshPlan} met an id already stored.
  */
-function appendPlan(t: TableNames): string {
+function appendPlan(t: TableNames, delayed: boolean): string {
+  // With delayed events ($11: each event's deliver_at, null when it has none), each partition's delayed_to
+  // moves to its last delayed event: base + that event's rank among the partition's fresh events.
+  const rank = delayed ? `, row_number() OVER (PARTITION BY partition ORDER BY ord) AS rank` : '';
   return `
       WITH input AS (
-        SELECT * FROM unnest($2::text[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::json[], $8::json[], $10::bigint[])
-          WITH ORDINALITY AS i(id, partition, ts, key, type, metadata, payload, bloom, ord)
+        SELECT * FROM unnest($2::text[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::json[], $8::json[], $10::bigint[]${delayed ? ', $11::bigint[]' : ''})
+          WITH ORDINALITY AS i(id, partition, ts, key, type, metadata, payload, bloom, ${delayed ? 'deliver_at, ' : ''}ord)
       ), known AS (
         SELECT i.ord, ${EVENT_COLUMNS}
         FROM input i JOIN ${t.events} e ON e.stream = $1 AND e.id = i.id
       ), fresh AS (
-        SELECT * FROM input WHERE ord NOT IN (SELECT ord FROM known)
+        SELECT *${rank} FROM input WHERE ord NOT IN (SELECT ord FROM known)
       ), locked AS (
         SELECT p.partition, p.ts_max FROM ${t.partitions} p
         WHERE p.stream = $1 AND p.partition IN (SELECT partition FROM fresh)
         ORDER BY p.partition
         FOR UPDATE
       ), allocated AS (
-        UPDATE ${t.partitions} p SET hwm = p.hwm + n.count, ts_max = GREATEST(p.ts_max, n.ts_max)
-        FROM (SELECT f.partition, count(*) AS count, max(f.ts) AS ts_max FROM fresh f GROUP BY f.partition) n
+        UPDATE ${t.partitions} p SET hwm = p.hwm + n.count, ts_max = GREATEST(p.ts_max, n.ts_max)${
+          delayed
+            ? `,
+            delayed_to = COALESCE(p.hwm + n.delayed, p.delayed_to)`
+            : ''
+        }
+        FROM (SELECT f.partition, count(*) AS count, max(f.ts) AS ts_max${
+          delayed ? ', max(f.rank) FILTER (WHERE f.deliver_at IS NOT NULL) AS delayed' : ''
+        } FROM fresh f GROUP BY f.partition) n
         JOIN locked l ON l.partition = n.partition
         WHERE p.stream = $1 AND p.partition = n.partition
         RETURNING p.partition, p.hwm - n.count AS base, l.ts_max AS ts_before
       ), stored AS (
-        INSERT INTO ${t.events} (stream, partition, sequence, id, ts, ts_max, key, type, metadata, payload, bloom)
+        INSERT INTO ${t.events} (stream, partition, sequence, id, ts, ts_max, key, type, metadata, payload, bloom${delayed ? ', deliver_at' : ''})
         SELECT $1, f.partition, a.base + row_number() OVER w, f.id, f.ts,
-               NULLIF(GREATEST(a.ts_before, max(f.ts) OVER w), f.ts), f.key, f.type, f.metadata, f.payload, f.bloom
+               NULLIF(GREATEST(a.ts_before, max(f.ts) OVER w), f.ts), f.key, f.type, f.metadata, f.payload, f.bloom${
+                 delayed ? ', f.deliver_at' : ''
+               }
         FROM fresh f JOIN allocated a ON a.partition = f.partition
         WINDOW w AS (PARTITION BY f.partition ORDER BY f.ord)
         RETURNING id, sequence
@@ -529,10 +594,11 @@ function appendPlan(t: TableNames): string {
         SELECT pg_notify($9, $1) AS n WHERE EXISTS (SELECT 1 FROM stored)
       )
       SELECT f.ord, s.sequence, NULL::text AS id, NULL::int AS partition, NULL::bigint AS ts, NULL::text AS key,
-             NULL::text AS type, NULL::text AS metadata, NULL::text AS payload, (SELECT count(*) FROM wake) AS woke
+             NULL::text AS type, NULL::text AS metadata, NULL::text AS payload, NULL::bigint AS deliver_at,
+             (SELECT count(*) FROM wake) AS woke
       FROM fresh f JOIN stored s ON s.id = f.id
       UNION ALL
-      SELECT k.ord, k.sequence, k.id, k.partition, k.ts, k.key, k.type, k.metadata, k.payload, 0
+      SELECT k.ord, k.sequence, k.id, k.partition, k.ts, k.key, k.type, k.metadata, k.payload, k.deliver_at, 0
       FROM known k`;
 }
 
@@ -565,29 +631,35 @@ export const JSON_SEPARATOR = '\u001e';
  * $11 running timestamp maxima, $12..$14 per partition (ascending): partition,
  * count, maximum timestamp; $15 the Bloom filters of the events' fields.
  */
-function appendFreshPlan(t: TableNames): string {
+function appendFreshPlan(t: TableNames, delayed: boolean): string {
+  // With delayed events: $16 each event's deliver_at (null when it has none), $17 per partition (as $12) the
+  // rank of its last delayed event in the batch (null when none): delayed_to moves to base + that rank.
   return `
       WITH counts AS (
-        SELECT * FROM unnest($12::int[], $13::int[], $14::bigint[]) AS c(partition, n, ts_max)
+        SELECT * FROM unnest($12::int[], $13::int[], $14::bigint[]${delayed ? ', $17::int[]' : ''}) AS c(partition, n, ts_max${
+          delayed ? ', delayed' : ''
+        })
       ), locked AS (
         SELECT p.partition, p.ts_max FROM ${t.partitions} p
         WHERE p.stream = $1 AND p.partition = ANY($12::int[])
         ORDER BY p.partition
         FOR UPDATE
       ), allocated AS (
-        UPDATE ${t.partitions} p SET hwm = p.hwm + c.n, ts_max = GREATEST(p.ts_max, c.ts_max)
+        UPDATE ${t.partitions} p SET hwm = p.hwm + c.n, ts_max = GREATEST(p.ts_max, c.ts_max)${
+          delayed ? ', delayed_to = COALESCE(p.hwm + c.delayed, p.delayed_to)' : ''
+        }
         FROM counts c JOIN locked l ON l.partition = c.partition
         WHERE p.stream = $1 AND p.partition = c.partition
         RETURNING p.partition, p.hwm - c.n AS base, l.ts_max AS ts_before
       ), stored AS (
-        INSERT INTO ${t.events} (stream, partition, sequence, id, ts, ts_max, key, type, metadata, payload, bloom)
+        INSERT INTO ${t.events} (stream, partition, sequence, id, ts, ts_max, key, type, metadata, payload, bloom${delayed ? ', deliver_at' : ''})
         SELECT $1, i.partition, a.base + i.rank, i.id, i.ts, NULLIF(GREATEST(a.ts_before, i.ts_run), i.ts),
-               NULLIF(i.key, ''), NULLIF(i.type, ''), i.metadata::json, i.payload::json, i.bloom
+               NULLIF(i.key, ''), NULLIF(i.type, ''), i.metadata::json, i.payload::json, i.bloom${delayed ? ', i.deliver_at' : ''}
         FROM ROWS FROM (string_to_table($2::text, chr(30)), unnest($3::int[]), unnest($4::bigint[]),
                         string_to_table($5::text, chr(30)), string_to_table($6::text, chr(30)),
                         string_to_table($7::text, chr(30)), string_to_table($8::text, chr(30)),
-                        unnest($10::int[]), unnest($11::bigint[]), unnest($15::bigint[]))
-          AS i(id, partition, ts, key, type, metadata, payload, rank, ts_run, bloom)
+                        unnest($10::int[]), unnest($11::bigint[]), unnest($15::bigint[])${delayed ? ', unnest($16::bigint[])' : ''})
+          AS i(id, partition, ts, key, type, metadata, payload, rank, ts_run, bloom${delayed ? ', deliver_at' : ''})
         JOIN allocated a ON a.partition = i.partition
         RETURNING 1
       ), wake AS (
@@ -608,6 +680,10 @@ function appendFreshPlan(t: TableNames): string {
  * GREATEST(cursor, trimmed_to + 1), and a delivery at or below trimmed_to (a group
  * that started while a trim ran) is never claimed, so no claim leases an event a
  * trim is deleting. (rheo_deliveries holds no dead letters: nothing here reads one.)
+ * A fresh delayed event before its deliver_at is chosen like any fresh event (it
+ * takes a place of the limit, and the cursor passes it) but parked, not leased:
+ * its delivery is 'available' at attempt 0, due at deliver_at, and it comes back
+ * without a lease id (the caller claims again for the places parked events took).
  *
  * Deliveries are read from the group partition's `low` on: a bound at or below
  * every delivery in flight there. Acked deliveries leave dead index entries below
@@ -631,10 +707,22 @@ function appendFreshPlan(t: TableNames): string {
  * per chosen row (7 s for a claim of 1,000 out of 40,000). By ctid each chosen row
  * is one tuple fetch, whatever the statistics say.
  */
+/**
+ * A fresh candidate's park time: its deliver_at when it is a delayed event not
+ * yet due at $4, else NULL (lease it). The event is read only at or below the
+ * partition's `delayed_to` (the last delayed event's sequence), so a claim over
+ * events without a delay reads nothing more than before (ADR 028).
+ */
+function parkAt(t: TableNames, partition: string, sequence: string, delayedTo: string): string {
+  return `CASE WHEN ${sequence} <= ${delayedTo} THEN (
+          SELECT x.deliver_at FROM ${t.events} x
+          WHERE x.stream = $1 AND x.sequence = ${sequence} AND x.partition = ${partition} AND x.deliver_at > $4) END`;
+}
+
 function claimPlan(t: TableNames, mode: 'any' | 'ordered'): string {
   const served = `
       served AS (
-        SELECT g.partition, GREATEST(g.cursor, p.trimmed_to + 1) AS cursor, p.hwm,
+        SELECT g.partition, GREATEST(g.cursor, p.trimmed_to + 1) AS cursor, p.hwm, p.delayed_to,
                GREATEST(g.low, p.trimmed_to + 1) AS low,
                -- Whether the row this statement locked is the one its snapshot saw: see the low bound above.
                g.xmin = (SELECT v.xmin FROM ${t.groupPartitions} v
@@ -658,14 +746,14 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered'): string {
           FOR UPDATE SKIP LOCKED
         ) d
       ), candidates AS (
-        SELECT partition, sequence, fresh, row_id FROM due
+        SELECT partition, sequence, fresh, row_id, NULL::bigint AS park_at FROM due
         UNION ALL
-        SELECT s.partition, q.sequence, 1, NULL::tid FROM served s
+        SELECT s.partition, q.sequence, 1, NULL::tid, ${parkAt(t, 's.partition', 'q.sequence', 's.delayed_to')} FROM served s
         CROSS JOIN LATERAL generate_series(s.cursor, LEAST(s.hwm, s.cursor + $5 - 1)) AS q(sequence)
       )`
       : `
       heads AS (
-        SELECT s.partition, s.cursor, s.hwm, o.sequence AS open_seq, o.due_at, o.state, o.row_id,
+        SELECT s.partition, s.cursor, s.hwm, s.delayed_to, o.sequence AS open_seq, o.due_at, o.state, o.row_id,
                EXISTS (SELECT 1 FROM ${t.deliveries} l
                         WHERE l.stream = $1 AND l.group_name = $2 AND l.partition = s.partition
                           AND l.sequence >= s.low AND l.state = 'leased' AND l.due_at > $4) AS busy
@@ -675,16 +763,16 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered'): string {
           ORDER BY d.sequence LIMIT 1
         ) o ON true
       ), candidates AS (
-        SELECT partition, open_seq AS sequence, 0 AS fresh, row_id FROM heads
+        SELECT partition, open_seq AS sequence, 0 AS fresh, row_id, NULL::bigint AS park_at FROM heads
         WHERE NOT busy AND open_seq IS NOT NULL AND due_at <= $4
         UNION ALL
-        SELECT partition, cursor, 1, NULL::tid FROM heads
-        WHERE NOT busy AND open_seq IS NULL AND cursor <= hwm
+        SELECT h.partition, h.cursor, 1, NULL::tid, ${parkAt(t, 'h.partition', 'h.cursor', 'h.delayed_to')} FROM heads h
+        WHERE NOT h.busy AND h.open_seq IS NULL AND h.cursor <= h.hwm
       )`;
   return `
       WITH ${served},${candidates},
       chosen AS (
-        SELECT $1::text AS stream, $2::text AS group_name, partition, sequence, fresh, row_id,
+        SELECT $1::text AS stream, $2::text AS group_name, partition, sequence, fresh, row_id, park_at,
                row_number() OVER (ORDER BY turn, (partition - $6 + $7) % $7) AS pos
         FROM (
           SELECT c.*, row_number() OVER (PARTITION BY c.partition ORDER BY c.fresh, c.sequence) AS turn FROM candidates c
@@ -699,8 +787,13 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered'): string {
         WHERE c.fresh = 0 AND d.ctid = c.row_id AND d.due_at <= $4
         RETURNING d.partition, d.sequence, d.attempt, d.lease_id
       ), opened AS (
+        -- A fresh event is leased, or, when it is a delayed event before its time, parked: available at
+        -- attempt 0, due at its deliver_at (no lease id: the final SELECT returns it without its event).
         INSERT INTO ${t.deliveries} (stream, group_name, partition, sequence, state, attempt, lease_id, consumer_id, leased_at, due_at)
-        SELECT $1, $2, partition, sequence, 'leased', 1, gen_random_uuid()::text, $8, $4, $4 + $9 FROM chosen WHERE fresh = 1
+        SELECT $1, $2, partition, sequence, CASE WHEN park_at IS NULL THEN 'leased' ELSE 'available' END,
+               CASE WHEN park_at IS NULL THEN 1 ELSE 0 END, CASE WHEN park_at IS NULL THEN gen_random_uuid()::text END,
+               CASE WHEN park_at IS NULL THEN $8 END, CASE WHEN park_at IS NULL THEN $4 END, COALESCE(park_at, $4 + $9)
+        FROM chosen WHERE fresh = 1
         ON CONFLICT DO NOTHING
         RETURNING partition, sequence, attempt, lease_id
       ), lows AS (
@@ -724,6 +817,6 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered'): string {
       SELECT l.attempt, l.lease_id, ${EVENT_COLUMNS}
       FROM (SELECT * FROM leased UNION ALL SELECT * FROM opened) l
       JOIN chosen c ON c.partition = l.partition AND c.sequence = l.sequence
-      JOIN ${t.events} e ON e.stream = $1 AND e.partition = l.partition AND e.sequence = l.sequence
+      LEFT JOIN ${t.events} e ON e.stream = $1 AND e.partition = l.partition AND e.sequence = l.sequence AND l.lease_id IS NOT NULL
       ORDER BY c.pos`;
 }

@@ -27,26 +27,39 @@ import type {
   ResolvedStart,
   SettleOp,
   SettleResult,
+  TransactionalAck,
   TrimRequest,
   WaitRequest,
 } from '../backend';
+import { classifySettleError } from '../../core/settle';
 import { createCapabilities } from '../capabilities';
 import { SqlBackendBase } from '../sql/base';
 import { isUniqueViolation, mapDriverError, StatementKind } from '../sql/errors';
+import { groupRemovalPlans } from '../sql/group-removal';
 import type { PgDataSourceOptions, PostgresDriver, TypeormDataSource, TypeormModule, TypeormQueryable } from '../sql/external';
 import { checkSchemaName, notifyChannel, pgTables } from '../sql/names';
 import { checkCommonOptions, InstallMode } from '../sql/options';
 import { columnFilters, filteredQuery, jsonFieldNeedles } from '../sql/query-filter';
 import { copyGroupConfig } from '../copies';
+import { claimPastDelays } from '../delays';
 import { lagOf, retentionColumns, toDeadLetter, toEvent, toGroup, toStream } from '../sql/rows';
-import { backoffTable, leasePosition, planLeases, planSettles, receiptMismatch, settled, staleRenewals } from '../sql/settle-plan';
+import {
+  backoffTable,
+  leasePosition,
+  planLeases,
+  planSettles,
+  receiptMismatch,
+  settled,
+  staleLease,
+  staleRenewals,
+} from '../sql/settle-plan';
 import { query, Sql } from '../sql/statement';
 import { transactionManager } from '../sql/transaction';
 import { WakeBoard } from '../sql/wake-board';
 import { hostPort, urlTarget } from '../target';
 import { PG_INSTALL_LOCK, requirePgVersion, upgradePg } from './install';
 import { listenerClientConfig, PgListener } from './listener';
-import { DbAppended, JSON_SEPARATOR, pgPlans } from './plans';
+import { DbAppended, type DbFenced, JSON_SEPARATOR, pgPlans } from './plans';
 import { eventBloom, queryBloom } from '../sql/bloom';
 import { pgQuery } from './query-plan';
 import { pgRetentionPlans } from './retention-plans';
@@ -119,7 +132,27 @@ function storedEvent(stream: string, e: NewEvent, sequence: number): RheoEvent {
     type: e.type,
     metadata: e.metadataJson,
     payload: e.payloadJson,
+    deliver_at: e.deliverAt?.getTime() ?? null,
   });
+}
+
+/**
+ * The columns a batch with a delayed event adds to the append statements: each
+ * event's deliver_at (null when it has none), and per partition of `partitions`
+ * the rank (from 1, in batch order) of its last delayed event, null when it has
+ * none: the partition's delayed_to moves to that event's sequence.
+ */
+function delayColumns(events: NewEvent[], partitions: number[]): { deliverAt: Array<number | null>; lastDelayed: Array<number | null> } {
+  const rank = new Map<number, number>();
+  const last = new Map<number, number>();
+  const deliverAt = events.map((e) => {
+    const r = (rank.get(e.partition) ?? 0) + 1;
+    rank.set(e.partition, r);
+    if (e.deliverAt === undefined) return null;
+    last.set(e.partition, r);
+    return e.deliverAt.getTime();
+  });
+  return { deliverAt, lastDelayed: partitions.map((p) => last.get(p) ?? null) };
 }
 
 /** Dead letters per purge statement. */
@@ -142,13 +175,21 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
   readonly name = 'postgres';
   readonly capabilities = createCapabilities({
     guarantees: { durable: true, distributed: true, partitions: true, contiguousFrontier: true, replay: true, orderedPartitions: true },
-    mechanisms: { notifications: true, blockingReads: false, batchWrites: true, secondaryIndexes: true, transactionalAppend: true },
+    mechanisms: {
+      notifications: true,
+      blockingReads: false,
+      batchWrites: true,
+      secondaryIndexes: true,
+      transactionalAppend: true,
+      transactionalAck: true,
+    },
   });
   readonly clock: Clock;
   readonly schema: string;
   private readonly ds: TypeormDataSource;
   private readonly plans: ReturnType<typeof pgPlans>;
   private readonly retentionPlans: ReturnType<typeof pgRetentionPlans>;
+  private readonly removal: ReturnType<typeof groupRemovalPlans>;
   private readonly channel: string;
   private listener: PgListener | null = null;
   private readonly board = new WakeBoard();
@@ -163,6 +204,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     this.schema = settings.schema;
     this.plans = pgPlans(pgTables(settings.schema));
     this.retentionPlans = pgRetentionPlans(pgTables(settings.schema));
+    this.removal = groupRemovalPlans(pgTables(settings.schema), 'postgres');
     this.channel = notifyChannel(settings.schema);
   }
 
@@ -356,6 +398,28 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     return (await this.q(this.plans.listGroups, [stream], 'read', 'listGroups')).map(toGroup);
   }
 
+  /**
+   * One transaction that first locks the group's partition rows, as claims,
+   * replays, redrives and trims do (in partition order, so no deadlock): a claim
+   * under way finishes first and its deliveries are deleted too; one that waited
+   * finds the rows gone and claims nothing. A settle finds no delivery left.
+   */
+  async deleteGroup(stream: string, group: string): Promise<void> {
+    const info = await this.mustStream(stream);
+    const all = Array.from({ length: info.partitions }, (_, p) => p);
+    const removed = await this.tx('deleteGroup', async (qr) => {
+      await query(qr, this.plans.lockGroupPartitions, [stream, group, all]);
+      await query(qr, this.removal.deliveries, [stream, group]);
+      await query(qr, this.removal.deadLetters, [stream, group]);
+      await query(qr, this.removal.positions, [stream, group]);
+      return query(qr, this.removal.group, [stream, group]);
+    });
+    this.forgetGroup(stream, group);
+    if (removed.length === 0) throw new RheoError('group_not_found', `group "${group}" does not exist on stream "${stream}"`);
+    // A waiting consumer of the group in this process looks again now, and learns it is gone.
+    this.board.wake(stream);
+  }
+
   // ---------------------------------------------------------------- the log
 
   async append(stream: string, events: NewEvent[], options: AppendOptions): Promise<RheoEvent[]> {
@@ -384,7 +448,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
   /** The usual append (appendFreshPlan): sequences follow from each partition's base and each event's rank. */
   private async appendFresh(stream: string, events: NewEvent[]): Promise<RheoEvent[]> {
     const batch = freshBatch(events);
-    const params = [
+    const params: unknown[] = [
       stream,
       events.map((e) => e.id).join(JSON_SEPARATOR),
       events.map((e) => e.partition),
@@ -401,8 +465,15 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       batch.maxima,
       events.map((e) => eventBloom(e.metadata, e.payload)),
     ];
+    // Events without a delay take the statement they always took; a batch with one, its variant ($16, $17).
+    const delayed = events.some((e) => e.deliverAt !== undefined);
+    if (delayed) {
+      const { deliverAt, lastDelayed } = delayColumns(events, batch.partitions);
+      params.push(deliverAt, lastDelayed);
+    }
     const base = new Map<number, number>();
-    for (const r of await this.q(this.plans.appendFresh, params, 'write', 'append')) base.set(r.partition, Number(r.base));
+    const plan = delayed ? this.plans.appendFreshDelayed : this.plans.appendFresh;
+    for (const r of await this.q(plan, params, 'write', 'append')) base.set(r.partition, Number(r.base));
     return events.map((e, i) => storedEvent(stream, e, base.get(e.partition)! + batch.ranks[i]));
   }
 
@@ -412,7 +483,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
    * an id between its lookup and its insert), unless in the caller's transaction.
    */
   private async appendKnown(stream: string, events: NewEvent[], manager?: TypeormQueryable): Promise<RheoEvent[]> {
-    const params = [
+    const params: unknown[] = [
       stream,
       events.map((e) => e.id),
       events.map((e) => e.partition),
@@ -424,12 +495,15 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       this.channel,
       events.map((e) => eventBloom(e.metadata, e.payload)),
     ];
+    const delayed = events.some((e) => e.deliverAt !== undefined);
+    if (delayed) params.push(events.map((e) => e.deliverAt?.getTime() ?? null));
+    const plan = delayed ? this.plans.appendDelayed : this.plans.append;
     let rows: DbAppended[];
     try {
-      rows = await this.q(this.plans.append, params, 'write', 'append', manager);
+      rows = await this.q(plan, params, 'write', 'append', manager);
     } catch (err) {
       if (manager || !(err instanceof RheoError && isUniqueViolation(err.cause))) throw err;
-      rows = await this.q(this.plans.append, params, 'write', 'append');
+      rows = await this.q(plan, params, 'write', 'append');
     }
     const stored = new Array<RheoEvent>(events.length);
     for (const row of rows) {
@@ -469,55 +543,70 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     const partitions = req.partitions ?? Array.from({ length: info.partitions }, (_, p) => p);
     const now = this.clock.now();
     this.board.fetching(req.stream, req.group);
-    const params = [
-      req.stream,
-      req.group,
-      partitions,
-      now,
-      req.limit,
-      this.rotate(req.stream, req.group, info.partitions),
-      info.partitions,
-      req.consumerId,
-      req.leaseMs,
-    ];
-    const rows =
-      g.ordering === 'partition'
-        ? await this.tx('fetch', async (qr) => {
-            // Lock first, claim in a second statement: its snapshot then sees every claim committed before our lock.
-            await query(qr, this.plans.lockGroupPartitions, [req.stream, req.group, partitions]);
-            return query(qr, this.plans.fetchOrdered, params);
-          })
-        : await this.q(this.plans.fetch, params, 'write', 'fetch');
-    return rows.map((r) => ({
-      leaseId: r.lease_id,
-      receipt: r.lease_id,
-      stream: req.stream,
-      group: req.group,
-      consumerId: req.consumerId,
-      attempt: Number(r.attempt),
-      leasedAt: new Date(now),
-      expiresAt: new Date(now + req.leaseMs),
-      event: toEvent(req.stream, r),
-    }));
+    // One claim, and more only while claims park delayed events (../delays.ts).
+    return claimPastDelays(req.limit, async (limit) => {
+      const params = [
+        req.stream,
+        req.group,
+        partitions,
+        now,
+        limit,
+        this.rotate(req.stream, req.group, info.partitions),
+        info.partitions,
+        req.consumerId,
+        req.leaseMs,
+      ];
+      const rows =
+        g.ordering === 'partition'
+          ? await this.tx('fetch', async (qr) => {
+              // Lock first, claim in a second statement: its snapshot then sees every claim committed before our lock.
+              await query(qr, this.plans.lockGroupPartitions, [req.stream, req.group, partitions]);
+              return query(qr, this.plans.fetchOrdered, params);
+            })
+          : await this.q(this.plans.fetch, params, 'write', 'fetch');
+      const leases: Lease[] = [];
+      for (const r of rows) {
+        // A row without a lease id is a delayed event the claim parked.
+        if (r.lease_id === null) continue;
+        leases.push({
+          leaseId: r.lease_id,
+          receipt: r.lease_id,
+          stream: req.stream,
+          group: req.group,
+          consumerId: req.consumerId,
+          attempt: Number(r.attempt),
+          leasedAt: new Date(now),
+          expiresAt: new Date(now + req.leaseMs),
+          event: toEvent(req.stream, r),
+        });
+      }
+      return { leases, parked: rows.length - leases.length };
+    });
   }
 
   async renew(leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]> {
     const now = this.clock.now();
     const results: Array<RenewResult | undefined> = new Array(leases.length);
-    const idx: number[] = [];
-    const cols: unknown[][] = [[], [], [], [], [], [], []];
-    leases.forEach((l, i) => {
-      const pos = leasePosition(l);
-      if (!pos) return;
-      idx.push(i);
-      [i, l.stream, l.group, pos.partition, pos.sequence, l.leaseId, l.receipt].forEach((v, c) => cols[c].push(v));
+    const todo: Array<{ i: number; lease: Lease<unknown>; partition: number; sequence: number }> = [];
+    leases.forEach((lease, i) => {
+      const pos = leasePosition(lease);
+      if (pos) todo.push({ i, lease, partition: pos.partition, sequence: pos.sequence });
     });
-    if (idx.length === 0) return staleRenewals(results);
-    const rows = await this.q(this.plans.renew, [now, now + leaseMs, ...cols], 'write', 'renew');
-    for (const r of rows) {
-      const i = Number(r.i);
-      results[i] = r.receipt_ok ? { ok: true, expiresAt: new Date(now + leaseMs) } : { ok: false, error: receiptMismatch('renew') };
-    }
+    await fencedRounds(
+      todo,
+      (batch) => {
+        const cols: unknown[][] = [[], [], [], [], [], [], []];
+        for (const { i, lease: l, partition, sequence } of batch) {
+          [i, l.stream, l.group, partition, sequence, l.leaseId, l.receipt].forEach((v, c) => cols[c].push(v));
+        }
+        return this.q(this.plans.renew, [now, now + leaseMs, ...cols], 'write', 'renew');
+      },
+      (r) => {
+        results[Number(r.i)] = r.receipt_ok
+          ? { ok: true, expiresAt: new Date(now + leaseMs) }
+          : { ok: false, error: receiptMismatch('renew') };
+      },
+    );
     return staleRenewals(results);
   }
 
@@ -528,30 +617,35 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     // Errors are built only for the ops that fail (a RheoError captures a stack: not free on the hot path).
     const results: Array<SettleResult | undefined> = new Array(ops.length);
     if (planned.length === 0) return settled(results, answered, (i) => ops[i].kind);
-    const { groupIndex, rows: backoff } = backoffTable(planned);
-    const rows = await this.q(
-      this.plans.settle,
-      [
-        now,
-        ...fenceColumns(planned),
-        planned.map((p) => p.action),
-        planned.map((p) => p.delayMs),
-        planned.map((p) => p.reason),
-        planned.map((p) => p.maxAttempts),
-        groupIndex,
-        backoff.group,
-        backoff.attempt,
-        backoff.delay,
-        this.channel,
-        planned.map((p) => p.ordered),
-      ],
-      'write',
-      'settle',
+    await fencedRounds(
+      planned,
+      (batch) => {
+        const { groupIndex, rows: backoff } = backoffTable(batch);
+        return this.q(
+          this.plans.settle,
+          [
+            now,
+            ...fenceColumns(batch),
+            batch.map((p) => p.action),
+            batch.map((p) => p.delayMs),
+            batch.map((p) => p.reason),
+            batch.map((p) => p.maxAttempts),
+            groupIndex,
+            backoff.group,
+            backoff.attempt,
+            backoff.delay,
+            this.channel,
+            batch.map((p) => p.ordered),
+          ],
+          'write',
+          'settle',
+        );
+      },
+      (r) => {
+        const i = Number(r.i);
+        results[i] = r.receipt_ok ? { ok: true } : { ok: false, error: receiptMismatch(ops[i].kind) };
+      },
     );
-    for (const r of rows) {
-      const i = Number(r.i);
-      results[i] = r.receipt_ok ? { ok: true } : { ok: false, error: receiptMismatch(ops[i].kind) };
-    }
     return settled(results, answered, (i) => ops[i].kind);
   }
 
@@ -565,17 +659,98 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     );
     const results: Array<SettleResult | undefined> = new Array(leases.length);
     if (planned.length > 0) {
-      const rows = await this.q(this.plans.release, [now, ...fenceColumns(planned), this.channel], 'write', 'release');
       const woken = new Set<string>();
-      for (const r of rows) {
-        const i = Number(r.i);
-        results[i] = r.receipt_ok ? { ok: true } : { ok: false, error: receiptMismatch('release') };
-        if (r.receipt_ok) woken.add(leases[i].stream);
-      }
+      await fencedRounds(
+        planned,
+        (batch) => this.q(this.plans.release, [now, ...fenceColumns(batch), this.channel], 'write', 'release'),
+        (r) => {
+          const i = Number(r.i);
+          results[i] = r.receipt_ok ? { ok: true } : { ok: false, error: receiptMismatch('release') };
+          if (r.receipt_ok) woken.add(leases[i].stream);
+        },
+      );
       // Same-process consumers need not wait for the NOTIFY round trip.
       for (const stream of woken) this.board.wake(stream);
     }
     return settled(results, answered, () => 'release');
+  }
+
+  /**
+   * The handler's transaction and its ack (a transactional consumer): one pooled
+   * connection for the whole delivery; `work` gets its EntityManager. The fence
+   * runs last, inside the transaction, and locks the delivery until the commit.
+   * A statement or commit that definitely failed throws (the handler's writes are
+   * gone with it: retried as a handler failure); a commit whose fate is unknown is
+   * `ack_failed`, since writes and ack share it.
+   */
+  async ackInTransaction(lease: Lease<unknown>, work: (manager: unknown) => Promise<boolean>): Promise<TransactionalAck> {
+    await this.loadGroupsOf([lease]);
+    const { planned, answered } = planLeases(
+      [lease],
+      () => 'ack',
+      (s, g) => this.cachedGroup(s, g),
+    );
+    const p = planned[0];
+    if (!p) return { kind: 'ack_failed', error: answered.get(0)! };
+    if (this.closed) throw new RheoError('backend_unavailable', 'the postgres backend is closed');
+    const qr = this.ds.createQueryRunner();
+    const rollback = () => (qr.isTransactionActive ? qr.rollbackTransaction().catch(() => undefined) : undefined);
+    try {
+      try {
+        await qr.connect();
+        await qr.startTransaction();
+      } catch (err) {
+        throw mapDriverError(err, 'read', 'ackInTransaction');
+      }
+      let commit: boolean;
+      try {
+        commit = await work(qr.manager);
+      } catch (err) {
+        await rollback();
+        throw err;
+      }
+      if (!commit) {
+        await rollback();
+        return { kind: 'rolled_back' };
+      }
+      const ordered = p.config.ordering === 'partition';
+      let row: { acked: number; live: boolean } | undefined;
+      try {
+        [row] = await query(qr, this.plans.ackInTransaction, [
+          this.clock.now(),
+          p.stream,
+          p.group,
+          p.partition,
+          p.sequence,
+          p.leaseId,
+          p.receipt,
+          this.channel,
+          ordered,
+        ]);
+      } catch (err) {
+        await rollback();
+        // Nothing was committed: a lost connection here is not ambiguous.
+        throw mapDriverError(err, 'read', 'ack');
+      }
+      if (row?.acked !== 1) {
+        await rollback();
+        return { kind: 'ack_failed', error: row?.live ? receiptMismatch('ack') : staleLease('ack') };
+      }
+      try {
+        await qr.commitTransaction();
+      } catch (err) {
+        await rollback();
+        const error = mapDriverError(err, 'write', 'ack commit');
+        // Lost on the way (the connection, the server): writes and ack share a fate nobody knows.
+        if (classifySettleError(error) === 'unknown') return { kind: 'ack_failed', error };
+        throw error; // refused at commit (a deferred constraint, a serialization failure): nothing committed
+      }
+      // Same-process consumers of an ordered group need not wait for the NOTIFY round trip.
+      if (ordered) this.board.wake(p.stream);
+      return { kind: 'committed' };
+    } finally {
+      await qr.release().catch(() => undefined);
+    }
   }
 
   // ---------------------------------------------------------------- replay, reset, redrive
@@ -746,6 +921,10 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     return rows.length === 1;
   }
 
+  async releaseTurn(job: string, holder: string): Promise<boolean> {
+    return (await this.q(this.removal.releaseTurn, [job, holder], 'write', 'releaseTurn')).length === 1;
+  }
+
   // ---------------------------------------------------------------- wake-ups
 
   wait(req: WaitRequest): Promise<void> {
@@ -788,6 +967,35 @@ export function postgresBackend(options: PostgresBackendOptions): PostgresBacken
  * column ($2..$8 of the settle and release statements): position in the call,
  * stream, group, partition, sequence, lease id, receipt.
  */
+/** Rounds of a fenced statement for ops whose row changed under it (plans.ts, heldBy), the first included. */
+const FENCE_ROUNDS = 3;
+
+/**
+ * Run a fenced statement (settle, release, renew) over `todo`, and again over the
+ * ops it held but did not change: a change of the same row (a renewal of that
+ * lease) committed while the statement waited for the row's lock, and the next
+ * statement's snapshot sees it. `answer` gets every other row. An op still not
+ * applied after FENCE_ROUNDS is left unanswered: the caller reports it stale,
+ * which is safe (the lease expires and the event is delivered again).
+ */
+async function fencedRounds<P extends { i: number }, R extends DbFenced>(
+  todo: P[],
+  run: (batch: P[]) => Promise<R[]>,
+  answer: (row: R) => void,
+): Promise<void> {
+  for (let round = 1; todo.length > 0; round++) {
+    const again = new Set<number>();
+    for (const r of await run(todo)) {
+      if (r.receipt_ok && !r.applied) {
+        if (round < FENCE_ROUNDS) again.add(Number(r.i));
+        continue;
+      }
+      answer(r);
+    }
+    todo = again.size === 0 ? [] : todo.filter((p) => again.has(p.i));
+  }
+}
+
 function fenceColumns(
   planned: Array<{ i: number; stream: string; group: string; partition: number; sequence: number; leaseId: string; receipt: string }>,
 ) {

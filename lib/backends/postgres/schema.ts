@@ -201,6 +201,26 @@ const V2: SchemaVersion = {
 };
 
 /**
+ * Version 3: delayed events (issue 13; docs/adr/028-delayed-events.md).
+ * - Per event, `deliver_at`: when a delayed event may first be offered (ms by
+ *   the backend's clock), NULL for every other event (and every row written
+ *   before). A nullable column without a default: adding it rewrites nothing.
+ * - Per partition, `delayed_to`: the highest sequence of a delayed event (0: none
+ *   yet). A claim reads an event's deliver_at only for fresh events at or below
+ *   it, so a stream that never delays an event, or whose cursor has passed its
+ *   last delayed one, claims exactly as before. A constant default: no rewrite.
+ */
+const V3: SchemaVersion = {
+  version: 3,
+  name: 'delayed-events',
+  up: (t) => [
+    `ALTER TABLE ${t.events} ADD COLUMN IF NOT EXISTS deliver_at bigint`,
+    `ALTER TABLE ${t.partitions} ADD COLUMN IF NOT EXISTS delayed_to bigint NOT NULL DEFAULT 0`,
+  ],
+  down: (t) => [`ALTER TABLE ${t.partitions} DROP COLUMN IF EXISTS delayed_to`, `ALTER TABLE ${t.events} DROP COLUMN IF EXISTS deliver_at`],
+};
+
+/**
  * Give rheo_events the primary key `key` (as pg_get_constraintdef writes it after
  * PRIMARY KEY) unless it has it already, so that running a version twice, as a
  * host switching from install 'auto' to migrations does, rebuilds nothing.
@@ -215,7 +235,7 @@ function primaryKey(t: TableNames, key: string): string {
 }
 
 /** Every version, in order. The last one is what this release reads and writes. */
-export const PG_SCHEMA: readonly SchemaVersion[] = [V1, V2];
+export const PG_SCHEMA: readonly SchemaVersion[] = [V1, V2, V3];
 
 /** The version this release needs. */
 export const PG_SCHEMA_VERSION = PG_SCHEMA[PG_SCHEMA.length - 1].version;

@@ -3,7 +3,8 @@ import type { NewEvent } from '../backend';
 
 /**
  * Stream entry fields of an event (stored names, one letter each: existing logs
- * have them). `key` and `type` are stored only when present. Partition and
+ * have them). `key`, `type` and `deliverAt` (ms; a delayed event's, layout 3)
+ * are stored only when present. Partition and
  * sequence are not stored in the entry: they are the log key and the entry id
  * (`0-<sequence>`). The append script writes these names, fetch and settle read `i`,
  * inspect reads `t`.
@@ -15,6 +16,7 @@ export const ENTRY_FIELDS = {
   type: 'y',
   metadata: 'm',
   payload: 'd',
+  deliverAt: 'w',
 } as const;
 
 /** An event from its log entry's flat field list (see {@link ENTRY_FIELDS}). */
@@ -26,6 +28,7 @@ export function eventFromEntry(stream: string, partition: number, sequence: numb
   let type: string | null = null;
   let metadata = '{}';
   let payload = 'null';
+  let deliverAt: number | null = null;
   for (let i = 0; i + 1 < f.length; i += 2) {
     const v = String(f[i + 1]);
     switch (String(f[i])) {
@@ -47,9 +50,12 @@ export function eventFromEntry(stream: string, partition: number, sequence: numb
       case ENTRY_FIELDS.payload:
         payload = v;
         break;
+      case ENTRY_FIELDS.deliverAt:
+        deliverAt = Number(v);
+        break;
     }
   }
-  return {
+  const event: RheoEvent = {
     id,
     stream,
     partition,
@@ -60,11 +66,26 @@ export function eventFromEntry(stream: string, partition: number, sequence: numb
     metadata: JSON.parse(metadata) as EventMetadata,
     payload: JSON.parse(payload) as JsonValue,
   };
+  if (deliverAt !== null) event.deliverAt = new Date(deliverAt);
+  return event;
 }
 
 /** The append script's arguments for one event (scripts/append.ts). */
 export function appendArgs(e: NewEvent, slot: number): string[] {
   return [e.id, String(slot), String(e.partition), String(e.timestamp.getTime()), e.key ?? '', e.type ?? '', e.metadataJson, e.payloadJson];
+}
+
+/**
+ * The append script's trailing arguments: per delayed event of the batch, its
+ * index in the batch (from 0) and its deliverAt (ms). None for a batch without
+ * one, so such a batch sends exactly what it always did.
+ */
+export function appendDelayArgs(events: NewEvent[]): string[] {
+  const out: string[] = [];
+  events.forEach((e, i) => {
+    if (e.deliverAt !== undefined) out.push(String(i), String(e.deliverAt.getTime()));
+  });
+  return out;
 }
 
 /** A dead-letter record: `partition|sequence|attempt|at|reason` (written by scripts/settle.ts, see scripts/includes/dead-letter.ts). */

@@ -118,6 +118,8 @@ export const META_FIELDS = {
   retentionDeadLetterMaxAgeMs: 'rd',
   highWatermark: (p: number) => `hw:${p}`,
   trimmedTo: (p: number) => `lw:${p}`,
+  /** The highest sequence of a delayed event in the partition (layout 3; absent: none): fetch reads `w` up to it. */
+  delayedTo: (p: number) => `dz:${p}`,
 } as const;
 
 /** The registry of stream names (one of the few keys outside any stream's hash tag). */

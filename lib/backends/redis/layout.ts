@@ -1,15 +1,25 @@
 import { RheoError } from '../../core/errors';
 
 /**
- * The Redis layout this code writes. Layout 1 is the data written before the key
- * existed (no `<prefix>:layout`); layout 2 adds trimmed logs (`lw:<p>` trim points:
+ * The newest Redis layout this code knows. Layout 1 is the data written before the
+ * key existed (no `<prefix>:layout`); layout 2 adds trimmed logs (`lw:<p>` trim points:
  * entries below the high watermark may be gone), stream retention in `meta`, and the
  * dead-letter time index `deadt`. Layout 1 data is read as it is (no trim point means
  * nothing was trimmed, no retention means keep everything) and its dead letters are
  * added to `deadt` by the first purge or count by time that needs them (purging.ts), so a
  * prefix upgrades online. See docs/adr/020-redis-retention-and-layout-version.md.
+ * Layout 3 adds delayed events: entries with a deliverAt (`w`) and `dz:<p>` marks in
+ * `meta`, which code of layout 2 would deliver at once. It is recorded only when the
+ * first delayed event is written ({@link DELAYED_LAYOUT}), so a prefix that never
+ * delays an event stays at layout 2 (docs/adr/028-delayed-events.md).
  */
-export const LAYOUT_VERSION = 2;
+export const LAYOUT_VERSION = 3;
+
+/** The layout this code records at start-up: what it writes until a delayed event is appended. */
+export const BASE_LAYOUT = 2;
+
+/** The layout recorded before the first delayed event under a prefix is written: older code refuses it from then on. */
+export const DELAYED_LAYOUT = 3;
 
 /**
  * The answer of the layout script (the version recorded under the prefix now): a

@@ -20,14 +20,14 @@ import type {
   WaitRequest,
 } from '../backend';
 import { createCapabilities } from '../capabilities';
-import { appendArgs, eventFromEntry, parseDeadRecord } from './codec';
+import { appendArgs, appendDelayArgs, eventFromEntry, parseDeadRecord } from './codec';
 import { BLOCKER_OVERRIDES, CREATED_CLIENT_DEFAULTS, disconnect, loadIoredis, sleep } from './connection';
 import { runCountDeadLetters } from './dead-letter-count';
 import { CallKind, mapRedisError, scriptDetail } from './errors';
 import type { RedisClient, RedisClientOptions, RedisPipelineResult, RedisStreamEntry } from './external';
 import { decodeGroupConfig, encodeGroupConfig, STORED_GROUP_FIELD_NAMES } from './group-config';
 import { checkPrefix, GroupKeys, KeyCache, layoutKey, META_FIELDS, registryKey, StreamKeys, turnKey } from './keys';
-import { checkLayout, LAYOUT_VERSION } from './layout';
+import { BASE_LAYOUT, checkLayout, DELAYED_LAYOUT } from './layout';
 import { DEFAULT_QUERY_SCAN_LIMIT, entryId, firstAtOrAfter, scanQuery, seqOf } from './log-scan';
 import type { RedisOps } from './ops';
 import { runPurge } from './purging';
@@ -37,6 +37,7 @@ import type { ScriptName } from './scripts';
 import { runTrim } from './trimming';
 import { WakeListener } from './wake-listener';
 import { copyGroupConfig, copyStreamInfo } from '../copies';
+import { claimPastDelays } from '../delays';
 import { hostPort, urlTarget } from '../target';
 
 /** Options of {@link redisBackend}: `url` and/or `options` (the backend creates its client), or `client` (borrowed). Neither: localhost:6379. */
@@ -124,6 +125,8 @@ export class RedisBackend implements Backend {
   private readonly streamKeys: KeyCache;
   /** Wake id returned by the last fetch of each (stream, group): wait() blocks for anything newer. */
   private readonly lastWake = new Map<string, string>();
+  /** Layout 3 is recorded under the prefix (recordDelayedLayout): this process may write delayed events. */
+  private delayedLayout = false;
   /** What init found wrong with the server's durability settings (see checkDurability). */
   private durabilityWarnings: string[] = [];
   private warned = false;
@@ -213,8 +216,23 @@ export class RedisBackend implements Backend {
    * anything it could get wrong.
    */
   private async checkLayout(): Promise<void> {
-    const recorded = await this.scripts.callScript('layout', [layoutKey(this.prefix)], [LAYOUT_VERSION]);
+    const recorded = await this.scripts.callScript('layout', [layoutKey(this.prefix)], [BASE_LAYOUT]);
     checkLayout(recorded, this.prefix);
+  }
+
+  /**
+   * Before the first delayed event this process writes: record layout 3 under the
+   * prefix (layout.ts), so code that would deliver delayed events at once refuses
+   * the prefix from then on. Once per process; a prefix that never delays an event
+   * stays at layout 2.
+   */
+  private async recordDelayedLayout(): Promise<void> {
+    if (this.delayedLayout) return;
+    const recorded = await this.withMappedErrors('write', () =>
+      this.scripts.callScript('layout', [layoutKey(this.prefix)], [DELAYED_LAYOUT]),
+    );
+    checkLayout(recorded, this.prefix);
+    this.delayedLayout = true;
   }
 
   /**
@@ -469,22 +487,42 @@ export class RedisBackend implements Backend {
   }
 
   async getGroup(stream: string, group: string): Promise<GroupConfig | null> {
-    // Like a stream's registration, a group's config never changes and groups are never deleted, so a
-    // known one is answered from memory; if its keys vanished, the group's scripts say so (see explain).
-    const known = this.groupConfigs.get(groupId(stream, group));
-    if (known) return copyGroupConfig(known);
+    // A group's config never changes, but the group may be deleted (deleteGroup, from any process), so this
+    // reads Redis; the hot paths answer from the cache, and their scripts say when the group is gone.
     const g = this.keys(stream).group(group);
     const values = await this.withMappedErrors('read', () => this.redis().hmget(g.cfg, ...STORED_GROUP_FIELD_NAMES));
     const config = decodeGroupConfig(stream, group, values);
-    if (!config) return null;
+    if (!config) {
+      this.groupConfigs.delete(groupId(stream, group));
+      // A stream this process knew whose keys are gone (flushed, evicted) is said so, as every group operation says it.
+      if (this.streamInfos.has(stream)) {
+        const [partitions] = await this.withMappedErrors('read', () => this.redis().hmget(this.keys(stream).meta, META_FIELDS.partitions));
+        if (partitions === null) throw this.explain(new RheoError('stream_not_found', `stream "${stream}" does not exist`), stream);
+      }
+      return null;
+    }
     this.groupConfigs.set(groupId(stream, group), config);
     return copyGroupConfig(config);
+  }
+
+  async deleteGroup(stream: string, group: string): Promise<void> {
+    const P = await this.partitions(stream);
+    const k = this.keys(stream);
+    const g = k.group(group);
+    // Forgotten first: a group deleted by another process is then reported as missing, not as lost keys (explain).
+    this.groupConfigs.delete(groupId(stream, group));
+    this.lastWake.delete(groupId(stream, group));
+    const all = Array.from({ length: P }, (_, p) => p);
+    const keys = [k.meta, g.cfg, k.groups, g.deliveries, g.dead, g.deadOrder, g.deadTimes, k.wake, ...this.slotKeys(g, all)];
+    await this.runScript('write', 'deleteGroup', keys, [group], { stream, group });
   }
 
   async listGroups(stream: string): Promise<GroupConfig[]> {
     await this.partitions(stream);
     const names = await this.withMappedErrors('read', () => this.redis().smembers(this.keys(stream).groups));
-    const configs = await Promise.all(names.map((n) => this.getGroup(stream, n)));
+    // The set is read fresh, and deleteGroup removes a name with its keys: a cached config of a listed name is current.
+    const known = (n: string) => this.groupConfigs.get(groupId(stream, n));
+    const configs = await Promise.all(names.map((n) => (known(n) ? copyGroupConfig(known(n)!) : this.getGroup(stream, n))));
     return configs.filter((c): c is GroupConfig => c !== null).sort((a, b) => (a.group < b.group ? -1 : a.group > b.group ? 1 : 0));
   }
 
@@ -504,6 +542,11 @@ export class RedisBackend implements Backend {
     for (const e of events) {
       if (!slots.has(e.partition)) slots.set(e.partition, slots.size);
       args.push(...appendArgs(e, slots.get(e.partition)!));
+    }
+    const delays = appendDelayArgs(events);
+    if (delays.length > 0) {
+      await this.recordDelayedLayout();
+      args.push(...delays);
     }
     const keys = [k.meta, k.ids, k.wake, ...[...slots.keys()].map((p) => k.log(p))];
     // Per event: its new sequence, or for a known id `[ref, fields]` (read in the same step), or just the
@@ -528,9 +571,11 @@ export class RedisBackend implements Backend {
         const r = result[i];
         if (typeof r !== 'number') {
           const stored = known.get(Array.isArray(r) ? r[0] : r)!;
-          return { ...stored, metadata: { ...stored.metadata }, payload: structuredClone(stored.payload) };
+          const copy = { ...stored, metadata: { ...stored.metadata }, payload: structuredClone(stored.payload) };
+          if (stored.deliverAt) copy.deliverAt = new Date(stored.deliverAt.getTime());
+          return copy;
         }
-        return {
+        const event: RheoEvent = {
           id: e.id,
           stream,
           partition: e.partition,
@@ -541,6 +586,8 @@ export class RedisBackend implements Backend {
           metadata: structuredClone(e.metadata),
           payload: structuredClone(e.payload),
         };
+        if (e.deliverAt !== undefined) event.deliverAt = new Date(e.deliverAt.getTime());
+        return event;
       });
     }
   }
@@ -588,10 +635,16 @@ export class RedisBackend implements Backend {
   async fetch(req: FetchRequest): Promise<Lease[]> {
     const P = await this.partitions(req.stream);
     const parts = req.partitions ?? Array.from({ length: P }, (_, p) => p);
-    const first = await this.claim(req, parts);
-    if (!first.pending) return first.leases;
+    let pending = false;
+    // One claim, and more only while claims park delayed events (../delays.ts).
+    const leases = await claimPastDelays(req.limit, async (limit) => {
+      const round = await this.claim({ ...req, limit }, parts);
+      pending ||= round.pending;
+      return round;
+    });
+    if (!pending) return leases;
     await this.tidy(req.stream, req.group, parts);
-    return first.leases.length > 0 ? first.leases : (await this.claim(req, parts)).leases;
+    return leases.length > 0 ? leases : (await this.claim(req, parts)).leases;
   }
 
   /**
@@ -600,7 +653,7 @@ export class RedisBackend implements Backend {
    * for the rest of the limit go out together, in one pipeline (one round trip,
    * not one per hundred leases).
    */
-  private async claim(req: FetchRequest, parts: number[]): Promise<{ leases: Lease[]; pending: boolean }> {
+  private async claim(req: FetchRequest, parts: number[]): Promise<{ leases: Lease[]; pending: boolean; parked: number }> {
     const k = this.keys(req.stream);
     const g = k.group(req.group);
     const keys = [k.meta, g.cfg, g.deliveries, k.wake];
@@ -626,9 +679,11 @@ export class RedisBackend implements Backend {
     }
     const leases: Lease[] = [];
     let pending = false;
+    let parked = 0;
     for (const out of answers) {
       if (Number(out[1]) === 1) pending = true;
-      for (let i = 2; i + 4 < out.length; i += 5) {
+      parked += Number(out[2]);
+      for (let i = 3; i + 4 < out.length; i += 5) {
         const partition = Number(out[i]);
         const sequence = Number(out[i + 1]);
         leases.push({
@@ -644,7 +699,7 @@ export class RedisBackend implements Backend {
         });
       }
     }
-    return { leases, pending };
+    return { leases, pending, parked };
   }
 
   /**
@@ -961,6 +1016,12 @@ export class RedisBackend implements Backend {
     return Number(granted) === 1;
   }
 
+  async releaseTurn(job: string, holder: string): Promise<boolean> {
+    if (typeof job !== 'string' || job.length === 0) throw RheoError.invalid('job', 'must be a non-empty string');
+    if (typeof holder !== 'string' || holder.length === 0) throw RheoError.invalid('holder', 'must be a non-empty string');
+    return Number(await this.runScript('write', 'releaseTurn', [turnKey(this.prefix, job)], [holder])) === 1;
+  }
+
   // ------------------------------------------------------------ inspection
 
   /** One consistent read; work found unfinished (a cut-short walk, a rewind) is finished and the read repeated. */
@@ -1149,5 +1210,5 @@ export function redisBackend(options: RedisBackendOptions = {}): RedisBackend {
 
 /** How many leases a fetch script's answer holds: after the wake id and the pending flag, five fields each. */
 function leasesIn(out: unknown[]): number {
-  return Math.floor((out.length - 2) / 5);
+  return Math.floor((out.length - 3) / 5);
 }

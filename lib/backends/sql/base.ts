@@ -8,9 +8,13 @@ import { copyGroupConfig, copyStreamInfo } from '../copies';
  * What both SQL dialects share: opening once, caches of stream and group
  * registrations, the round-robin rotation, and batch dedupe. A stream's
  * partitions and creation time, and a group's config, are immutable once created
- * and never deleted, so a cached entry can never be wrong about them (misses are
- * not cached). A stream's retention is not: another process may change it, so
- * getStream always reads the store and the cache serves only the partitions.
+ * and streams are never deleted, so a cached entry can never be wrong about them
+ * (misses are not cached). A stream's retention is not: another process may
+ * change it, so getStream always reads the store and the cache serves only the
+ * partitions. A group may be deleted (deleteGroup), from any process: getGroup
+ * reads the store, and the hot paths' cache of a group deleted elsewhere does no
+ * harm, since its rows are gone (a claim joins no positions, a settle finds no
+ * delivery: stale_lease).
  */
 export abstract class SqlBackendBase {
   abstract readonly name: string;
@@ -59,6 +63,12 @@ export abstract class SqlBackendBase {
     return config;
   }
 
+  /** Drop a deleted group from the caches (deleteGroup). */
+  protected forgetGroup(stream: string, group: string): void {
+    this.groups.delete(`${stream}\u0000${group}`);
+    this.rotation.delete(`${stream}\u0000${group}`);
+  }
+
   protected cachedGroup(stream: string, group: string): GroupConfig | null {
     return this.groups.get(`${stream}\u0000${group}`) ?? null;
   }
@@ -96,9 +106,14 @@ export abstract class SqlBackendBase {
     for (const l of leases) if (!this.cachedGroup(l.stream, l.group)) await this.group(l.stream, l.group);
   }
 
+  /** Read from the store (another process may have deleted the group), refreshing the cache. */
   async getGroup(stream: string, group: string): Promise<GroupConfig | null> {
-    const g = await this.group(stream, group);
-    return g ? copyGroupConfig(g) : null;
+    const g = await this.loadGroup(stream, group);
+    if (!g) {
+      this.forgetGroup(stream, group);
+      return null;
+    }
+    return copyGroupConfig(this.rememberGroup(g));
   }
 
   protected async mustGroup(stream: string, group: string): Promise<GroupConfig> {
@@ -146,12 +161,14 @@ export abstract class SqlBackendBase {
         return stored[i];
       }
       const e = stored[i];
-      return {
+      const copy: RheoEvent = {
         ...e,
         timestamp: new Date(e.timestamp.getTime()),
         metadata: structuredClone(e.metadata),
         payload: structuredClone(e.payload),
       };
+      if (e.deliverAt) copy.deliverAt = new Date(e.deliverAt.getTime());
+      return copy;
     });
   }
 }

@@ -37,7 +37,15 @@ export function rheoEntities(options: RheoEntitiesOptions = {}): TypeormEntitySc
       max_events: big(false, true),
       dead_letter_max_age_ms: big(false, true),
     }),
-    entity('partitions', { stream: text(true), partition: int(true), hwm: big(), trimmed_to: big(), ts_max: big() }),
+    entity('partitions', {
+      stream: text(true),
+      partition: int(true),
+      hwm: big(),
+      trimmed_to: big(),
+      ts_max: big(),
+      // The sequence of the partition's last delayed event, 0 for none (schema 3).
+      delayed_to: big(),
+    }),
     entity(
       'events',
       {
@@ -54,6 +62,8 @@ export function rheoEntities(options: RheoEntitiesOptions = {}): TypeormEntitySc
         type: text(false, true),
         metadata: { type: 'text' },
         payload: { type: 'text' },
+        // A delayed event's deliverAt (ms), null for any other (schema 3).
+        deliver_at: big(false, true),
       },
       [{ name: 'rheo_events_stream_id_key', columns: ['stream', 'id'] }],
     ),

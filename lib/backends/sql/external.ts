@@ -44,6 +44,8 @@ export interface TypeormDataSource extends TypeormQueryable {
 export interface TypeormQueryRunner extends TypeormQueryable {
   readonly connection: TypeormDataSource;
   readonly isTransactionActive: boolean;
+  /** The EntityManager bound to this runner (its transaction): what a transactional consumer's handler gets. */
+  readonly manager: TypeormEntityManager;
   connect(): Promise<unknown>;
   startTransaction(): Promise<void>;
   commitTransaction(): Promise<void>;

@@ -73,6 +73,7 @@ export interface RheoMigrationsOptions {
 const MIGRATION_NAMES: Readonly<Record<number, string>> = {
   1: 'RheoCreateTables1764374400000',
   2: 'RheoFlatCost1796083200000',
+  3: 'RheoDelayedEvents1798761600000',
 };
 
 interface Dialect {

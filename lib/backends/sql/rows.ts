@@ -45,6 +45,8 @@ export interface DbEvent {
   type: string | null;
   metadata: string;
   payload: string;
+  /** A delayed event's deliverAt (ms), null for any other (schema version 3; absent where a statement does not read it). */
+  deliver_at?: DbInt | null;
 }
 
 /** A partition's high watermark (highWatermarks). */
@@ -94,7 +96,7 @@ function json<T>(text: string): T {
 }
 
 export function toEvent(stream: string, r: DbEvent): RheoEvent {
-  return {
+  const event: RheoEvent = {
     id: r.id,
     stream,
     partition: Number(r.partition),
@@ -105,6 +107,9 @@ export function toEvent(stream: string, r: DbEvent): RheoEvent {
     metadata: json<EventMetadata>(r.metadata),
     payload: json<JsonValue>(r.payload),
   };
+  // Only a delayed event has it: events without a delay read exactly as before.
+  if (r.deliver_at != null) event.deliverAt = new Date(Number(r.deliver_at));
+  return event;
 }
 
 export function toStream(r: DbStream): StreamInfo {

@@ -41,11 +41,17 @@ export interface DbAllocated {
 export interface DbTsMax {
   ts_max: number;
 }
-/** A group partition's cursor, the partition's high watermark and trim point (position). */
+/** A group partition's cursor, the partition's high watermark, trim point and last delayed event (position). */
 export interface DbCursorAndHwm {
   cursor: number;
   hwm: number;
   trimmed_to: number;
+  delayed_to: number;
+}
+/** A delayed event not yet due, and when it is (delayedIn). */
+export interface DbDelayed {
+  sequence: number;
+  deliver_at: number;
 }
 /** A group partition's cursor and the partition's trim point (cursor). */
 export interface DbCursor {
@@ -80,7 +86,7 @@ export interface DbHeld {
   attempt: number;
 }
 
-const EVENT_COLUMNS = `e.id, e.partition, e.sequence, e.ts, e.key, e.type, e.metadata, e.payload`;
+const EVENT_COLUMNS = `e.id, e.partition, e.sequence, e.ts, e.key, e.type, e.metadata, e.payload, e.deliver_at`;
 
 /** The trim point of the row alias `x`'s partition (x has stream and partition columns). */
 const trimmedTo = (t: TableNames, x: string) =>
@@ -121,8 +127,10 @@ export function sqlitePlans(t: TableNames) {
     /** The running timestamp maximum at an event: an append continues it, a time lookup bisects it (time-lookup.ts). */
     tsMaxAt: returning<DbTsMax>(`SELECT ts_max FROM ${t.events} WHERE stream = ? AND partition = ? AND sequence = ?`),
     insertEvent: `
-      INSERT INTO ${t.events} (stream, partition, sequence, id, ts, key, type, metadata, payload, ts_max, bloom)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      INSERT INTO ${t.events} (stream, partition, sequence, id, ts, key, type, metadata, payload, ts_max, bloom, deliver_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    /** A delayed event was appended at this sequence: claims read deliver_at up to it (see postgres/schema.ts, version 3). */
+    markDelayed: `UPDATE ${t.partitions} SET delayed_to = max(delayed_to, ?) WHERE stream = ? AND partition = ?`,
     /** A partition's events after a sequence, never at or below the trim point. */
     read: returning<DbEvent>(`
       SELECT ${EVENT_COLUMNS} FROM ${t.events} e
@@ -133,7 +141,7 @@ export function sqlitePlans(t: TableNames) {
 
     /** A group partition's cursor, the partition's high watermark and trim point. */
     position: returning<DbCursorAndHwm>(`
-      SELECT g.cursor, p.hwm, p.trimmed_to FROM ${t.groupPartitions} g
+      SELECT g.cursor, p.hwm, p.trimmed_to, p.delayed_to FROM ${t.groupPartitions} g
       JOIN ${t.partitions} p ON p.stream = g.stream AND p.partition = g.partition
       WHERE g.stream = ? AND g.group_name = ? AND g.partition = ?`),
     /** Deliveries whose time has come (nacked past their delay, or expired leases) above the trim point, in sequence order. */
@@ -157,6 +165,13 @@ export function sqlitePlans(t: TableNames) {
     claimFresh: `
       INSERT INTO ${t.deliveries} (stream, group_name, partition, sequence, state, attempt, lease_id, consumer_id, leased_at, due_at)
       SELECT ?, ?, ?, ? + j.key, 'leased', 1, j.value, ?, ?, ? FROM json_each(?) j`,
+    /** The delayed events of a run of fresh events that are not due yet: a claim parks them (parkDelayed). */
+    delayedIn: returning<DbDelayed>(`
+      SELECT sequence, deliver_at FROM ${t.events}
+      WHERE stream = ? AND partition = ? AND sequence BETWEEN ? AND ? AND deliver_at > ? ORDER BY sequence`),
+    /** Park a delayed event the cursor passes before its time: available at attempt 0, due at its deliver_at (ADR 028). */
+    parkDelayed: `
+      INSERT INTO ${t.deliveries} (stream, group_name, partition, sequence, state, attempt, due_at) VALUES (?, ?, ?, ?, 'available', 0, ?)`,
     eventRange: returning<DbEvent>(`
       SELECT ${EVENT_COLUMNS} FROM ${t.events} e
       WHERE e.stream = ? AND e.partition = ? AND e.sequence BETWEEN ? AND ? ORDER BY e.sequence`),
@@ -184,6 +199,16 @@ export function sqlitePlans(t: TableNames) {
         AND lease_id = ? AND state = 'leased' AND due_at > ? AND sequence > ${trimmedTo(t, 'd')}`),
     renew: `UPDATE ${t.deliveries} SET due_at = ? WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ?`,
     ack: `DELETE FROM ${t.deliveries} WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ?`,
+    /**
+     * A transactional consumer's first statement in its handler's transaction
+     * (ackInTransaction): a write that changes nothing, so it takes the write lock
+     * at once (BEGIN IMMEDIATE's effect, waited for off the event loop), and a
+     * fence: one row when the lease is still live.
+     */
+    touchHeld: `
+      UPDATE ${t.deliveries} SET due_at = due_at
+      WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ? AND lease_id = ? AND state = 'leased' AND due_at > ?
+        AND sequence > ${trimmedTo(t, t.deliveries)}`,
     /** Ack in one step when the receipt is the lease id (it always is here): deletes only a live lease. */
     ackHeld: `
       DELETE FROM ${t.deliveries}
@@ -212,7 +237,8 @@ export function sqlitePlans(t: TableNames) {
       VALUES (?, ?, ?, ?, 'available', 0, 0)
       ON CONFLICT (stream, group_name, partition, sequence)
       DO UPDATE SET state = 'available', attempt = 0, lease_id = NULL, consumer_id = NULL, leased_at = NULL,
-                    due_at = 0, reason = NULL, dead_at = NULL`,
+                    -- A delayed event never offered yet (parked: available at attempt 0) keeps its time (ADR 028).
+                    due_at = CASE WHEN state = 'available' AND attempt = 0 THEN due_at ELSE 0 END, reason = NULL, dead_at = NULL`,
     deleteDeadLetter: `DELETE FROM ${t.deadLetters} WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ?`,
     /** Redrive every dead letter of a group whose event is still there, in one statement (then redriveAllDelete). */
     redriveAll: `
@@ -243,7 +269,8 @@ export function sqlitePlans(t: TableNames) {
      */
     groupState: returning<DbPartitionState>(`
       SELECT s.partition, s.hwm, s.cursor, min(s.cursor, coalesce(s.first_open, s.cursor)) - 1 AS frontier, s.live,
-             (SELECT e.ts FROM ${t.events} e
+             -- A delayed event is unsettled from its deliver_at on.
+             (SELECT max(e.ts, coalesce(e.deliver_at, e.ts)) FROM ${t.events} e
                WHERE e.stream = ? AND e.partition = s.partition AND e.sequence = min(s.cursor, coalesce(s.first_open, s.cursor))) AS oldest_ts
       FROM (
         SELECT g.partition, p.hwm, max(g.cursor, p.trimmed_to + 1) AS cursor,

@@ -153,8 +153,24 @@ const V2: SchemaVersion = {
   ],
 };
 
+/**
+ * Version 3: delayed events (issue 13; docs/adr/028-delayed-events.md), as on
+ * PostgreSQL: `deliver_at` per event (NULL unless delayed) and `delayed_to` per
+ * partition (the highest sequence of a delayed event, 0 for none), so a claim
+ * reads deliver_at only for fresh events at or below that mark.
+ */
+const V3: SchemaVersion = {
+  version: 3,
+  name: 'delayed-events',
+  up: (t) => [
+    `ALTER TABLE ${t.events} ADD COLUMN deliver_at INTEGER`,
+    `ALTER TABLE ${t.partitions} ADD COLUMN delayed_to INTEGER NOT NULL DEFAULT 0`,
+  ],
+  down: (t) => [`ALTER TABLE ${t.partitions} DROP COLUMN delayed_to`, `ALTER TABLE ${t.events} DROP COLUMN deliver_at`],
+};
+
 /** Every version, in order. The last one is what this release reads and writes. */
-export const SQLITE_SCHEMA: readonly SchemaVersion[] = [V1, V2];
+export const SQLITE_SCHEMA: readonly SchemaVersion[] = [V1, V2, V3];
 
 /** Where the applied versions are recorded (created before the first version is recorded). */
 export function sqliteSchemaVersionTable(t: TableNames): string {

@@ -30,23 +30,27 @@ import type {
   ResolvedStart,
   SettleOp,
   SettleResult,
+  TransactionalAck,
   TrimRequest,
   WaitRequest,
 } from '../backend';
 import { createCapabilities } from '../capabilities';
 import { SqlBackendBase } from '../sql/base';
-import type { StatementKind } from '../sql/errors';
+import { mapDriverError, type StatementKind } from '../sql/errors';
 import type { SqliteDatabase, SqliteDriver, SqliteStatement, TypeormDataSource, TypeormModule } from '../sql/external';
 import { sqliteTables } from '../sql/names';
 import { checkCommonOptions, InstallMode } from '../sql/options';
 import { copyGroupConfig } from '../copies';
+import { claimPastDelays, type ClaimRound } from '../delays';
 import { DbPartitionState, lagOf, retentionColumns, toDeadLetter, toEvent, toGroup, toStream } from '../sql/rows';
 import { leasePosition, planLeases, planSettles, receiptMismatch, settled, staleLease } from '../sql/settle-plan';
 import type { Sql } from '../sql/statement';
+import { groupRemovalPlans } from '../sql/group-removal';
 import { transactionManager } from '../sql/transaction';
 import { WakeBoard } from '../sql/wake-board';
 import { eventBloom } from '../sql/bloom';
 import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES } from './checkpointer';
+import { ConnectionGate } from './connection-gate';
 import { requireSqliteVersion, upgradeSqlite } from './install';
 import { checkLockTimeout, LockWaiter, SQLITE_BUSY_TIMEOUT_MS } from './locks';
 import { Pacer } from './pacer';
@@ -101,7 +105,14 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   readonly name = 'sqlite';
   readonly capabilities = createCapabilities({
     guarantees: { durable: true, distributed: false, partitions: true, contiguousFrontier: true, replay: true, orderedPartitions: true },
-    mechanisms: { notifications: false, blockingReads: false, batchWrites: true, secondaryIndexes: true, transactionalAppend: true },
+    mechanisms: {
+      notifications: false,
+      blockingReads: false,
+      batchWrites: true,
+      secondaryIndexes: true,
+      transactionalAppend: true,
+      transactionalAck: true,
+    },
   });
   readonly clock: Clock;
   private readonly ds: TypeormDataSource;
@@ -111,6 +122,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   private readonly board = new WakeBoard();
   private readonly locks: LockWaiter;
   private readonly pacer = new Pacer();
+  /** Held by a transactional consumer's handler transaction: everything else on the connection waits for it (connection-gate.ts). */
+  private readonly gate = new ConnectionGate();
   private checkpointer: Checkpointer | null = null;
   private readonly jobs: SqliteJobRunner;
   /** Schema versions install() applied in this process (for describe()). */
@@ -231,8 +244,14 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
    * repeatable: build results inside it and return them.
    */
   private locked<T>(kind: StatementKind, what: string, fn: () => T): Promise<T> {
+    // A handler's transaction is open on the connection: wait for its end (unless we run inside it).
+    const turn = this.gate.blocked();
+    if (turn) return turn.then(() => this.locked(kind, what, fn));
     try {
-      return this.locks.run(kind, what, (busyTimeoutMs) => this.withBusyTimeout(busyTimeoutMs, fn));
+      return this.locks.run(kind, what, (busyTimeoutMs) => {
+        this.gate.check(); // a retry after a wait: a handler's transaction may have begun meanwhile
+        return this.withBusyTimeout(busyTimeoutMs, fn);
+      });
     } finally {
       // Done with the connection (or waiting for another process's lock): a paused trim may go on.
       this.pacer.poke();
@@ -334,6 +353,22 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     }
   }
 
+  /** One write transaction (SQLite's one writer): no claim, settle or re-open of the group runs beside it. */
+  async deleteGroup(stream: string, group: string): Promise<void> {
+    await this.mustStream(stream);
+    const removal = groupRemovalPlans(sqliteTables(), 'sqlite');
+    const removed = await this.write('deleteGroup', () => {
+      this.stmt(removal.deliveries).run(stream, group);
+      this.stmt(removal.deadLetters).run(stream, group);
+      this.stmt(removal.positions).run(stream, group);
+      return this.stmt(removal.group).run(stream, group).changes;
+    });
+    this.forgetGroup(stream, group);
+    if (removed === 0) throw new RheoError('group_not_found', `group "${group}" does not exist on stream "${stream}"`);
+    // A waiting consumer of the group looks again now, and learns it is gone.
+    this.wake(stream);
+  }
+
   /**
    * Per partition, the last sequence a (re)started group skips: never below the trim
    * point (a start before it starts after it). Runs inside the caller's transaction,
@@ -424,6 +459,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       tsMax.set(partition, last ?? -Infinity);
     }
     const insert = this.stmt(p.insertEvent);
+    // Per partition, its last delayed event of the batch: the partition's delayed_to mark moves there.
+    const lastDelayed = new Map<number, number>();
     for (const i of fresh) {
       const e = unique[i];
       const sequence = next.get(e.partition)!;
@@ -431,6 +468,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       const ts = e.timestamp.getTime();
       const max = Math.max(tsMax.get(e.partition)!, ts);
       tsMax.set(e.partition, max);
+      const deliverAt = e.deliverAt === undefined ? null : e.deliverAt.getTime();
+      if (deliverAt !== null) lastDelayed.set(e.partition, sequence);
       const row = {
         id: e.id,
         partition: e.partition,
@@ -440,10 +479,25 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         type: e.type,
         metadata: e.metadataJson,
         payload: e.payloadJson,
+        deliver_at: deliverAt,
       };
-      insert.run(stream, e.partition, sequence, e.id, ts, e.key, e.type, row.metadata, row.payload, max, eventBloom(e.metadata, e.payload));
+      insert.run(
+        stream,
+        e.partition,
+        sequence,
+        e.id,
+        ts,
+        e.key,
+        e.type,
+        row.metadata,
+        row.payload,
+        max,
+        eventBloom(e.metadata, e.payload),
+        deliverAt,
+      );
       out[i] = toEvent(stream, row);
     }
+    for (const [partition, sequence] of lastDelayed) this.stmt(p.markDelayed).run(sequence, stream, partition);
     return out;
   }
 
@@ -470,20 +524,40 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     const partitions = req.partitions ?? Array.from({ length: info.partitions }, (_, p) => p);
     const start = this.rotate(req.stream, req.group, info.partitions);
     const now = this.clock.now();
+    this.board.fetching(req.stream, req.group);
+    // One claim, and more only while claims park delayed events (../delays.ts).
+    return claimPastDelays(req.limit, (limit) => this.claimRound({ ...req, limit }, g, partitions, start, info.partitions, now));
+  }
+
+  /**
+   * One claim of up to `req.limit` events, in one write transaction. A fresh
+   * delayed event before its deliver_at takes its place in the round-robin and is
+   * passed by the cursor like any fresh event, but parked instead of leased
+   * (parkDelayed); its deliver_at is read only at or below the partition's
+   * delayed_to mark.
+   */
+  private claimRound(
+    req: FetchRequest,
+    g: GroupConfig,
+    partitions: number[],
+    start: number,
+    partitionCount: number,
+    now: number,
+  ): Promise<ClaimRound<Lease>> {
     const expiresAt = now + req.leaseMs;
     const { stream, group } = req;
-    this.board.fetching(stream, group);
     return this.write('fetch', () => {
       const p = this.plans;
+      type Candidate = { sequence: number; fresh: boolean; parkAt?: number };
       // Candidates per partition, in sequence order: due deliveries, then fresh events from the cursor.
-      const queues: Array<{ partition: number; cursor: number; seqs: Array<{ sequence: number; fresh: boolean }> }> = [];
+      const queues: Array<{ partition: number; cursor: number; seqs: Candidate[] }> = [];
       for (const partition of partitions) {
         const pos = this.stmt(p.position).get(stream, group, partition);
         if (!pos) continue;
         // The trim guard: nothing at or below the trim point is leased, and the cursor resumes after it.
         const tt = pos.trimmed_to;
         const cursor = Math.max(pos.cursor, tt + 1);
-        const seqs: Array<{ sequence: number; fresh: boolean }> = [];
+        const seqs: Candidate[] = [];
         if (g.ordering === 'partition') {
           const busy = this.stmt(p.liveLeases).get(stream, group, partition, tt, now)!.n > 0;
           const head = this.stmt(p.firstOpen).get(stream, group, partition, tt);
@@ -495,13 +569,19 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
           }
           for (let s = cursor; s <= pos.hwm && seqs.length < req.limit; s++) seqs.push({ sequence: s, fresh: true });
         }
+        const fresh = seqs.filter((c) => c.fresh);
+        if (fresh.length && cursor <= pos.delayed_to) {
+          const delayed = this.stmt(p.delayedIn).all(stream, partition, cursor, fresh[fresh.length - 1].sequence, now);
+          const parkAt = new Map(delayed.map((d) => [d.sequence, d.deliver_at]));
+          for (const c of fresh) c.parkAt = parkAt.get(c.sequence);
+        }
         if (seqs.length) queues.push({ partition, cursor, seqs });
       }
       // Round-robin across partitions, starting from a rotating partition so none starves.
       queues.sort(
-        (a, b) => ((a.partition - start + info.partitions) % info.partitions) - ((b.partition - start + info.partitions) % info.partitions),
+        (a, b) => ((a.partition - start + partitionCount) % partitionCount) - ((b.partition - start + partitionCount) % partitionCount),
       );
-      const picked = new Map<number, Array<{ sequence: number; fresh: boolean }>>();
+      const picked = new Map<number, Candidate[]>();
       let taken = 0;
       for (let turn = 0; taken < req.limit; turn++) {
         let took = false;
@@ -528,8 +608,9 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         expiresAt: new Date(expiresAt),
         event,
       });
+      let parked = 0;
       for (const [partition, cs] of picked) {
-        const fresh = cs.filter((c) => c.fresh).map((c) => c.sequence);
+        const fresh = cs.filter((c) => c.fresh);
         for (const c of cs) {
           if (c.fresh) continue;
           const leaseId = newId();
@@ -538,18 +619,32 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
           byPosition.set(`${partition}:${c.sequence}`, lease(leaseId, attempt, event));
         }
         if (fresh.length) {
-          const first = fresh[0];
-          const last = fresh[fresh.length - 1];
+          const first = fresh[0].sequence;
+          const last = fresh[fresh.length - 1].sequence;
           const ids = fresh.map(() => newId());
-          this.stmt(p.claimFresh).run(stream, group, partition, first, req.consumerId, now, expiresAt, JSON.stringify(ids));
+          // Fresh events are leased in runs (one statement each; a single run without delayed events), delayed ones parked.
+          let run = 0;
+          fresh.forEach((c, i) => {
+            const ends = i === fresh.length - 1 || fresh[i + 1].parkAt !== undefined;
+            if (c.parkAt !== undefined) {
+              this.stmt(p.parkDelayed).run(stream, group, partition, c.sequence, c.parkAt);
+              parked++;
+              run = i + 1;
+            } else if (ends) {
+              const runIds = JSON.stringify(ids.slice(run, i + 1));
+              this.stmt(p.claimFresh).run(stream, group, partition, fresh[run].sequence, req.consumerId, now, expiresAt, runIds);
+              run = i + 1;
+            }
+          });
           for (const row of this.stmt(p.eventRange).all(stream, partition, first, last)) {
             const seq = Number(row.sequence);
-            byPosition.set(`${partition}:${seq}`, lease(ids[seq - first], 1, toEvent(stream, row)));
+            if (fresh[seq - first].parkAt === undefined)
+              byPosition.set(`${partition}:${seq}`, lease(ids[seq - first], 1, toEvent(stream, row)));
           }
           this.stmt(p.moveCursor).run(last + 1, stream, group, partition);
         }
       }
-      // In round-robin order.
+      // In round-robin order (a parked event has no lease).
       const leases: Lease[] = [];
       for (let turn = 0; ; turn++) {
         let any = false;
@@ -557,11 +652,12 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
           const cs = picked.get(q.partition);
           if (!cs || turn >= cs.length) continue;
           any = true;
-          leases.push(byPosition.get(`${q.partition}:${cs[turn].sequence}`)!);
+          const leased = byPosition.get(`${q.partition}:${cs[turn].sequence}`);
+          if (leased) leases.push(leased);
         }
         if (!any) break;
       }
-      return leases;
+      return { leases, parked };
     });
   }
 
@@ -661,6 +757,76 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     // Claimable now: wake waiting consumers, as a nack with no delay does.
     for (const stream of woken) this.wake(stream);
     return settled(results, answered, () => 'release');
+  }
+
+  /**
+   * The handler's transaction and its ack (a transactional consumer), on the one
+   * connection: begun through TypeORM (so `work`'s EntityManager knows it is in a
+   * transaction), holding the connection gate until it ends. Its first statement
+   * takes the write lock and checks the fence, so a lease already lost runs no
+   * handler, and no other process can claim the event while the handler runs; the
+   * ack at the end fences again (the lease may have expired meanwhile).
+   */
+  async ackInTransaction(lease: Lease<unknown>, work: (manager: unknown) => Promise<boolean>): Promise<TransactionalAck> {
+    await this.init();
+    await this.loadGroupsOf([lease]);
+    const { planned, answered } = planLeases(
+      [lease],
+      () => 'ack',
+      (s, g) => this.cachedGroup(s, g),
+    );
+    const p = planned[0];
+    if (!p) return { kind: 'ack_failed', error: answered.get(0)! };
+    const key = [p.stream, p.group, p.partition, p.sequence, p.leaseId] as const;
+    const acked = await this.gate.hold(async (): Promise<TransactionalAck> => {
+      const qr = this.ds.createQueryRunner();
+      const rollback = () => (qr.isTransactionActive ? qr.rollbackTransaction().catch(() => undefined) : undefined);
+      try {
+        await qr.startTransaction();
+      } catch (err) {
+        throw mapDriverError(err, 'read', 'ackInTransaction');
+      }
+      let commit: boolean;
+      try {
+        const held = await this.locked(
+          'write',
+          'ackInTransaction',
+          () => this.stmt(this.plans.touchHeld).run(...key, this.clock.now()).changes === 1,
+        );
+        if (!held || p.receipt !== p.leaseId) {
+          await rollback();
+          return { kind: 'ack_failed', error: held ? receiptMismatch('ack') : staleLease('ack') };
+        }
+      } catch (err) {
+        await rollback();
+        throw err;
+      }
+      try {
+        commit = await work(qr.manager);
+      } catch (err) {
+        await rollback();
+        throw err;
+      }
+      if (!commit) {
+        await rollback();
+        return { kind: 'rolled_back' };
+      }
+      try {
+        const live = await this.locked('write', 'ack', () => this.stmt(this.plans.ackHeld).run(...key, this.clock.now()).changes === 1);
+        if (!live) {
+          await rollback();
+          return { kind: 'ack_failed', error: staleLease('ack') };
+        }
+        await qr.commitTransaction();
+      } catch (err) {
+        await rollback();
+        // In-process, a failed statement or commit is definite: nothing was committed.
+        throw mapDriverError(err, 'write', 'ack');
+      }
+      return { kind: 'committed' };
+    });
+    if (acked.kind === 'committed' && p.config.ordering === 'partition') this.wake(p.stream);
+    return acked;
   }
 
   // ---------------------------------------------------------------- replay, reset, redrive
@@ -820,6 +986,12 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     await this.init();
     const now = this.clock.now();
     return this.write('claimTurn', () => this.stmt(this.jobs.retention.claimTurn).run(job, holder, now + ttlMs, now).changes === 1);
+  }
+
+  async releaseTurn(job: string, holder: string): Promise<boolean> {
+    await this.init();
+    const removal = groupRemovalPlans(sqliteTables(), 'sqlite');
+    return this.write('releaseTurn', () => this.stmt(removal.releaseTurn).run(job, holder).changes === 1);
   }
 
   // ---------------------------------------------------------------- wake-ups (in-process)

@@ -18,7 +18,11 @@
  * ARGV[b+5]  type       '' = none
  * ARGV[b+6]  metadata   JSON
  * ARGV[b+7]  payload    JSON
- * (built by appendArgs in ../codec.ts; entry fields as listed there)
+ * then per delayed event (none for a batch without one), at d = 2 + 8n + 2k:
+ * ARGV[d]    i          its index in the batch (from 0)
+ * ARGV[d+1]  deliverAt  ms: stored as the entry's `w`, and the partition's `dz:<p>`
+ *                       in meta moves to its sequence (fetch reads `w` up to it)
+ * (built by appendArgs and appendDelayArgs in ../codec.ts; entry fields as listed there)
  *
  * Returns per event its new sequence (integer), or, when the id was already stored,
  * `{ '<p>:<seq>', entry fields }` read in the same step (a trim cannot take the entry
@@ -41,6 +45,9 @@ if gone then return rheoError(gone) end
 local out = {}
 local wrote = false
 local n = tonumber(ARGV[1])
+-- The delayed events' deliverAt by index in the batch (kept as the caller's text).
+local delayAt = {}
+for d = 2 + 8 * n, #ARGV - 1, 2 do delayAt[tonumber(ARGV[d])] = ARGV[d + 1] end
 -- The log key of each partition this call declared.
 local logOf = {}
 for i = 0, n - 1 do logOf[ARGV[4 + 8 * i]] = KEYS[4 + tonumber(ARGV[3 + 8 * i])] end
@@ -58,6 +65,10 @@ for i = 0, n - 1 do
     local f = { 'i', id, 't', ARGV[b + 3], 'm', ARGV[b + 6], 'd', ARGV[b + 7] }
     if ARGV[b + 4] ~= '' then f[#f + 1] = 'k'; f[#f + 1] = ARGV[b + 4] end
     if ARGV[b + 5] ~= '' then f[#f + 1] = 'y'; f[#f + 1] = ARGV[b + 5] end
+    if delayAt[i] then
+      f[#f + 1] = 'w'; f[#f + 1] = delayAt[i]
+      redis.call('HSET', KEYS[1], 'dz:' .. p, seq)
+    end
     redis.call('XADD', KEYS[4 + tonumber(ARGV[b + 1])], '0-' .. seq, unpack(f))
     redis.call('HSET', KEYS[2], id, p .. ':' .. seq)
     out[#out + 1] = seq

@@ -9,14 +9,19 @@
  * trim point (`lw:<p>`) is ever claimed, whatever the group's keys say: its
  * cursor is taken as at least lw + 1 and its frontier as at least lw (every path
  * that starts or moves a group keeps them there; this is the guard behind them).
+ * A never-delivered delayed event whose deliverAt (entry field `w`) is after now
+ * is chosen like any other (it takes a place of the limit, and the cursor passes
+ * it) but parked instead of leased: an available record of attempt 0 in `avail`,
+ * scored by its deliverAt, like a nack's delay (docs/adr/028-delayed-events.md).
+ * `w` is looked at only up to the partition's `dz:<p>` (its last delayed event).
  *
- * KEYS[1]     meta    HASH    the stream's meta (hw:<p>, lw:<p>)
+ * KEYS[1]     meta    HASH    the stream's meta (hw:<p>, lw:<p>, dz:<p>)
  * KEYS[2]     cfg     HASH    the group's config (ord), positions (f:, c:, rw:), rr (incremented)
  * KEYS[3]     dl      HASH    delivery records (written: a leased record per claim)
  * KEYS[4]     wake    STREAM  read: its last entry id is returned
  * KEYS[5+3j]  log     STREAM  the log of the partition in slot j
  * KEYS[6+3j]  leased  ZSET    its leased sequences by expiry (written)
- * KEYS[7+3j]  avail   ZSET    its sequences waiting for redelivery by due time (claimed ones removed)
+ * KEYS[7+3j]  avail   ZSET    its sequences waiting for redelivery by due time (claimed ones removed, parked ones added)
  *
  * ARGV[1]    now          ms, from the backend's clock
  * ARGV[2]    limit        at most this many claims (the backend sends at most 100)
@@ -26,6 +31,7 @@
  *
  * Returns { wakeId ('0-0' when none), pending (1 when a frontier walk or a rewind is
  * left unfinished: the backend runs tidy, then fetches again if nothing was claimed),
+ * parked (delayed events parked: the backend claims again for their places),
  * then per lease: partition, sequence, leaseId, attempt, entry fields }.
  * Errors:
  *   RHEO:stream_not_found            no meta hash -> RheoError stream_not_found (explained)
@@ -62,14 +68,16 @@ for j = 0, np - 1 do
   cfgFields[#cfgFields + 1] = 'rw:' .. p
   hwFields[#hwFields + 1] = 'hw:' .. p
   hwFields[#hwFields + 1] = 'lw:' .. p
+  hwFields[#hwFields + 1] = 'dz:' .. p
 end
 local cfg = redis.call('HMGET', KEYS[2], unpack(cfgFields))
 if not cfg[1] then return rheoError('group_not_found') end
 local hws = redis.call('HMGET', KEYS[1], unpack(hwFields))
 -- Frontier and cursor of each partition, never below its trim point.
-local fs, cs, lws = {}, {}, {}
+local fs, cs, lws, dzs = {}, {}, {}, {}
 for j = 0, np - 1 do
-  lws[j] = tonumber(hws[2 + 2 * j] or '0')
+  lws[j] = tonumber(hws[2 + 3 * j] or '0')
+  dzs[j] = tonumber(hws[3 + 3 * j] or '0')
   fs[j] = math.max(tonumber(cfg[2 + 3 * j]), lws[j])
   cs[j] = math.max(tonumber(cfg[3 + 3 * j]), lws[j] + 1)
 end
@@ -83,7 +91,7 @@ local queues = {}
 for j = 0, np - 1 do
   local p = ARGV[5 + j]
   local leased, avail = KEYS[6 + 3 * j], KEYS[7 + 3 * j]
-  local hw = tonumber(hws[1 + 2 * j] or '0')
+  local hw = tonumber(hws[1 + 3 * j] or '0')
   local lw = lws[j]
   local f, c = fs[j], cs[j]
   if walkLeft(f, c, headRecs[j + 1]) then pending = 1 end
@@ -123,7 +131,7 @@ for j = 0, np - 1 do
   if #seqs > 0 then queues[#queues + 1] = { j = j, p = p, seqs = seqs, c0 = c, c = c, picks = {} } end
 end
 local last = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)
-local out = { last[1] and last[1][1] or '0-0', pending }
+local out = { last[1] and last[1][1] or '0-0', pending, 0 }
 if #queues == 0 then return out end
 -- 1. Choose: round-robin over partitions from a rotating start.
 local picks = {}
@@ -167,11 +175,19 @@ end
 -- written before every entry was found: an entry missing below the high watermark means the log
 -- lost keys (eviction, a manual DEL), which is reported instead of delivered as an empty event.
 local records, cursors = {}, {}
+local parked = 0
 for n, pick in ipairs(picks) do
   local q, seq = pick.q, pick.seq
   local k = q.p .. ':' .. seq
   local attempt = 1
   local fields = q.entries[seq]
+  local parkAt = nil
+  if seq >= q.c0 and seq <= dzs[q.j] and fields then
+    -- A delayed event (entry field w) not due yet is parked, not leased.
+    for i = 1, #fields, 2 do
+      if fields[i] == 'w' and tonumber(fields[i + 1]) > now then parkAt = fields[i + 1] end
+    end
+  end
   if seq < q.c0 then
     local rec = redis.call('HGET', KEYS[3], k)
     if rec then
@@ -184,24 +200,32 @@ for n, pick in ipairs(picks) do
     q.redelivered[#q.redelivered + 1] = seq
   end
   if not fields then return rheoError('failed:log:' .. q.p .. ':' .. seq) end
-  local lid = ARGV[4] .. '.' .. n
   records[#records + 1] = k
-  records[#records + 1] = leasedRecord(attempt, lid, exp)
-  out[#out + 1] = q.p
-  out[#out + 1] = seq
-  out[#out + 1] = lid
-  out[#out + 1] = attempt
-  out[#out + 1] = fields
+  if parkAt then
+    records[#records + 1] = availableRecord(0)
+    q.parked = q.parked or {}
+    q.parked[#q.parked + 1] = parkAt
+    q.parked[#q.parked + 1] = seq
+    parked = parked + 1
+  else
+    local lid = ARGV[4] .. '.' .. n
+    records[#records + 1] = leasedRecord(attempt, lid, exp)
+    q.leased = q.leased or {}
+    q.leased[#q.leased + 1] = exp
+    q.leased[#q.leased + 1] = seq
+    out[#out + 1] = q.p
+    out[#out + 1] = seq
+    out[#out + 1] = lid
+    out[#out + 1] = attempt
+    out[#out + 1] = fields
+  end
 end
+out[3] = parked
 chunked('HSET', KEYS[3], records, 1000)
 for _, q in ipairs(queues) do
   if #q.picks > 0 then
-    local z = {}
-    for _, seq in ipairs(q.picks) do
-      z[#z + 1] = exp
-      z[#z + 1] = seq
-    end
-    chunked('ZADD', KEYS[6 + 3 * q.j], z, 1000)
+    if q.leased then chunked('ZADD', KEYS[6 + 3 * q.j], q.leased, 1000) end
+    if q.parked then chunked('ZADD', KEYS[7 + 3 * q.j], q.parked, 1000) end
     if q.redelivered then chunked('ZREM', KEYS[7 + 3 * q.j], q.redelivered, 1000) end
     if q.c ~= q.c0 then
       cursors[#cursors + 1] = 'c:' .. q.p

@@ -37,12 +37,14 @@ import { COUNT_DEAD_LETTERS } from './count-dead-letters';
 import { CREATE_GROUP } from './create-group';
 import { CREATE_STREAM } from './create-stream';
 import { DEAD_LETTERS } from './dead-letters';
+import { DELETE_GROUP } from './delete-group';
 import { FETCH } from './fetch';
 import { INSPECT } from './inspect';
 import { LAYOUT } from './layout';
 import { PURGE } from './purge';
 import { REDRIVE } from './redrive';
 import { RELEASE } from './release';
+import { RELEASE_TURN } from './release-turn';
 import { RENEW } from './renew';
 import { REOPEN } from './reopen';
 import { REPLAY } from './replay';
@@ -73,6 +75,8 @@ export const SCRIPTS = {
   purge: PURGE,
   countDeadLetters: COUNT_DEAD_LETTERS,
   claimTurn: CLAIM_TURN,
+  releaseTurn: RELEASE_TURN,
+  deleteGroup: DELETE_GROUP,
   layout: LAYOUT,
 } as const;
 

@@ -13,7 +13,8 @@
  * ARGV[1]  now  ms (a lease expiring after it is live)
  *
  * Returns { dead-letter count, then per partition: high watermark, frontier, live leases,
- * timestamp of frontier + 1 or '', 1 when a frontier walk or rewind is left unfinished else 0 }.
+ * timestamp of frontier + 1 or '' (a delayed event's deliverAt when that is later: it is
+ * unsettled from then on), 1 when a frontier walk or rewind is left unfinished else 0 }.
  * Errors:
  *   RHEO:stream_not_found / RHEO:group_not_found  keys gone -> that RheoError (explained)
  */
@@ -46,7 +47,12 @@ for p = 0, P - 1 do
   out[#out + 1] = f
   out[#out + 1] = redis.call('ZCOUNT', KEYS[5 + 2 * p], '(' .. ARGV[1], '+inf')
   local ts = ''
-  if f < hw then ts = entryField(logEntry(KEYS[6 + 2 * p], f + 1), 't') or '' end
+  if f < hw then
+    local e = logEntry(KEYS[6 + 2 * p], f + 1)
+    ts = entryField(e, 't') or ''
+    local w = entryField(e, 'w')
+    if w and ts ~= '' and tonumber(w) > tonumber(ts) then ts = w end
+  end
   out[#out + 1] = ts
   local pending = 0
   if v[3] then

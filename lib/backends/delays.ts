@@ -1,0 +1,43 @@
+// Delayed events (docs/adr/028-delayed-events.md), the part every backend shares.
+// A delayed event is stored with its sequence like any other, so it keeps its
+// place in the log. No claim leases it before its deliverAt: the claim that
+// reaches it earlier "parks" it instead — it moves the cursor past it and leaves
+// a delivery of attempt 0 due at deliverAt, exactly what a nack with a delay
+// leaves. From then on the usual machinery does the rest: the delivery holds the
+// frontier (lag counts the event), an ordered group's partition waits for it as
+// its head, an unordered group claims the events after it, and the claim that
+// finds it due leases it as attempt 1. Nothing filters the log on every fetch:
+// a claim looks at a fresh event's deliverAt only while the partition holds a
+// delayed event at or above the cursor (a per-partition mark of the last one).
+
+/** What one claim statement (or script call) did: the leases it took, and how many delayed events it parked. */
+export interface ClaimRound<L> {
+  leases: L[];
+  parked: number;
+}
+
+/**
+ * How many times one fetch claims again for the rest of its limit while its
+ * claims park delayed events. A parked event takes a place of the claim's
+ * limit, so a claim that parked some returns fewer leases than it could have;
+ * claiming again fills the fetch, and a long run of delayed events is passed
+ * at most `limit` × this many per fetch (the next fetch goes on from there).
+ */
+export const PARKING_ROUNDS = 8;
+
+/**
+ * Claim up to `limit` leases, claiming again while the last round parked a
+ * delayed event and the fetch is not full (at most {@link PARKING_ROUNDS}
+ * rounds). Without delayed events this is exactly one claim.
+ */
+export async function claimPastDelays<L>(limit: number, claim: (want: number) => Promise<ClaimRound<L>>): Promise<L[]> {
+  const first = await claim(limit);
+  if (first.parked === 0 || first.leases.length >= limit) return first.leases;
+  const leases = [...first.leases];
+  for (let round = 1; round < PARKING_ROUNDS && leases.length < limit; round++) {
+    const next = await claim(limit - leases.length);
+    leases.push(...next.leases);
+    if (next.parked === 0) break;
+  }
+  return leases;
+}

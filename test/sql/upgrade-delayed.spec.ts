@@ -1,0 +1,195 @@
+// Schema version 2 -> 3 (delayed events, docs/adr/028-delayed-events.md) on both
+// dialects. The version-2 tables are made by this release and taken back by
+// version 3's own `down` (which drops exactly the two columns version 3 adds):
+// rows of events without a delay are written the same by both versions, so that
+// is the data a version-2 release leaves. Opened with install 'none' it is
+// refused; with 'auto' it is upgraded in place, every old answer stays the same,
+// the old lease settles, the old retry comes back, and delayed events work.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DataSource } from 'typeorm';
+import { type Backend, type Lease, ManualClock, postgresBackend, Rheo, sqliteBackend } from '../../lib';
+import { PG_SCHEMA } from '../../lib/backends/postgres/schema';
+import { pgTables, sqliteTables } from '../../lib/backends/sql/names';
+import { SQLITE_SCHEMA } from '../../lib/backends/sqlite/schema';
+import { dropSchema, freshSchema, PG_URL } from './pg-helpers';
+
+const T0 = Date.UTC(2026, 5, 1);
+const dir = mkdtempSync(join(tmpdir(), 'rheo-upgrade-delayed-'));
+const schema = freshSchema('v2to3');
+
+interface Dialect {
+  name: string;
+  open(clock: ManualClock, install: 'auto' | 'none'): Backend;
+  /** Run raw SQL on the store (its own connection). */
+  sql(statement: string, params?: unknown[]): Promise<Array<Record<string, unknown>>>;
+  /** Version 3's down and the removal of its record: the tables as version 2 left them. */
+  toVersion2(): Promise<void>;
+  /** The delay columns present now, sorted. */
+  delayColumns(): Promise<string[]>;
+}
+
+async function onDataSource<T>(options: ConstructorParameters<typeof DataSource>[0], run: (ds: DataSource) => Promise<T>): Promise<T> {
+  const ds = new DataSource(options);
+  await ds.initialize();
+  try {
+    return await run(ds);
+  } finally {
+    await ds.destroy();
+  }
+}
+
+const sqliteFile = join(dir, 'v2.db');
+const DIALECTS: Dialect[] = [
+  {
+    name: 'postgres',
+    open: (clock, install) => postgresBackend({ url: PG_URL, schema, clock, install, poolSize: 2 }),
+    sql: (statement, params) =>
+      onDataSource({ type: 'postgres', url: PG_URL, poolSize: 1 }, (ds) => ds.query(statement.replace(/:s\./g, `"${schema}".`), params)),
+    async toVersion2() {
+      const t = pgTables(schema);
+      for (const statement of PG_SCHEMA[2].down!(t, schema)) await this.sql(statement);
+      await this.sql(`DELETE FROM :s.rheo_schema_version WHERE version = 3`);
+    },
+    async delayColumns() {
+      const rows = await this.sql(
+        `SELECT column_name AS c FROM information_schema.columns
+         WHERE table_schema = $1 AND column_name IN ('deliver_at', 'delayed_to') ORDER BY column_name`,
+        [schema],
+      );
+      return rows.map((r) => String(r.c));
+    },
+  },
+  {
+    name: 'sqlite',
+    open: (clock, install) => sqliteBackend({ database: sqliteFile, clock, install }),
+    sql: (statement, params) =>
+      onDataSource({ type: 'better-sqlite3', database: sqliteFile }, (ds) => ds.query(statement.replace(/:s\./g, ''), params)),
+    async toVersion2() {
+      for (const statement of SQLITE_SCHEMA[2].down!(sqliteTables(), '')) await this.sql(statement);
+      await this.sql(`DELETE FROM rheo_schema_version WHERE version = 3`);
+    },
+    async delayColumns() {
+      const rows = await this.sql(
+        `SELECT name AS c FROM pragma_table_info('rheo_events') WHERE name = 'deliver_at'
+         UNION ALL SELECT name FROM pragma_table_info('rheo_partitions') WHERE name = 'delayed_to' ORDER BY 1`,
+      );
+      return rows.map((r) => String(r.c));
+    },
+  },
+];
+
+afterAll(async () => {
+  await dropSchema(schema);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe.each(DIALECTS)('$name: upgrade from schema version 2 to 3 (delayed events)', (d) => {
+  const clock = new ManualClock(T0);
+  let rheo: Rheo;
+  const before: Record<string, unknown> = {};
+  let liveLease: Lease;
+
+  afterAll(async () => {
+    await rheo?.close();
+  });
+
+  it('version 3 is exactly the two delay columns: its down leaves the version-2 tables with the data', async () => {
+    const writer = new Rheo(d.open(clock, 'auto'));
+    await writer.createStream('orders', { partitions: 2 });
+    await writer.createGroup('orders', 'billing', { maxAttempts: 5 });
+    await writer.createGroup('orders', 'audit', { ordering: 'partition' });
+    await writer.appendBatch(
+      'orders',
+      Array.from({ length: 6 }, (_, i) => ({ id: `o-${i}`, partition: i % 2, type: 'order', payload: { i } })),
+    );
+    // billing: o-0 acked, o-1 nacked for a minute, o-2 dead-lettered, o-3 held under a live lease.
+    const leases = await writer.fetch('orders', 'billing', { limit: 4, leaseMs: 120_000 });
+    const byId = new Map(leases.map((l) => [l.event.id, l]));
+    await writer.ack(byId.get('o-0')!);
+    await writer.nack(byId.get('o-1')!, { delayMs: 60_000, reason: 'later' });
+    await writer.reject(byId.get('o-2')!, { reason: 'poison' });
+    liveLease = byId.get('o-3')!;
+    before.events = [...(await writer.read('orders', { partition: 0 })), ...(await writer.read('orders', { partition: 1 }))];
+    before.billing = await writer.lag('orders', 'billing');
+    before.audit = await writer.lag('orders', 'audit');
+    before.dead = await writer.deadLetters('orders', 'billing');
+    await writer.close();
+
+    expect(await d.delayColumns()).toEqual(['delayed_to', 'deliver_at']);
+    await d.toVersion2();
+    expect(await d.delayColumns()).toEqual([]);
+    expect((await d.sql(`SELECT max(version) AS v FROM :s.rheo_schema_version`)).map((r) => Number(r.v))).toEqual([2]);
+  });
+
+  it("install 'none' refuses the version-2 tables, naming both versions, and changes nothing", async () => {
+    const none = new Rheo(d.open(clock, 'none'));
+    await expect(none.init()).rejects.toMatchObject({
+      code: 'failed',
+      message: expect.stringContaining(
+        "the rheo tables are at schema version 2, and this nestjs-rheo needs version 3 with install: 'none'",
+      ),
+    });
+    await none.close();
+    expect(await d.delayColumns()).toEqual([]);
+  });
+
+  it("install 'auto' applies version 3 alone, and every old answer stays the same", async () => {
+    const backend = d.open(clock, 'auto');
+    rheo = new Rheo(backend);
+    await rheo.init();
+    expect(backend.describe?.().installed).toEqual([3]);
+    expect((await d.sql(`SELECT version FROM :s.rheo_schema_version ORDER BY version`)).map((r) => Number(r.version))).toEqual([1, 2, 3]);
+    expect(await d.delayColumns()).toEqual(['delayed_to', 'deliver_at']);
+    const events = [...(await rheo.read('orders', { partition: 0 })), ...(await rheo.read('orders', { partition: 1 }))];
+    expect(events).toEqual(before.events);
+    expect(events.some((e) => 'deliverAt' in e)).toBe(false);
+    expect(await rheo.lag('orders', 'billing')).toEqual(before.billing);
+    expect(await rheo.lag('orders', 'audit')).toEqual(before.audit);
+    expect(await rheo.deadLetters('orders', 'billing')).toEqual(before.dead);
+  });
+
+  it('the old lease settles by its lease id, and the old retry comes back when due with its next attempt', async () => {
+    await rheo.ack(liveLease);
+    const fetchBilling = () => rheo.fetch('orders', 'billing', { limit: 10, leaseMs: 10_000 });
+    // o-4 and o-5 were never offered; o-1 waits out its minute.
+    const fresh = await fetchBilling();
+    expect(fresh.map((l) => [l.event.id, l.attempt])).toEqual([
+      ['o-4', 1],
+      ['o-5', 1],
+    ]);
+    for (const l of fresh) await rheo.ack(l);
+    clock.advance(60_000);
+    const [retry] = await fetchBilling();
+    expect([retry.event.id, retry.attempt]).toEqual(['o-1', 2]);
+    await rheo.ack(retry);
+    // Every event acked or dead-lettered (o-2).
+    expect((await rheo.lag('orders', 'billing')).lag).toBe(0);
+  });
+
+  it('delayed events work on the upgraded tables, unordered and ordered', async () => {
+    await rheo.append('orders', { id: 'late', partition: 0, payload: 'late', delayMs: 5000 });
+    await rheo.append('orders', { id: 'after', partition: 0, payload: 'after' });
+    const billing = () => rheo.fetch('orders', 'billing', { limit: 10, leaseMs: 10_000 });
+    expect((await billing()).map((l) => l.event.id)).toEqual(['after']);
+    // audit (ordering 'partition') gets every old event, each partition in order, then partition 0 waits for 'late'.
+    const audit = async () => {
+      const ids: string[] = [];
+      for (;;) {
+        const got = await rheo.fetch('orders', 'audit', { limit: 10 });
+        if (got.length === 0) return ids;
+        for (const l of got) {
+          ids.push(l.event.id);
+          await rheo.ack(l);
+        }
+      }
+    };
+    const old = await audit();
+    expect(old.filter((id) => Number(id.slice(2)) % 2 === 0)).toEqual(['o-0', 'o-2', 'o-4']);
+    expect(old.filter((id) => Number(id.slice(2)) % 2 === 1)).toEqual(['o-1', 'o-3', 'o-5']);
+    clock.advance(5000);
+    expect((await billing()).map((l) => [l.event.id, l.attempt, l.event.deliverAt?.getTime()])).toEqual([['late', 1, clock.now()]]);
+    expect(await audit()).toEqual(['late', 'after']);
+  });
+});

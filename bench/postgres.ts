@@ -1,12 +1,13 @@
 // PostgreSQL: the library next to the raw pg driver doing the same work.
 // RHEO_PG_URL overrides the machine's database. Runs in a throwaway schema.
 import { Pool } from 'pg';
-import { postgresBackend, Rheo } from '../lib';
+import { Group, postgresBackend, Rheo } from '../lib';
 import { benchPgBoss } from './peers/pg-boss';
-import { benchAppend, benchConsume, emitLatency, emitPeer, emitVsRaw, payload, printTable, rate, timeIt } from './harness';
+import { benchAppend, benchConsume, emit, emitLatency, emitPeer, emitVsRaw, payload, printTable, rate, round, timeIt } from './harness';
 
 const URL = process.env.RHEO_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const N = 20_000;
+// RHEO_BENCH_N: a smaller run to check the bench prints (the figures are for the default).
+const N = Number(process.env.RHEO_BENCH_N ?? 20_000);
 const BATCH = 500;
 const CLAIM = 100;
 
@@ -54,7 +55,31 @@ async function rawConsume(pool: Pool, schema: string): Promise<number> {
   return rate(N, ms);
 }
 
-/** append N in batches of 500, consume N through a Group (maxDemand 100, concurrency 16), latency with pollMs 1000. */
+/**
+ * Consume the same `n` waiting events through a batch Group (a no-op batch
+ * handler, `batch: { size }`): one claim and one settleMany per batch instead
+ * of settles coalesced from single handlers. Measured until the group's lag is 0.
+ */
+async function benchConsumeBatch(rheo: Rheo, stream: string, group: string, n: number, size: number): Promise<number> {
+  let settled = 0;
+  let onAll!: () => void;
+  const all = new Promise<void>((r) => (onAll = r));
+  const g = new Group(rheo, { stream, group, pollMs: 50, batch: { size, maxWaitMs: 50 } }, async () => undefined);
+  g.on('settled', () => {
+    if (++settled === n) onAll();
+  });
+  g.on('settle_error', ({ error }) => console.error('settle error:', error.message));
+  g.on('fetch_error', (error) => console.error('fetch error:', error.message));
+  const { ms } = await timeIt(async () => {
+    g.start();
+    await all;
+    while ((await rheo.lag(stream, group)).lag > 0) await new Promise((r) => setTimeout(r, 1));
+  });
+  await g.drain(5000);
+  return rate(n, ms);
+}
+
+/** append N in batches of 500, consume N through a Group (maxDemand 100, concurrency 16) and through a batch Group (size 100), latency with pollMs 1000. */
 export async function main(): Promise<void> {
   const schema = `rheo_bench_${process.pid}`;
   const pool = new Pool({ connectionString: URL, max: 4 });
@@ -71,6 +96,11 @@ export async function main(): Promise<void> {
     const rawC = await rawConsume(pool, schema);
     const consume = await benchConsume(rheo, 'bench', 'consumers', N, { maxDemand: 100, concurrency: 16 });
     emitVsRaw('postgres', 'consume', N, consume.eventsPerSec, rawC);
+
+    // The same N events again, through a batch handler (a group of its own, from the beginning).
+    await rheo.createGroup('bench', 'batch-consumers');
+    const batched = await benchConsumeBatch(rheo, 'bench', 'batch-consumers', N, CLAIM);
+    emit({ backend: 'postgres', op: `consume (batch ${CLAIM})`, events: N, eventsPerSec: batched, ratio: round(batched / rawC) });
 
     // The peer on the same database, same N, same payloads.
     const boss = await benchPgBoss(URL, N);

@@ -1,8 +1,9 @@
 import { RheoError } from '../core/errors';
 import type { GroupOptions, Ordering, RetryBackoff, StartPosition } from '../core/types';
 import { checkInt, checkName, checkObject } from '../core/validate';
-import type { GroupRunOptions } from '../runtime';
+import type { BatchOptions, GroupRunOptions, OnTimeout } from '../runtime';
 import { resolveGroupOptions } from '../runtime/options';
+import { resolveBroadcast, type ResolvedBroadcast } from './broadcast-options';
 
 /** How a consumer runs: everything but its identity (stream, group, instance). */
 export interface RheoConsumerSettings {
@@ -26,6 +27,20 @@ export interface RheoConsumerSettings {
   start?: StartPosition;
   /** Recorded on every lease this consumer takes. Default random. */
   consumerId?: string;
+  /**
+   * Most time one delivery (for a batch consumer: one batch) may take, ms. At the
+   * timeout `ctx.signal` aborts and the delivery is settled by `onTimeout`; a
+   * handler that ignores the signal has its late result dropped. Default: none.
+   */
+  timeoutMs?: number;
+  /** What a timeout settles: `'retry'` (reason `timeout after N ms`, the group's backoff) or `'dead-letter'`. Default `'retry'`. */
+  onTimeout?: OnTimeout;
+  /**
+   * Broadcast consumers only: how long a crashed instance's group outlives its
+   * last heartbeat before another instance deletes it, ms (heartbeats every third
+   * of it). Default 30000, at least 100; the same in every instance.
+   */
+  broadcastTtlMs?: number;
 }
 
 /** Options of `@RheoConsumer`. */
@@ -34,6 +49,30 @@ export interface RheoConsumerOptions extends RheoConsumerSettings {
   group: string;
   /** The `RheoModule` instance (its `name`) that runs this consumer. Default `'default'`. */
   instance?: string;
+  /**
+   * Exactly-once effects in the backend's database (PostgreSQL, SQLite through
+   * TypeORM): the handler runs in a transaction, `ctx.manager` is its
+   * `EntityManager`, and the ack is written and committed in it, fenced; a throw
+   * or any other outcome rolls it back. Other backends refuse it at startup. Set
+   * here only (not in the module's `defaults` / `consumers`): the handler relies
+   * on it. Default false.
+   */
+  transactional?: boolean;
+  /**
+   * A batch consumer: `@Payload()` is an array of up to `size` payloads and
+   * `@Ctx()` a `RheoBatchContext`; the batch is settled in one call. Set here
+   * only (not in the module's `defaults` / `consumers`): it changes what the
+   * handler receives.
+   */
+  batch?: BatchOptions;
+  /**
+   * Every running instance of the app receives every event (cache invalidation,
+   * the instance's websockets): each consumes a group of its own,
+   * `<group>.<instance id>`, starting at the end of the stream, deleted when the
+   * instance shuts down and by the other instances `broadcastTtlMs` after it
+   * crashed. Set here only. Default false.
+   */
+  broadcast?: boolean;
 }
 
 /** A consumer's options after defaults, configuration and validation. */
@@ -44,6 +83,8 @@ export interface ResolvedConsumer {
   key: string;
   run: GroupRunOptions;
   group: GroupOptions;
+  /** Set for a broadcast consumer (`run.group` is then its instance's group once the transport joined it). */
+  broadcast?: ResolvedBroadcast;
   /** Where each setting not taken from the decorator came from (`'defaults'`, `'consumers["stream/group"]'`), for errors. */
   sources: SettingSources;
 }
@@ -62,8 +103,13 @@ const SETTINGS: ReadonlyArray<keyof RheoConsumerSettings> = [
   'retry',
   'start',
   'consumerId',
+  'timeoutMs',
+  'onTimeout',
+  'broadcastTtlMs',
 ];
 const IDENTITY = ['stream', 'group', 'instance'];
+/** Options that change the handler's signature: the decorator's to decide, never configuration's. */
+const DECORATOR_ONLY = ['batch', 'transactional', 'broadcast'];
 
 /** The key a consumer's configuration is found under in `RheoModuleOptions.consumers`. */
 export function consumerKey(stream: string, group: string): string {
@@ -74,10 +120,12 @@ export function consumerKey(stream: string, group: string): string {
 export function checkSettings(field: string, value: unknown, allowIdentity = false): RheoConsumerSettings {
   const o = checkObject(field, value);
   for (const k of Object.keys(o)) {
-    if (!(SETTINGS as string[]).includes(k) && !(allowIdentity && IDENTITY.includes(k))) {
+    if (!allowIdentity && DECORATOR_ONLY.includes(k))
+      throw RheoError.invalid(`${field}.${k}`, 'is set on @RheoConsumer only: it changes what the handler receives');
+    if (!(SETTINGS as string[]).includes(k) && !(allowIdentity && (IDENTITY.includes(k) || DECORATOR_ONLY.includes(k)))) {
       throw RheoError.invalid(
         `${field}.${k}`,
-        `is not a consumer option (use ${[...(allowIdentity ? IDENTITY : []), ...SETTINGS].join(', ')})`,
+        `is not a consumer option (use ${[...(allowIdentity ? [...IDENTITY, ...DECORATOR_ONLY] : []), ...SETTINGS].join(', ')})`,
       );
     }
   }
@@ -168,10 +216,24 @@ export function resolveConsumer(
         consumerId: merged.consumerId,
         partitions: merged.partitions,
         drainTimeoutMs: moduleOptions.drainTimeoutMs,
+        timeoutMs: merged.timeoutMs,
+        onTimeout: merged.onTimeout,
+        batch: decorated.batch,
+        transactional: decorated.transactional,
       };
       for (const k of Object.keys(runInput) as Array<keyof GroupRunOptions>) if (runInput[k] === undefined) delete runInput[k];
       resolveGroupOptions(runInput);
-      return { handlerName, key, run: runInput, group: checkGroupSettings(merged), sources };
+      const broadcast = resolveBroadcast({
+        broadcast: decorated.broadcast,
+        group,
+        start: merged.start,
+        broadcastTtlMs: merged.broadcastTtlMs,
+        startSource: sources.start,
+        ttlSource: sources.broadcastTtlMs,
+      });
+      // A broadcast group always starts at the end (a start from the module's defaults does not apply to it).
+      const settings = broadcast ? { ...merged, start: 'end' as const } : merged;
+      return { handlerName, key, run: runInput, group: checkGroupSettings(settings), sources, ...(broadcast && { broadcast }) };
     } catch (err) {
       throw blameSource(sources, err);
     }

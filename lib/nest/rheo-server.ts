@@ -6,14 +6,16 @@ import { DEFAULT_DRAIN_TIMEOUT_MS } from '../core/limits';
 import type { Outcome } from '../core/outcomes';
 import type { Rheo } from '../core/rheo';
 import type { GroupConfig, Lease } from '../core/types';
-import { type DeliveryControl, Group, type GroupState, Trimmer } from '../runtime';
+import { type BatchControl, type DeliveryControl, Group, type GroupState, Trimmer } from '../runtime';
+import { checkTransactional } from '../runtime/transactional';
+import { BroadcastMemberships } from './broadcast';
 import { RHEO_CONSUMER_EXTRAS, rheoTransportId } from './constants';
 import { blameSource, prefixed, resolveConsumer, type ResolvedConsumer } from './consumer-options';
 import { deliverThroughNest } from './deliver-through-nest';
 import type { RheoConsumerMarker } from './rheo-consumer.decorator';
 import { consumerLabel, settingsOf, settingsText, settleLine, settleReport } from './consumer-log';
 import { quietReportedRpcErrors } from './quiet-rpc-errors';
-import { RheoContext } from './rheo-context';
+import { RheoBatchContext, RheoContext, type RheoDeliveryContext } from './rheo-context';
 import { deliveryEvent, RHEO_EVENT_NAMES, RheoEventHub, type RheoEventListener, type RheoEventName } from './rheo-events';
 import type { RheoInstance } from './rheo-instance';
 import { capturedError } from './thrown-error-capture';
@@ -105,6 +107,8 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
   private closing?: Promise<void>;
   private draining?: Promise<void>;
   private trimmer?: Trimmer;
+  /** The broadcast consumers' groups of this instance (docs/adr/031), once one joined. */
+  private memberships?: BroadcastMemberships;
   private trimFailures = 0;
 
   constructor(private readonly instance: RheoInstance) {
@@ -189,6 +193,8 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
           );
         }
         const consumer = resolveConsumer(marker.handlerName, marker.options, this.instance.options);
+        // Refused before anything is touched: a backend that cannot ack inside the handler's transaction.
+        if (consumer.run.transactional) checkTransactional(this.instance.rheo);
         consumers.push(consumer);
         this.handlers.set(consumer.key, handler);
       } catch (err) {
@@ -264,6 +270,12 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
   }
 
   private async ensureGroup(c: ResolvedConsumer): Promise<void> {
+    if (c.broadcast) {
+      // A group of this instance's own, at the end of the stream: nothing of an existing group to compare.
+      this.memberships ??= new BroadcastMemberships(this.instance.rheo, this.logger);
+      this.configs.set(c.key, await this.memberships.join(c));
+      return;
+    }
     let config: GroupConfig;
     try {
       config = await this.instance.rheo.createGroup(c.run.stream, c.run.group, c.group);
@@ -284,7 +296,10 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     const handler = this.handlers.get(consumer.key)!;
     const ref: RheoConsumerRef = { stream: consumer.run.stream, group: consumer.run.group, handlerName: consumer.handlerName };
     const config = this.configs.get(consumer.key)!;
-    const group = new Group(this.instance.rheo, consumer.run, (lease, control) => this.deliver(ref, handler, lease, control));
+    const { batch, ...single } = consumer.run;
+    const group = batch
+      ? new Group(this.instance.rheo, { ...single, batch }, (leases, control) => this.deliverBatch(ref, handler, leases, control))
+      : new Group(this.instance.rheo, single, (lease, control) => this.deliver(ref, handler, lease, control));
     const label = consumerLabel(ref);
     group.on('fetch_error', (error) => {
       if (!this.backingOff.has(consumer.key)) this.logger.error(`${label}: fetch failed, backing off: ${error.message}`);
@@ -323,6 +338,10 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       this.logger.log(`${label}: renewals succeed again`);
       this.emitter.emit('renew_recovered', ref);
     });
+    group.on('late_result', ({ leases, timeoutMs, ended }) => {
+      const what = leases.length === 1 ? `event ${leases[0].event.id}` : `a batch of ${leases.length} events`;
+      this.logger.warn(`${label}: the handler of ${what} ${ended} after its ${timeoutMs} ms timeout; its result is dropped`);
+    });
     group.on('late_settle', ({ lease, outcome }) => {
       this.logger.warn(
         `${label}: event ${lease.event.id} finished (${outcome.kind}) after the drain timed out; not settled, it will be redelivered`,
@@ -351,21 +370,37 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
    * A delivery that failed (not a deliberate RheoReject / RheoRetry): its stack at
    * DEBUG (the WARN line comes when the outcome is written), and `handler_error`.
    */
-  private reportFailure(ref: RheoConsumerRef, lease: Lease, reason: string, ctx: RheoContext): void {
+  private reportFailure(ref: RheoConsumerRef, leases: readonly Lease[], reason: string, ctx: RheoDeliveryContext): void {
     const { error, deliberate } = capturedError(ctx);
     if (deliberate) return;
-    if (error instanceof Error && error.stack)
-      this.logger.debug(`${consumerLabel(ref)}: event ${lease.event.id} attempt ${lease.attempt} threw: ${error.stack}`);
-    if (this.events.has('handler_error'))
-      this.events.emit('handler_error', { ...deliveryEvent(ref, lease), reason, error: error ?? new RheoError('failed', reason) });
+    const lease = leases[0];
+    const which = leases.length === 1 ? `event ${lease.event.id} attempt ${lease.attempt}` : `a batch of ${leases.length} events`;
+    if (error instanceof Error && error.stack) this.logger.debug(`${consumerLabel(ref)}: ${which} threw: ${error.stack}`);
+    if (this.events.has('handler_error')) {
+      for (const l of leases)
+        this.events.emit('handler_error', { ...deliveryEvent(ref, l), reason, error: error ?? new RheoError('failed', reason) });
+    }
   }
 
   /** One delivery through Nest's pipeline; never throws: every result is an outcome. */
   private deliver(ref: RheoConsumerRef, handler: MessageHandler, lease: Lease, control: DeliveryControl): Promise<Outcome> {
-    const ctx = new RheoContext(lease, control);
+    return this.runDelivery(ref, handler, new RheoContext(lease, control), [lease]);
+  }
+
+  /** One batch through Nest's pipeline (`@Payload()` the array of payloads); the outcome applies to events without their own. */
+  private deliverBatch(ref: RheoConsumerRef, handler: MessageHandler, leases: readonly Lease[], control: BatchControl): Promise<Outcome> {
+    return this.runDelivery(ref, handler, new RheoBatchContext(leases, control), leases);
+  }
+
+  private runDelivery(
+    ref: RheoConsumerRef,
+    handler: MessageHandler,
+    ctx: RheoContext | RheoBatchContext,
+    leases: readonly Lease[],
+  ): Promise<Outcome> {
     const invoke = async (): Promise<Outcome> => {
       const outcome = await deliverThroughNest(handler, ctx);
-      if (outcome.kind !== 'ack') this.reportFailure(ref, lease, outcome.reason, ctx);
+      if (outcome.kind !== 'ack') this.reportFailure(ref, leases, outcome.reason, ctx);
       return outcome;
     };
     // Tracing hooks (setOnProcessingStartHook) wrap the delivery as they wrap Nest's own transports.
@@ -406,7 +441,8 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
 
   /** Drain every consumer once (a failed start and the later shutdown share it), logging each stop and a summary. */
   private drainAll(): Promise<void> {
-    if (!this.draining) this.draining = this.drainConsumers();
+    // Broadcast groups go after the drain: a handler still running may settle in its group until then.
+    if (!this.draining) this.draining = this.drainConsumers().then(() => this.memberships?.leaveAll());
     return this.draining;
   }
 

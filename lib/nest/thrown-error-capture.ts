@@ -2,7 +2,7 @@ import type { CallHandler, ExecutionContext, NestInterceptor } from '@nestjs/com
 import { catchError, EMPTY, throwError, type Observable } from 'rxjs';
 import { RheoReject, RheoRetry } from '../core/outcomes';
 import { reportedByRheo } from './quiet-rpc-errors';
-import { RheoContext } from './rheo-context';
+import { isRheoDeliveryContext, type RheoDeliveryContext } from './rheo-context';
 
 /** What the innermost interceptor saw of one delivery. */
 interface Capture {
@@ -14,16 +14,16 @@ interface Capture {
   deliberate?: boolean;
 }
 
-const captures = new WeakMap<RheoContext<unknown>, Capture>();
+const captures = new WeakMap<RheoDeliveryContext, Capture>();
 
 /** What the interceptor recorded of a delivery: the original error, and whether it was a deliberate outcome. */
-export function capturedError(ctx: RheoContext<unknown>): { error?: unknown; deliberate: boolean; reached: boolean } {
+export function capturedError(ctx: RheoDeliveryContext): { error?: unknown; deliberate: boolean; reached: boolean } {
   const c = captures.get(ctx);
   return { error: c?.error?.value, deliberate: c?.deliberate === true, reached: c?.reached === true };
 }
 
 /** Start recording for one delivery. */
-export function beginCapture(ctx: RheoContext<unknown>): Capture {
+export function beginCapture(ctx: RheoDeliveryContext): Capture {
   const capture: Capture = { reached: false };
   captures.set(ctx, capture);
   return capture;
@@ -41,7 +41,7 @@ export function beginCapture(ctx: RheoContext<unknown>): Capture {
 export class RheoOutcomeInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const ctx = context.switchToRpc().getContext();
-    const capture = ctx instanceof RheoContext ? captures.get(ctx) : undefined;
+    const capture = isRheoDeliveryContext(ctx) ? captures.get(ctx) : undefined;
     if (!capture) return next.handle();
     capture.reached = true;
     return next.handle().pipe(

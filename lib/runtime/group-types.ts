@@ -1,6 +1,6 @@
 import type { RheoError } from '../core/errors';
 import type { Outcome } from '../core/outcomes';
-import type { Lease } from '../core/types';
+import type { Lease, RheoEvent } from '../core/types';
 
 /**
  * A handler: resolve with nothing to ack; resolve with an {@link Outcome} to settle
@@ -18,6 +18,49 @@ export type GroupHandler = (lease: Lease, delivery: DeliveryControl) => Promise<
  */
 export interface DeliveryControl {
   readonly signal: AbortSignal;
+  /**
+   * A `transactional` Group's delivery: the transaction the handler writes in (a
+   * TypeORM `EntityManager` on the SQL backends), committed together with the
+   * delivery's ack, or rolled back. Undefined otherwise.
+   */
+  readonly manager?: unknown;
+}
+
+/**
+ * A batch handler (a Group with the `batch` option): up to `batch.size` leases
+ * per call, in fetch order. Resolve with nothing to ack every lease without an
+ * outcome of its own, with an {@link Outcome} to settle those that way; throw
+ * to settle them by `outcomeOfError` (`RheoReject` dead-letters, `RheoRetry`
+ * nacks with its delay, anything else nacks with the group's backoff). Outcomes
+ * given per event through {@link BatchControl} before the call ends always
+ * stand. The whole batch is settled in one `settleMany`.
+ */
+export type GroupBatchHandler = (leases: readonly Lease[], batch: BatchControl) => Promise<Outcome | void>;
+
+/**
+ * What a batch handler gets beside its leases: the signal (aborted at the
+ * timeout, when a drain times out, and when every lease of the batch is lost),
+ * and per-event outcomes. `target` is one of the batch's leases or events. Each
+ * call replaces an earlier one for the same event; calls after the batch was
+ * settled (the handler returned, or timed out) throw.
+ */
+export interface BatchControl extends DeliveryControl {
+  /** The batch's leases, in fetch order. */
+  readonly leases: readonly Lease[];
+  /** Ack this event, whatever the call's result. */
+  ack(target: Lease | RheoEvent): void;
+  /** Dead-letter this event now with `reason`. */
+  reject(target: Lease | RheoEvent, reason: string): void;
+  /** Retry this event: after `delayMs`, or the group's backoff. Counts as an attempt. */
+  retry(target: Lease | RheoEvent, options?: BatchRetryOptions): void;
+}
+
+/** Options of {@link BatchControl.retry}. */
+export interface BatchRetryOptions {
+  /** Redeliver after this delay (ms) instead of the group's backoff. */
+  delayMs?: number;
+  /** Stored as the retry's reason. Default `'retry'`. */
+  reason?: string;
 }
 
 /**
@@ -56,6 +99,10 @@ export interface GroupStats {
   released: number;
   /** Settles dropped because they arrived after the Group stopped (a handler that outlived the drain timeout). */
   lateSettles: number;
+  /** Handler calls (a batch counts once) whose outcome was decided by `timeoutMs`. */
+  timeouts: number;
+  /** Handler calls that ended after their timeout: their result was dropped. */
+  lateResults: number;
 }
 
 /** Payload of the `settled` event. */
@@ -73,8 +120,20 @@ export interface SettleErrorEvent {
 
 /** Payload of the `handler_error` event. */
 export interface HandlerErrorEvent {
+  /** The lease (for a batch: its first). */
   lease: Lease;
+  /** A batch call: every lease of the batch. */
+  leases?: readonly Lease[];
   error: unknown;
+}
+
+/** Payload of the `late_result` event: a handler call ended after its timeout had decided its outcome. */
+export interface LateResultEvent {
+  /** The call's leases (one, or the batch). */
+  leases: readonly Lease[];
+  timeoutMs: number;
+  /** How the call ended: `'resolved'` or `'threw'`. Its result was dropped either way. */
+  ended: 'resolved' | 'threw';
 }
 
 /**
@@ -108,4 +167,5 @@ export interface GroupEvents {
   /** Renewals succeed again after `renew_error`s. */
   renew_recovered: [];
   late_settle: [LateSettleEvent];
+  late_result: [LateResultEvent];
 }

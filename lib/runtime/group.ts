@@ -3,16 +3,26 @@ import { backoffDelay } from '../core/backoff';
 import { channels, deliveryOf, processChannel, type ProcessMessage, traceWith } from '../core/diagnostics';
 import { RheoError, toRheoError } from '../core/errors';
 import { type Outcome, outcomeOfError, RheoReject, RheoRetry } from '../core/outcomes';
-import type { Rheo } from '../core/rheo';
+import type { Rheo, SettleRequest } from '../core/rheo';
 import { classifySettleError } from '../core/settle';
 import type { Lease } from '../core/types';
 import { MAX_BATCH, MAX_FETCH_LIMIT } from '../core/limits';
-import type { DrainResult, GroupEvents, GroupHandler, GroupState, GroupStats } from './group-types';
+import type { DrainResult, GroupBatchHandler, GroupEvents, GroupHandler, GroupState, GroupStats } from './group-types';
+import { BatchRun } from './batch-run';
 import { LazyDeliveryControl } from './delivery-control';
+import { timeoutOutcome, withTimeout } from './handler-timeout';
 import { Inflight, type InflightEntry } from './inflight';
-import { checkDrainTimeout, FETCH_BACKOFF, type GroupRunOptions, type ResolvedGroupOptions, resolveGroupOptions } from './options';
+import {
+  type BatchOptions,
+  checkDrainTimeout,
+  FETCH_BACKOFF,
+  type GroupRunOptions,
+  type ResolvedGroupOptions,
+  resolveGroupOptions,
+} from './options';
 import { ACK, bounded, nackAfterFailedAck, outcomeOfValue, SETTLED_BY_HANDLER, settleRequest } from './handler-result';
 import { processSpan } from './process-span';
+import { ackFailureOf, checkTransactional, outcomeOfRun, runTransactional } from './transactional';
 import { Renewals } from './renewals';
 import { SettleBatcher, type SettleResult } from './settle-batcher';
 
@@ -51,6 +61,8 @@ export class Group extends EventEmitter<GroupEvents> {
     dropped: 0,
     released: 0,
     lateSettles: 0,
+    timeouts: 0,
+    lateResults: 0,
   };
   /** No handler starts on a lease with less than this left: it would likely expire under the handler. */
   private readonly startMarginMs: number;
@@ -61,6 +73,16 @@ export class Group extends EventEmitter<GroupEvents> {
   private current: GroupState = 'idle';
   private error: RheoError | null = null;
   private handlersRunning = 0;
+  /**
+   * Handler calls past their timeout that have not ended yet. Their outcome is
+   * decided and their slot given back, but they still run: they count against
+   * a second `concurrency` of room, so calls that ignore their signal can never
+   * pile up beyond `2 × concurrency` (docs/adr/029).
+   */
+  private overdueCalls = 0;
+  /** Batch mode: the ready leases have waited `batch.maxWaitMs`, the next batch runs with what there is. */
+  private batchDue = false;
+  private batchTimer: NodeJS.Timeout | null = null;
   /** Leases held but not yet handed to a handler: the prefetch buffer, in fetch order. */
   private readonly ready: InflightEntry[] = [];
 
@@ -76,23 +98,30 @@ export class Group extends EventEmitter<GroupEvents> {
   private drainPromise: Promise<DrainResult> | null = null;
   private drainDone: ((result: DrainResult) => void) | null = null;
 
-  /** Validates `options` (RheoError('invalid_argument') naming the field); does not touch the backend. */
+  /**
+   * Validates `options` (RheoError('invalid_argument') naming the field); does
+   * not touch the backend. With `batch`, the handler takes the leases of a
+   * batch ({@link GroupBatchHandler}); without, one lease ({@link GroupHandler}).
+   */
+  constructor(rheo: Rheo, options: GroupRunOptions & { batch: BatchOptions }, handler: GroupBatchHandler);
+  constructor(rheo: Rheo, options: GroupRunOptions & { batch?: undefined }, handler: GroupHandler);
   constructor(
     private readonly rheo: Rheo,
     options: GroupRunOptions,
-    private readonly handler: GroupHandler,
+    private readonly handler: GroupHandler | GroupBatchHandler,
   ) {
     super();
     if (!rheo || !rheo.backend || typeof rheo.fetch !== 'function' || typeof rheo.settleMany !== 'function')
       throw RheoError.invalid('rheo', 'must be a Rheo instance');
     if (typeof handler !== 'function') throw RheoError.invalid('handler', 'must be a function');
     this.options = resolveGroupOptions(options);
+    if (this.options.transactional) checkTransactional(rheo);
     const leaseMs = this.options.leaseMs;
     this.startMarginMs = Math.min(Math.max(Math.ceil(leaseMs / 10), 100), Math.floor(leaseMs / 2));
     this.renewals = new Renewals(rheo, this.held, leaseMs, {
       lost: (entry) => {
         const reason = `lease on event ${entry.lease.event.id} lost: another consumer holds it now`;
-        entry.control?.abort(new RheoError('stale_lease', reason));
+        this.abortDelivery(entry, new RheoError('stale_lease', reason));
         if (channels.leaseLost.hasSubscribers) channels.leaseLost.publish({ ...deliveryOf(entry.lease), reason });
         this.notify('lease_lost', entry.lease);
         this.roomFreed();
@@ -131,9 +160,14 @@ export class Group extends EventEmitter<GroupEvents> {
     return this.held.size;
   }
 
-  /** Handlers running now. */
+  /** Handler calls running now (a batch is one call), not counting those past their timeout. */
   get running(): number {
     return this.handlersRunning;
+  }
+
+  /** Handler calls past their timeout that have not ended yet (their outcome is settled already, their result will be dropped). */
+  get overdue(): number {
+    return this.overdueCalls;
   }
 
   /** The fetch error while `backing_off`, else null. */
@@ -195,6 +229,7 @@ export class Group extends EventEmitter<GroupEvents> {
     }
     this.stopFetching();
     this.setState('draining');
+    this.clearBatchWait();
     this.releaseUnstarted(this.ready.splice(0));
     this.drainTimer = setTimeout(() => this.finish('timeout'), timeout);
     this.checkDrained();
@@ -214,7 +249,8 @@ export class Group extends EventEmitter<GroupEvents> {
    * once fewer than `concurrency` leases are waiting, before handlers run dry.
    */
   private room(): number {
-    if (this.ready.length >= this.options.concurrency) return 0;
+    // A batch consumer wants whole batches waiting, not single leases.
+    if (this.ready.length >= this.options.concurrency * (this.options.batch?.size ?? 1)) return 0;
     return this.options.maxDemand - this.held.size;
   }
 
@@ -373,14 +409,59 @@ export class Group extends EventEmitter<GroupEvents> {
   private startReady(): void {
     if (!this.fetching) return;
     const now = this.rheo.backend.clock.now();
+    if (this.options.batch) return this.startBatches(now, this.options.batch.size);
     let expiring: InflightEntry[] | null = null;
-    while (this.handlersRunning < this.options.concurrency && this.ready.length > 0) {
+    while (this.canStart() && this.ready.length > 0) {
       const entry = this.ready.shift()!;
       if (!this.held.holds(entry)) continue;
       if (this.tooLateToStart(entry, now)) (expiring ??= []).push(entry);
       else this.handle(entry);
     }
     if (expiring) this.dropExpiring(expiring);
+  }
+
+  /**
+   * A free slot: fewer than `concurrency` calls running, and fewer than
+   * `2 × concurrency` alive counting those past their timeout.
+   */
+  private canStart(): boolean {
+    const c = this.options.concurrency;
+    return this.handlersRunning < c && this.handlersRunning + this.overdueCalls < 2 * c;
+  }
+
+  /**
+   * Batch mode: start a batch per free slot once `size` leases wait, or once
+   * they have waited `maxWaitMs` (then with what there is). Lost and expiring
+   * leases are taken out first, as for single handlers.
+   */
+  private startBatches(now: number, size: number): void {
+    const expiring: InflightEntry[] = [];
+    let live = 0;
+    for (const entry of this.ready) {
+      if (!this.held.holds(entry)) continue;
+      if (this.tooLateToStart(entry, now)) expiring.push(entry);
+      else this.ready[live++] = entry;
+    }
+    this.ready.length = live;
+    if (expiring.length > 0) this.dropExpiring(expiring);
+    const due = () => this.batchDue || this.options.batch!.maxWaitMs === 0;
+    while (this.canStart() && this.ready.length > 0 && (this.ready.length >= size || due())) {
+      this.batchDue = false;
+      this.clearBatchWait();
+      this.handleBatch(this.ready.splice(0, size));
+    }
+    if (this.ready.length > 0 && !this.batchDue && !this.batchTimer) {
+      this.batchTimer = setTimeout(() => {
+        this.batchTimer = null;
+        this.batchDue = true;
+        this.startReady();
+      }, this.options.batch!.maxWaitMs);
+    }
+  }
+
+  private clearBatchWait(): void {
+    if (this.batchTimer) clearTimeout(this.batchTimer);
+    this.batchTimer = null;
   }
 
   /** Less than the start margin left: a handler started now would likely outlive the lease. */
@@ -404,12 +485,24 @@ export class Group extends EventEmitter<GroupEvents> {
       this.dropExpiring(expiring);
     }
     for (const entry of this.held.all()) {
-      if (entry.control && !entry.control.aborted && entry.expiresAt <= now) {
-        const reason = `lease on event ${entry.lease.event.id} expired: renewals failed, another consumer may hold it now`;
-        entry.control.abort(new RheoError('stale_lease', reason));
-        if (channels.leaseExpired.hasSubscribers) channels.leaseExpired.publish({ ...deliveryOf(entry.lease), reason });
-      }
+      if (entry.expiresAt > now) continue;
+      const started = entry.batch ? !entry.batch.isGone(entry.lease.leaseId) : entry.control !== null && !entry.control.aborted;
+      if (!started) continue;
+      const reason = `lease on event ${entry.lease.event.id} expired: renewals failed, another consumer may hold it now`;
+      this.abortDelivery(entry, new RheoError('stale_lease', reason));
+      if (channels.leaseExpired.hasSubscribers) channels.leaseExpired.publish({ ...deliveryOf(entry.lease), reason });
     }
+  }
+
+  /**
+   * The lease of a running delivery is no longer ours: abort its signal. A
+   * batch's signal aborts only when none of its leases is left (the others are
+   * still worth finishing).
+   */
+  private abortDelivery(entry: InflightEntry, error: RheoError): void {
+    if (entry.batch) {
+      if (entry.batch.leaseGone(entry.lease.leaseId)) entry.batch.control.abort(error);
+    } else entry.control?.abort(error);
   }
 
   private dropExpiring(entries: InflightEntry[]): void {
@@ -468,11 +561,15 @@ export class Group extends EventEmitter<GroupEvents> {
     const control = new LazyDeliveryControl();
     entry.control = control;
     const run = (): Promise<Outcome | void> => {
+      let call: Promise<Outcome | void>;
       try {
-        return Promise.resolve(this.handler(lease, control));
+        call = this.options.transactional
+          ? runTransactional(this.rheo, lease, control, this.handler as GroupHandler, () => (entry.settling = true))
+          : Promise.resolve((this.handler as GroupHandler)(lease, control));
       } catch (err) {
-        return Promise.reject(err);
+        call = Promise.reject(err);
       }
+      return this.options.timeoutMs === undefined ? call : this.bounded(call, control, [lease]);
     };
     const invoke = () => processSpan(lease, this.options.group, run);
     const result = processChannel.hasSubscribers ? this.traceProcess(lease, invoke) : invoke();
@@ -482,6 +579,96 @@ export class Group extends EventEmitter<GroupEvents> {
     );
   }
 
+  /** One batch handler call on `entries` (at most `batch.size`), settled in one `settleMany`. */
+  private handleBatch(entries: InflightEntry[]): void {
+    this.handlersRunning++;
+    const run = new BatchRun(entries.map((e) => e.lease));
+    for (const entry of entries) entry.batch = run;
+    let call: Promise<Outcome | void>;
+    try {
+      call = Promise.resolve((this.handler as GroupBatchHandler)(run.leases, run));
+    } catch (err) {
+      call = Promise.reject(err);
+    }
+    const result = this.options.timeoutMs === undefined ? call : this.bounded(call, run.control, run.leases);
+    result.then(
+      (value) => this.onBatchEnded(entries, run, value, false),
+      (err: unknown) => this.onBatchEnded(entries, run, err, true),
+    );
+  }
+
+  /**
+   * A handler call bounded by `timeoutMs`: at the timeout its signal aborts and
+   * it resolves with the timeout's outcome; its slot is given back and it counts
+   * as overdue until it really ends (then its result is dropped, counted).
+   */
+  private bounded(call: Promise<Outcome | void>, control: LazyDeliveryControl, leases: readonly Lease[]): Promise<Outcome | void> {
+    const timeoutMs = this.options.timeoutMs!;
+    return withTimeout(call, timeoutMs, timeoutOutcome(timeoutMs, this.options.onTimeout), {
+      expired: (error) => {
+        this.counters.timeouts++;
+        this.overdueCalls++;
+        control.abort(error);
+        for (const lease of leases) this.publishHandlerError(lease, error);
+        this.notify('handler_error', leases.length === 1 ? { lease: leases[0], error } : { lease: leases[0], leases, error });
+      },
+      late: (ended) => {
+        this.overdueCalls--;
+        this.counters.lateResults++;
+        this.notify('late_result', { leases, timeoutMs, ended });
+        // Calls past their timeout count against the 2 × concurrency bound: one ending may free a slot.
+        this.startReady();
+      },
+    });
+  }
+
+  /** A batch call ended (`threw`: `value` is what it threw): settle each lease by its own outcome, else the call's. */
+  private onBatchEnded(entries: InflightEntry[], run: BatchRun, value: unknown, threw: boolean): void {
+    this.handlersRunning--;
+    run.close();
+    this.startReady();
+    let fallback: Outcome;
+    if (threw) {
+      // RheoReject and RheoRetry are the handler's decisions, not failures.
+      if (!(value instanceof RheoReject) && !(value instanceof RheoRetry)) this.reportBatchError(run, value);
+      fallback = bounded(outcomeOfError(value));
+    } else if (value === SETTLED_BY_HANDLER) {
+      for (const entry of entries) if (this.held.holds(entry)) this.onSettled(entry, ACK, { ok: true });
+      this.roomFreed();
+      this.checkDrained();
+      return;
+    } else {
+      const outcome = outcomeOfValue(value);
+      if (outcome instanceof RheoError) this.reportBatchError(run, outcome);
+      fallback = outcome instanceof RheoError ? { kind: 'nack', reason: outcome.message } : outcome;
+    }
+    this.settleBatch(entries, run, fallback);
+    this.roomFreed();
+    this.checkDrained();
+  }
+
+  private reportBatchError(run: BatchRun, error: unknown): void {
+    for (const lease of run.leases) this.publishHandlerError(lease, error);
+    this.notify('handler_error', { lease: run.leases[0], leases: run.leases, error });
+  }
+
+  /** Every lease of a batch still ours, in one settle call. */
+  private settleBatch(entries: InflightEntry[], run: BatchRun, fallback: Outcome): void {
+    const items: Array<{ request: SettleRequest; done: (result: SettleResult) => void }> = [];
+    entries.forEach((entry, i) => {
+      const outcome = run.outcomeOf(i, fallback);
+      if (this.current === 'stopped') {
+        this.counters.lateSettles++;
+        this.notify('late_settle', { lease: entry.lease, outcome });
+        return;
+      }
+      if (!this.held.holds(entry)) return; // lost mid-batch: not ours to settle
+      entry.settling = true;
+      items.push({ request: settleRequest(entry.lease, outcome), done: (result) => this.onSettled(entry, outcome, result) });
+    });
+    this.settler.settleAll(items);
+  }
+
   /** The handler run on `rheo:process`, its outcome set before `asyncEnd`. */
   private traceProcess(lease: Lease, invoke: () => Promise<Outcome | void>): Promise<Outcome | void> {
     const msg: ProcessMessage = { ...deliveryOf(lease), eventTimestamp: lease.event.timestamp };
@@ -489,7 +676,7 @@ export class Group extends EventEmitter<GroupEvents> {
       processChannel,
       msg,
       invoke,
-      (value, m) => describeOutcome(m, (value as unknown) === SETTLED_BY_HANDLER ? ACK : outcomeOfValue(value)),
+      (value, m) => describeOutcome(m, outcomeOfRun(value)),
       (err, m) =>
         describeOutcome(m, err instanceof RheoReject || err instanceof RheoRetry ? outcomeOfError(err) : bounded(outcomeOfError(err))),
     );
@@ -500,6 +687,14 @@ export class Group extends EventEmitter<GroupEvents> {
     this.startReady();
     if (value === SETTLED_BY_HANDLER) {
       if (this.held.holds(entry)) this.onSettled(entry, ACK, { ok: true });
+      this.roomFreed();
+      this.checkDrained();
+      return;
+    }
+    // A transactional ack that did not certainly commit: that ack's failed settle (lost, unknown).
+    const ackError = ackFailureOf(value);
+    if (ackError) {
+      if (this.held.holds(entry)) this.onSettled(entry, ACK, { ok: false, error: ackError });
       this.roomFreed();
       this.checkDrained();
       return;
@@ -591,12 +786,16 @@ export class Group extends EventEmitter<GroupEvents> {
     this.drainTimer = null;
     this.renewals.stop();
     this.stopFetching();
+    this.clearBatchWait();
     this.ready.length = 0; // given back when the drain began
     // Handlers still running lose their leases to expiry: tell them to stop.
     for (const entry of this.held.all()) {
-      entry.control?.abort(
-        new RheoError('failed', `drain timed out: the lease on event ${entry.lease.event.id} is given up and will be redelivered`),
+      const error = new RheoError(
+        'failed',
+        `drain timed out: the lease on event ${entry.lease.event.id} is given up and will be redelivered`,
       );
+      entry.control?.abort(error);
+      entry.batch?.control.abort(error);
     }
     // What is still held stays counted in `inflight` (the leases given up), but is
     // no longer renewed or settled: it expires and is redelivered.

@@ -11,8 +11,14 @@ export type {
   HandlerErrorEvent,
   RenewErrorEvent,
   LateSettleEvent,
+  LateResultEvent,
   DeliveryControl,
+  GroupBatchHandler,
+  BatchControl,
+  BatchRetryOptions,
 } from './group-types';
-export type { GroupRunOptions, ResolvedGroupOptions } from './options';
+export type { GroupRunOptions, ResolvedGroupOptions, BatchOptions, OnTimeout } from './options';
 export { Trimmer, TRIM_JOB } from './trimmer';
 export type { TrimmerEvents, TrimmerOptions, TrimRound } from './trimmer';
+export { BroadcastMember, DEFAULT_BROADCAST_TTL_MS, MIN_BROADCAST_TTL_MS, BROADCAST_SUFFIX_LENGTH } from './broadcast';
+export type { BroadcastOptions, BroadcastEvents, BeatResult } from './broadcast';

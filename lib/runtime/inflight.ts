@@ -1,4 +1,5 @@
 import type { Lease } from '../core/types';
+import type { BatchRun } from './batch-run';
 import type { LazyDeliveryControl } from './delivery-control';
 
 /** One lease the Group holds: fetched, not yet settled (or given up). */
@@ -10,6 +11,8 @@ export interface InflightEntry {
   expiresAt: number;
   /** Set when a handler starts on it: aborted when the lease is lost or a drain times out. */
   control: LazyDeliveryControl | null;
+  /** Set when a batch handler starts on it: the batch's signal aborts only when all its leases are gone. */
+  batch: BatchRun | null;
 }
 
 /**
@@ -26,7 +29,7 @@ export class Inflight {
   }
 
   add(lease: Lease): InflightEntry {
-    const entry: InflightEntry = { lease, settling: false, expiresAt: lease.expiresAt.getTime(), control: null };
+    const entry: InflightEntry = { lease, settling: false, expiresAt: lease.expiresAt.getTime(), control: null, batch: null };
     this.entries.set(lease.leaseId, entry);
     return entry;
   }

@@ -1,7 +1,7 @@
 import { RheoError } from '../core/errors';
 import { newId } from '../core/ids';
 import type { RetryBackoff } from '../core/types';
-import { DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_LEASE_MS, MAX_DURATION_MS, MAX_PARTITIONS } from '../core/limits';
+import { DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_LEASE_MS, MAX_BATCH, MAX_DURATION_MS, MAX_PARTITIONS } from '../core/limits';
 import { checkPartitions } from '../core/requests';
 import { checkInt, checkName, checkObject } from '../core/validate';
 
@@ -25,6 +25,39 @@ export interface GroupRunOptions {
   partitions?: number[];
   /** Default timeout of {@link Group.drain}, ms. Default 10000. */
   drainTimeoutMs?: number;
+  /**
+   * Most time one handler call may take, ms (for a batch: the whole batch). At
+   * the timeout the call's signal aborts and its outcome is decided: see
+   * `onTimeout`. A handler that ignores the signal has its late result dropped
+   * (counted in `stats.lateResults`). Default: no timeout.
+   */
+  timeoutMs?: number;
+  /** What a timeout settles: `'retry'` (a nack with the group's backoff, reason `timeout after N ms`) or `'dead-letter'`. Default `'retry'`. */
+  onTimeout?: OnTimeout;
+  /**
+   * Batch mode: the handler receives up to `size` leases at once (a
+   * {@link GroupBatchHandler}) and the batch is settled in one `settleMany`.
+   */
+  batch?: BatchOptions;
+  /**
+   * Exactly-once effects in the store's database: each handler runs in a
+   * transaction of the backend (its `EntityManager` is `delivery.manager`), and
+   * an ack is written and committed in it, fenced; anything else rolls it back.
+   * Needs a backend with `ackInTransaction` (PostgreSQL, SQLite); not with
+   * `batch`. Default false.
+   */
+  transactional?: boolean;
+}
+
+/** What a handler timeout settles. */
+export type OnTimeout = 'retry' | 'dead-letter';
+
+/** How a batch consumer groups its leases. */
+export interface BatchOptions {
+  /** Most leases per handler call, 1..10000. */
+  size: number;
+  /** Most time a batch waits for more leases before it runs with what it has, ms. Default 50. */
+  maxWaitMs?: number;
 }
 
 /** {@link GroupRunOptions} with every default applied. */
@@ -38,6 +71,12 @@ export interface ResolvedGroupOptions {
   consumerId: string;
   partitions: readonly number[] | undefined;
   drainTimeoutMs: number;
+  /** Undefined: no timeout. */
+  timeoutMs: number | undefined;
+  onTimeout: OnTimeout;
+  /** Undefined: one lease per handler call. */
+  batch: Readonly<Required<BatchOptions>> | undefined;
+  transactional: boolean;
 }
 
 /** Defaults of {@link GroupRunOptions}. */
@@ -47,6 +86,8 @@ export const GROUP_DEFAULTS = {
   leaseMs: DEFAULT_LEASE_MS,
   pollMs: 200,
   drainTimeoutMs: DEFAULT_DRAIN_TIMEOUT_MS,
+  onTimeout: 'retry',
+  batchMaxWaitMs: 50,
 } as const;
 
 /** Bounds that keep one Group's memory and timers sane. */
@@ -78,8 +119,13 @@ export function resolveGroupOptions(options: unknown): ResolvedGroupOptions {
   const o = checkObject('options', options);
   const stream = checkName('stream', o.stream);
   const group = checkName('group', o.group);
-  const maxDemand = optionalInt(o, 'maxDemand', GROUP_DEFAULTS.maxDemand, 1, MAX_DEMAND);
+  const givenDemand = o.maxDemand === undefined ? undefined : checkInt('maxDemand', o.maxDemand, 1, MAX_DEMAND);
   const concurrency = optionalInt(o, 'concurrency', GROUP_DEFAULTS.concurrency, 1, MAX_CONCURRENCY);
+  const batch = o.batch === undefined ? undefined : checkBatch(o.batch);
+  // A batch consumer holds its running batches and one more being gathered, unless told otherwise.
+  const maxDemand = givenDemand ?? (batch ? Math.min(MAX_DEMAND, batch.size * (concurrency + 1)) : GROUP_DEFAULTS.maxDemand);
+  if (batch && batch.size > maxDemand)
+    throw RheoError.invalid('batch.size', `must be at most maxDemand (${maxDemand}): a batch is made of held leases`);
   const leaseMs = optionalInt(o, 'leaseMs', GROUP_DEFAULTS.leaseMs, 2, MAX_DURATION_MS);
   const pollMs = optionalInt(o, 'pollMs', Math.min(GROUP_DEFAULTS.pollMs, leaseMs - 1), 1, MAX_DURATION_MS);
   if (pollMs >= leaseMs) throw RheoError.invalid('pollMs', `must be less than leaseMs (${leaseMs})`);
@@ -88,6 +134,9 @@ export function resolveGroupOptions(options: unknown): ResolvedGroupOptions {
   const partitions = checkPartitions('partitions', o.partitions, MAX_PARTITIONS);
   const drainTimeoutMs =
     o.drainTimeoutMs === undefined ? GROUP_DEFAULTS.drainTimeoutMs : checkDrainTimeout('drainTimeoutMs', o.drainTimeoutMs);
+  const timeoutMs = o.timeoutMs === undefined ? undefined : checkInt('timeoutMs', o.timeoutMs, 1, MAX_DURATION_MS);
+  const onTimeout = o.onTimeout === undefined ? GROUP_DEFAULTS.onTimeout : checkOnTimeout(o.onTimeout);
+  const transactional = o.transactional === undefined ? false : checkTransactionalOption(o.transactional, batch !== undefined);
   return Object.freeze({
     stream,
     group,
@@ -98,5 +147,35 @@ export function resolveGroupOptions(options: unknown): ResolvedGroupOptions {
     consumerId,
     partitions: partitions && Object.freeze(partitions),
     drainTimeoutMs,
+    timeoutMs,
+    onTimeout,
+    batch,
+    transactional,
   }) as ResolvedGroupOptions;
+}
+
+function checkTransactionalOption(value: unknown, batch: boolean): boolean {
+  if (typeof value !== 'boolean') throw RheoError.invalid('transactional', 'must be a boolean');
+  // One transaction per delivery: a batch's events would share one fence and one fate.
+  if (value && batch) throw RheoError.invalid('transactional', 'cannot be combined with batch');
+  return value;
+}
+
+function checkOnTimeout(value: unknown): OnTimeout {
+  if (value !== 'retry' && value !== 'dead-letter') throw RheoError.invalid('onTimeout', "must be 'retry' or 'dead-letter'");
+  return value;
+}
+
+/** Check {@link BatchOptions}; an unknown key is refused (a typo must not fall back to a default). */
+function checkBatch(value: unknown): Readonly<Required<BatchOptions>> {
+  const o = checkObject('batch', value);
+  for (const k of Object.keys(o)) {
+    if (k !== 'size' && k !== 'maxWaitMs') throw RheoError.invalid(`batch.${k}`, 'is not a batch option (use size, maxWaitMs)');
+  }
+  if (o.size === undefined) throw RheoError.invalid('batch.size', 'is required');
+  // One batch is settled in one settleMany call, which takes at most MAX_BATCH settles.
+  const size = checkInt('batch.size', o.size, 1, MAX_BATCH);
+  const maxWaitMs =
+    o.maxWaitMs === undefined ? GROUP_DEFAULTS.batchMaxWaitMs : checkInt('batch.maxWaitMs', o.maxWaitMs, 0, MAX_DURATION_MS);
+  return Object.freeze({ size, maxWaitMs });
 }

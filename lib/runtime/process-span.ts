@@ -23,7 +23,7 @@ import { recordFailure, type Tracing, tracing } from '../core/otel-api';
 import { parseTraceparent, TRACEPARENT, TRACESTATE } from '../core/otel-w3c';
 import { type Outcome, outcomeOfError, RheoReject, RheoRetry } from '../core/outcomes';
 import type { EventMetadata, Lease } from '../core/types';
-import { outcomeOfValue } from './handler-result';
+import { outcomeOfRun } from './transactional';
 
 /** `rheo.outcome`: the handler's decision (a nack is a retry, whether or not the store then dead-letters it). */
 type SpanOutcome = 'ack' | 'retry' | 'reject';
@@ -58,7 +58,8 @@ function traceProcess(t: Tracing, lease: Lease, group: string, run: () => Promis
   }
   return promise.then(
     (value) => {
-      const outcome = outcomeOfValue(value);
+      // An ack the run wrote itself (transactional) is an ack; one that failed, a retry.
+      const outcome = outcomeOfRun(value);
       if (outcome instanceof RheoError) finish(t, span, 'retry', outcome.message, outcome);
       else finish(t, span, spanOutcome(outcome), outcome.kind === 'ack' ? undefined : outcome.reason);
       return value;

@@ -4,7 +4,8 @@ import type { Rheo, SettleRequest } from '../core/rheo';
 /** Per-settle result, as the facade's bulk call reports it. */
 export type SettleResult = Awaited<ReturnType<Rheo['settleMany']>>[number];
 
-interface Pending {
+/** One settle and who waits for its result. */
+export interface Pending {
   request: SettleRequest;
   done: (result: SettleResult) => void;
 }
@@ -15,7 +16,8 @@ interface Pending {
  * Settles queued in the same turn of the event loop go out together on the next
  * `setImmediate`; while a call is in flight, new settles wait for it and leave
  * as the next batch (so a slow store gets bigger batches, not more round trips).
- * A batch that fills to `maxBatch` leaves at once. Results come back per settle;
+ * A batch that fills to `maxBatch` leaves at once. A batch handler's settles
+ * leave together in a call of their own ({@link settleAll}). Results come back per settle;
  * a call that fails as a whole fails each of its settles with that error.
  */
 export class SettleBatcher {
@@ -48,6 +50,15 @@ export class SettleBatcher {
     }
   }
 
+  /**
+   * Send settles that belong together (one batch handler's) in one call of
+   * their own, now: never split, never merged with other settles. Must not
+   * exceed `maxBatch`.
+   */
+  settleAll(items: ReadonlyArray<Pending>): void {
+    if (items.length > 0) this.dispatch([...items]);
+  }
+
   private readonly onTick = (): void => {
     this.scheduled = false;
     if (this.inFlight === 0) this.flush();
@@ -57,6 +68,10 @@ export class SettleBatcher {
     if (this.pending.length === 0) return;
     const batch = this.pending.length <= this.maxBatch ? this.pending : this.pending.slice(0, this.maxBatch);
     this.pending = batch === this.pending ? [] : this.pending.slice(this.maxBatch);
+    this.dispatch(batch);
+  }
+
+  private dispatch(batch: Pending[]): void {
     this.inFlight++;
     this.batches++;
     let call: Promise<SettleResult[]>;

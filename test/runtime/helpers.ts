@@ -1,6 +1,6 @@
 import { ManualClock, MemoryBackend, Rheo } from '../../lib';
 import type { GroupOptions } from '../../lib';
-import { Group, type GroupHandler, type GroupRunOptions } from '../../lib';
+import { type BatchOptions, Group, type GroupBatchHandler, type GroupHandler, type GroupRunOptions } from '../../lib';
 import { FaultyBackend } from '../support/faulty-backend';
 
 let counter = 0;
@@ -27,7 +27,15 @@ export async function setup(options: { partitions?: number; group?: GroupOptions
 const started: Group[] = [];
 
 /** Build and start a Group; `drainAll` stops every one a test left running. */
-export function startGroup(rheo: Rheo, options: GroupRunOptions, handler: GroupHandler): Group {
+export function startGroup(rheo: Rheo, options: GroupRunOptions & { batch?: undefined }, handler: GroupHandler): Group {
+  const g = new Group(rheo, options, handler);
+  started.push(g);
+  g.start();
+  return g;
+}
+
+/** Build and start a batch Group; drained by `drainAll` too. */
+export function startBatchGroup(rheo: Rheo, options: GroupRunOptions & { batch: BatchOptions }, handler: GroupBatchHandler): Group {
   const g = new Group(rheo, options, handler);
   started.push(g);
   g.start();

@@ -7,10 +7,18 @@ import { Group, type JsonValue, type Rheo } from '../lib';
 
 /** One output line: a throughput figure or a latency figure. */
 export type BenchLine =
-  | { backend: string; op: string; events: number; eventsPerSec: number; ratio?: number; raw?: true }
+  /** `ratio` = ours / the raw table's figure; `vsMinimal` = ours / the minimal queue's figure. */
+  | { backend: string; op: string; events: number; eventsPerSec: number; ratio?: number; vsMinimal?: number; raw?: true }
+  /** The minimal hand-written durable queue on the same store (bench/minimal/), same workload, same run. */
+  | { backend: string; op: string; minimal: true; events: number; eventsPerSec: number }
   /** A peer library doing the same work in the same run; `oursPerPeer` = our figure / theirs. */
   | { backend: string; op: string; peer: true; events: number; eventsPerSec: number; oursPerPeer: number }
-  | { backend: string; op: 'latency'; events: number; p50Ms: number; p99Ms: number };
+  /**
+   * Append→handler latency. `idle`: one event at a time into an idle Group. `backlog`:
+   * probes on a stream of their own while a backlog of `backlog` events drains
+   * through another Group on the same store; `events` = probes timed.
+   */
+  | { backend: string; op: 'latency'; load: 'idle' | 'backlog'; events: number; p50Ms: number; p99Ms: number; backlog?: number };
 
 const lines: BenchLine[] = [];
 
@@ -129,10 +137,18 @@ export function round(x: number): number {
   return Math.round(x * 100) / 100;
 }
 
-/** Emit the raw driver's figure for `op`, then ours with its ratio to it. */
-export function emitVsRaw(backend: string, op: string, events: number, ours: number, raw: number): void {
+/**
+ * Emit the raw driver's figure for `op`, then the minimal queue's (when given),
+ * then ours with its ratio to each (`ratio`: to raw; `vsMinimal`: to the minimal queue).
+ */
+export function emitVsRaw(backend: string, op: string, events: number, ours: number, raw: number, minimal?: number): void {
   emit({ backend, op, raw: true, events, eventsPerSec: raw });
-  emit({ backend, op, events, eventsPerSec: ours, ratio: round(ours / raw) });
+  if (minimal === undefined) {
+    emit({ backend, op, events, eventsPerSec: ours, ratio: round(ours / raw) });
+    return;
+  }
+  emit({ backend, op, minimal: true, events, eventsPerSec: minimal });
+  emit({ backend, op, events, eventsPerSec: ours, ratio: round(ours / raw), vsMinimal: round(ours / minimal) });
 }
 
 /** Emit a peer's figure for `op`, with ours / theirs. */
@@ -140,13 +156,113 @@ export function emitPeer(peer: string, op: string, events: number, theirs: numbe
   emit({ backend: peer, op, peer: true, events, eventsPerSec: theirs, oursPerPeer: round(ours / theirs) });
 }
 
-/** The latency figure every bench ends with: 200 samples on a fresh stream, pollMs 1000 (wake-ups carry it). */
-export async function emitLatency(rheo: Rheo, backend: string): Promise<void> {
+/**
+ * Append-to-handler latency under load: `backlog` events are appended to a
+ * stream of their own, then drained through a Group (maxDemand 100, concurrency
+ * 16, no-op handler); while they drain, a probe event is appended every
+ * `probeEveryMs` to another stream, consumed by its own Group (`pollMs`, so
+ * wake-ups carry it), and timed from before its append to its handler. The
+ * probes do not queue behind the backlog (that would time the backlog's
+ * throughput): they time a wake-up, a claim and a dispatch while the store and
+ * the process are busy with the drain. Probing stops when the backlog is drained.
+ */
+export async function benchLatencyUnderLoad(
+  rheo: Rheo,
+  options: { backlog: number; batch: number; partitions: number; pollMs: number; probeEveryMs: number },
+): Promise<{ probes: number; p50Ms: number; p99Ms: number; maxMs: number; drainMs: number }> {
+  const load = 'latency-backlog';
+  const probe = 'latency-probe';
+  await rheo.createStream(load, { partitions: options.partitions });
+  await rheo.createGroup(load, 'consumers');
+  await rheo.createStream(probe);
+  await rheo.createGroup(probe, 'consumers');
+  await benchAppend(rheo, load, options.backlog, options.batch);
+
+  const sent = new Map<number, number>();
+  const latencies: number[] = [];
+  let allHandled: (() => void) | null = null;
+  const probes = new Group(
+    rheo,
+    {
+      stream: probe,
+      group: 'consumers',
+      pollMs: options.pollMs,
+      leaseMs: Math.max(30_000, options.pollMs * 2),
+      maxDemand: 16,
+      concurrency: 16,
+    },
+    async (lease) => {
+      const at = performance.now();
+      const t0 = sent.get((lease.event.payload as { id: number }).id);
+      if (t0 !== undefined) latencies.push(at - t0);
+      if (latencies.length === sent.size) allHandled?.();
+    },
+  );
+  probes.start();
+  await new Promise((r) => setTimeout(r, 50)); // the probe Group's first (empty) fetch, then idle
+
+  let drained = false;
+  let settled = 0;
+  let onDrained!: () => void;
+  const done = new Promise<void>((r) => (onDrained = r));
+  const drain = new Group(rheo, { stream: load, group: 'consumers', maxDemand: 100, concurrency: 16, pollMs: 50 }, async () => undefined);
+  drain.on('settled', () => {
+    if (++settled === options.backlog) {
+      drained = true;
+      onDrained();
+    }
+  });
+  drain.on('settle_error', ({ error }) => console.error('settle error:', error.message));
+  drain.on('fetch_error', (error) => console.error('fetch error:', error.message));
+  const t0 = performance.now();
+  drain.start();
+  for (let i = 0; !drained; i++) {
+    const at = performance.now();
+    sent.set(i, at);
+    await rheo.append(probe, { type: 'probe', payload: payload(i) });
+    const wait = at + options.probeEveryMs - performance.now();
+    if (!drained) await Promise.race([done, new Promise((r) => setTimeout(r, Math.max(0, wait)))]);
+  }
+  const drainMs = performance.now() - t0;
+  if (latencies.length < sent.size) {
+    await Promise.race([new Promise<void>((r) => (allHandled = r)), new Promise((r) => setTimeout(r, 5000))]);
+  }
+  await drain.drain(5000);
+  await probes.drain(5000);
+  return {
+    probes: latencies.length,
+    p50Ms: percentile(latencies, 0.5),
+    p99Ms: percentile(latencies, 0.99),
+    maxMs: percentile(latencies, 1),
+    drainMs: Math.round(drainMs),
+  };
+}
+
+/**
+ * The latency figures every bench ends with. Idle: 200 samples on a fresh
+ * stream, pollMs 1000 (wake-ups carry it). Under load: probes every ~10 ms while
+ * a backlog of `backlog` events (default 20,000, appended in batches of `batch`)
+ * drains through a Group; see {@link benchLatencyUnderLoad}.
+ */
+export async function emitLatency(
+  rheo: Rheo,
+  backend: string,
+  options: { backlog?: number; batch?: number; partitions?: number } = {},
+): Promise<void> {
   await rheo.createStream('latency');
   await rheo.createGroup('latency', 'consumers');
   const samples = 200;
   const latency = await benchLatency(rheo, 'latency', 'consumers', samples, { pollMs: 1000 });
-  emit({ backend, op: 'latency', events: samples, p50Ms: latency.p50Ms, p99Ms: latency.p99Ms });
+  emit({ backend, op: 'latency', load: 'idle', events: samples, p50Ms: latency.p50Ms, p99Ms: latency.p99Ms });
+  const backlog = options.backlog ?? 20_000;
+  const loaded = await benchLatencyUnderLoad(rheo, {
+    backlog,
+    batch: options.batch ?? 500,
+    partitions: options.partitions ?? 1,
+    pollMs: 1000,
+    probeEveryMs: 10,
+  });
+  emit({ backend, op: 'latency', load: 'backlog', backlog, events: loaded.probes, p50Ms: loaded.p50Ms, p99Ms: loaded.p99Ms });
 }
 
 /** Print one figure as a JSON line and keep it for the table. */
@@ -164,24 +280,37 @@ export function emitted(): BenchLine[] {
 export function printTable(figures: BenchLine[] = lines): void {
   const rows = figures.map((l) =>
     'p50Ms' in l
-      ? [l.backend, l.op, String(l.events), `p50 ${l.p50Ms} ms / p99 ${l.p99Ms} ms`, '']
-      : 'peer' in l
-        ? [
-            l.backend,
-            `${l.op} (peer)`,
-            String(l.events),
-            `${l.eventsPerSec.toLocaleString('en-US')} events/s`,
-            `ours = ${l.oursPerPeer.toFixed(2)}x this peer`,
-          ]
-        : [
-            l.backend,
-            l.raw ? `${l.op} (raw driver)` : l.op,
-            String(l.events),
-            `${l.eventsPerSec.toLocaleString('en-US')} events/s`,
-            l.ratio === undefined ? '' : `${l.ratio.toFixed(2)} of raw`,
-          ],
+      ? [
+          l.backend,
+          l.load === 'backlog' ? `latency (${l.backlog} backlog)` : `latency (${l.load})`,
+          String(l.events),
+          `p50 ${l.p50Ms} ms / p99 ${l.p99Ms} ms`,
+          '',
+        ]
+      : 'minimal' in l
+        ? [l.backend, `${l.op} (minimal queue)`, String(l.events), `${l.eventsPerSec.toLocaleString('en-US')} events/s`, '']
+        : 'peer' in l
+          ? [
+              l.backend,
+              `${l.op} (peer)`,
+              String(l.events),
+              `${l.eventsPerSec.toLocaleString('en-US')} events/s`,
+              `ours = ${l.oursPerPeer.toFixed(2)}x this peer`,
+            ]
+          : [
+              l.backend,
+              l.raw ? `${l.op} (raw driver)` : l.op,
+              String(l.events),
+              `${l.eventsPerSec.toLocaleString('en-US')} events/s`,
+              [
+                l.ratio === undefined ? '' : `${l.ratio.toFixed(2)} of raw`,
+                l.vsMinimal === undefined ? '' : `${l.vsMinimal.toFixed(2)} of minimal`,
+              ]
+                .filter(Boolean)
+                .join(', '),
+            ],
   );
-  const head = ['backend', 'op', 'events', 'result', 'vs raw / peer'];
+  const head = ['backend', 'op', 'events', 'result', 'vs raw / minimal / peer'];
   const widths = head.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c].length)));
   const fmt = (r: string[]) =>
     r

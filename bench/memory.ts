@@ -2,7 +2,8 @@
 import { MemoryBackend, Rheo } from '../lib';
 import { benchAppend, benchConsume, emit, emitLatency, printTable } from './harness';
 
-const N = 100_000;
+// RHEO_BENCH_N: a smaller run to check the bench prints (the figures are for the default).
+const N = Number(process.env.RHEO_BENCH_N ?? 100_000);
 const BATCH = 1000;
 
 /** append N, consume N through a Group (maxDemand 100, concurrency 16), then latency. */
@@ -17,7 +18,7 @@ export async function main(): Promise<void> {
   const consume = await benchConsume(rheo, 'bench', 'consumers', N, { maxDemand: 100, concurrency: 16 });
   emit({ backend: 'memory', op: 'consume', events: N, eventsPerSec: consume.eventsPerSec });
 
-  await emitLatency(rheo, 'memory');
+  await emitLatency(rheo, 'memory', { backlog: Math.min(N, 20_000), batch: BATCH, partitions: 4 });
 
   printTable();
   await rheo.close();

@@ -2,6 +2,7 @@
 // RHEO_PG_URL overrides the machine's database. Runs in a throwaway schema.
 import { Pool } from 'pg';
 import { Group, postgresBackend, Rheo } from '../lib';
+import { createMinimalQueue, minimalAppend, minimalConsume } from './minimal/postgres';
 import { benchPgBoss } from './peers/pg-boss';
 import { benchAppend, benchConsume, emit, emitLatency, emitPeer, emitVsRaw, payload, printTable, rate, round, timeIt } from './harness';
 
@@ -79,23 +80,32 @@ async function benchConsumeBatch(rheo: Rheo, stream: string, group: string, n: n
   return rate(n, ms);
 }
 
-/** append N in batches of 500, consume N through a Group (maxDemand 100, concurrency 16) and through a batch Group (size 100), latency with pollMs 1000. */
+/**
+ * append N in batches of 500, consume N through a Group (maxDemand 100, concurrency 16) and through a batch Group (size 100),
+ * each next to the raw table and the minimal queue; pg-boss; latency idle (pollMs 1000) and while N drain.
+ */
 export async function main(): Promise<void> {
   const schema = `rheo_bench_${process.pid}`;
   const pool = new Pool({ connectionString: URL, max: 4 });
+  // The minimal queue's own pool, of our backend's default size (10).
+  const minimalPool = new Pool({ connectionString: URL, max: 10 });
   const rheo = new Rheo(postgresBackend({ url: URL, schema }));
   try {
     await rheo.init();
     await rheo.createStream('bench');
     await rheo.createGroup('bench', 'consumers');
 
+    const minimalQ = await createMinimalQueue(minimalPool, schema);
+
     const rawA = await rawAppend(pool, schema);
+    const minA = await minimalAppend(minimalPool, minimalQ, N, BATCH);
     const append = await benchAppend(rheo, 'bench', N, BATCH);
-    emitVsRaw('postgres', 'append', N, append.eventsPerSec, rawA);
+    emitVsRaw('postgres', 'append', N, append.eventsPerSec, rawA, minA);
 
     const rawC = await rawConsume(pool, schema);
+    const minC = await minimalConsume(minimalPool, minimalQ, N, { workers: 16, claim: CLAIM });
     const consume = await benchConsume(rheo, 'bench', 'consumers', N, { maxDemand: 100, concurrency: 16 });
-    emitVsRaw('postgres', 'consume', N, consume.eventsPerSec, rawC);
+    emitVsRaw('postgres', 'consume', N, consume.eventsPerSec, rawC, minC);
 
     // The same N events again, through a batch handler (a group of its own, from the beginning).
     await rheo.createGroup('bench', 'batch-consumers');
@@ -103,15 +113,16 @@ export async function main(): Promise<void> {
     emit({ backend: 'postgres', op: `consume (batch ${CLAIM})`, events: N, eventsPerSec: batched, ratio: round(batched / rawC) });
 
     // The peer on the same database, same N, same payloads.
-    const boss = await benchPgBoss(URL, N);
+    const boss = await benchPgBoss(URL, N, BATCH);
     emitPeer('pg-boss', 'append', N, boss.append, append.eventsPerSec);
     emitPeer('pg-boss', 'consume', N, boss.consume, consume.eventsPerSec);
 
-    await emitLatency(rheo, 'postgres');
+    await emitLatency(rheo, 'postgres', { backlog: N, batch: BATCH });
     printTable();
   } finally {
     await rheo.close();
     await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
     await pool.end();
+    await minimalPool.end();
   }
 }

@@ -1,13 +1,17 @@
 // The Redis Streams backend next to raw ioredis doing the same work:
-// append = pipelined XADD in batches; consume = XREADGROUP COUNT 100 + XACK.
+// append = pipelined XADD in batches; consume = XREADGROUP COUNT 100 + XACK;
+// and next to the minimal queue (bench/minimal/redis.ts) with 16 workers.
 import Redis from 'ioredis';
 import { Rheo, redisBackend } from '../lib';
+import { minimalAppend, minimalConsume } from './minimal/redis';
 import { benchBullmq } from './peers/bullmq';
 import { benchAppend, benchConsume, emitLatency, emitPeer, emitVsRaw, payload, printTable, rate, timeIt } from './harness';
 
 const URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const N = 20_000;
-const BATCH = 1000;
+// RHEO_BENCH_N: a smaller run to check the bench prints (the figures are for the default).
+const N = Number(process.env.RHEO_BENCH_N ?? 20_000);
+// Issue 15's workload: batches of 500 on every store (this bench used 1000 before).
+const BATCH = 500;
 const PARTITIONS = 4;
 
 async function rawAppend(redis: Redis, key: string): Promise<number> {
@@ -64,7 +68,7 @@ async function cleanup(redis: Redis, prefix: string): Promise<void> {
   } while (cursor !== '0');
 }
 
-/** append N, consume N through a Group (maxDemand 100, concurrency 16), latency with pollMs 1000; each next to raw ioredis. */
+/** append N, consume N through a Group (maxDemand 100, concurrency 16), each next to raw ioredis and the minimal queue; BullMQ; latency idle (pollMs 1000) and while N drain. */
 export async function main(): Promise<void> {
   const prefix = `rheo-bench:${process.pid}`;
   const redis = new Redis(URL);
@@ -73,21 +77,24 @@ export async function main(): Promise<void> {
     await rheo.createStream('bench', { partitions: PARTITIONS });
     await rheo.createGroup('bench', 'consumers');
     const rawKey = `${prefix}:raw`;
+    const minimalKey = `${prefix}:minimal`;
 
     const rawAppendRate = await rawAppend(redis, rawKey);
+    const minA = await minimalAppend(redis, minimalKey, N, BATCH);
     const append = await benchAppend(rheo, 'bench', N, BATCH);
-    emitVsRaw('redis', 'append', N, append.eventsPerSec, rawAppendRate);
+    emitVsRaw('redis', 'append', N, append.eventsPerSec, rawAppendRate, minA);
 
     const rawConsumeRate = await rawConsume(redis, rawKey);
+    const minC = await minimalConsume(redis, minimalKey, N, { workers: 16, claim: 100 });
     const consume = await benchConsume(rheo, 'bench', 'consumers', N, { maxDemand: 100, concurrency: 16 });
-    emitVsRaw('redis', 'consume', N, consume.eventsPerSec, rawConsumeRate);
+    emitVsRaw('redis', 'consume', N, consume.eventsPerSec, rawConsumeRate, minC);
 
     // The peer on the same Redis, same N, same payloads.
-    const bull = await benchBullmq(URL, N);
+    const bull = await benchBullmq(URL, N, BATCH);
     emitPeer('bullmq', 'append', N, bull.append, append.eventsPerSec);
     emitPeer('bullmq', 'consume', N, bull.consume, consume.eventsPerSec);
 
-    await emitLatency(rheo, 'redis');
+    await emitLatency(rheo, 'redis', { backlog: N, batch: BATCH, partitions: PARTITIONS });
 
     printTable();
   } finally {

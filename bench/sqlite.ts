@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Rheo, sqliteBackend } from '../lib';
+import { minimalAppend, minimalConsume, openMinimalQueue } from './minimal/sqlite';
 import { benchAppend, benchConsume, emitLatency, emitVsRaw, payload, printTable, rate } from './harness';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -15,7 +16,8 @@ const Database = require('better-sqlite3') as new (file: string) => {
   close(): void;
 };
 
-const N = 20_000;
+// RHEO_BENCH_N: a smaller run to check the bench prints (the figures are for the default).
+const N = Number(process.env.RHEO_BENCH_N ?? 20_000);
 const BATCH = 500;
 const CLAIM = 100;
 
@@ -76,26 +78,30 @@ function rawConsume(file: string): number {
   return rate(N, ms);
 }
 
-/** append N in batches of 500, consume N through a Group (maxDemand 100, concurrency 16), latency with pollMs 1000. */
+/** append N in batches of 500, consume N through a Group (maxDemand 100, concurrency 16), each next to the raw table and the minimal queue; latency idle (pollMs 1000) and while N drain. */
 export async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'rheo-bench-sqlite-'));
   const rheo = new Rheo(sqliteBackend({ database: join(dir, 'rheo.db') }));
+  const minimal = openMinimalQueue(join(dir, 'minimal.db'));
   try {
     await rheo.createStream('bench');
     await rheo.createGroup('bench', 'consumers');
 
     const rawA = rawAppend(join(dir, 'raw-append.db'));
+    const minA = await minimalAppend(minimal, N, BATCH);
     const append = await benchAppend(rheo, 'bench', N, BATCH);
-    emitVsRaw('sqlite', 'append', N, append.eventsPerSec, rawA);
+    emitVsRaw('sqlite', 'append', N, append.eventsPerSec, rawA, minA);
 
     const rawC = rawConsume(join(dir, 'raw-consume.db'));
+    const minC = await minimalConsume(minimal, N, { workers: 16, claim: CLAIM });
     const consume = await benchConsume(rheo, 'bench', 'consumers', N, { maxDemand: 100, concurrency: 16 });
-    emitVsRaw('sqlite', 'consume', N, consume.eventsPerSec, rawC);
+    emitVsRaw('sqlite', 'consume', N, consume.eventsPerSec, rawC, minC);
 
-    await emitLatency(rheo, 'sqlite');
+    await emitLatency(rheo, 'sqlite', { backlog: N, batch: BATCH });
     printTable();
   } finally {
     await rheo.close();
+    minimal.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -62,7 +62,7 @@ export type * from './admin';
 // NestJS integration (module, transport, @RheoConsumer, context, client, health).
 export * from './nest';
 export { RedisBackend, redisBackend } from './backends/redis';
-export type { RedisBackendOptions } from './backends/redis';
+export type { RedisBackendOptions, RedisDurability, RedisCluster, RedisClusterNode, RedisClusterOptions } from './backends/redis';
 export { PostgresBackend, postgresBackend } from './backends/postgres';
 export type { PostgresBackendOptions } from './backends/postgres';
 export { SqliteBackend, sqliteBackend } from './backends/sqlite';

@@ -3,8 +3,13 @@ import { RHEO_ERROR_CODES, RheoError, RheoErrorCode } from '../../core/errors';
 /** Whether the failed call may have written: a timed-out write is `ambiguous`, a timed-out read is not. */
 export type CallKind = 'read' | 'write';
 
-/** Redis replies that mean "the server cannot serve right now", not "your command is wrong". */
-const UNAVAILABLE_REPLIES = /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|NOREPLICAS|MISCONF)\b/;
+/**
+ * Redis replies that mean "the server cannot serve right now", not "your command is wrong".
+ * MOVED and ASK reach the backend only when ioredis gave up following them (too many
+ * redirections, a pipeline whose commands were answered differently): the command did
+ * not run on the node that answered, so it is safe to try again.
+ */
+const UNAVAILABLE_REPLIES = /^(LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|NOREPLICAS|MISCONF|MOVED|ASK)\b/;
 
 /** `RHEO:<code>[:<detail>]`, the error replies of our scripts (scripts/includes/error.ts). */
 const SCRIPT_ERROR = /RHEO:([a-z_]+)(?::([A-Za-z0-9.:_]+))?/;
@@ -21,13 +26,15 @@ export function scriptDetail(err: RheoError): string | undefined {
 
 /** Messages and codes ioredis and Node use for a connection that is down, refused or closed. */
 const CONNECTION_DOWN =
-  /Connection is closed|Stream isn't writeable|max retries per request|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|connect ETIMEDOUT|Socket closed|Redis is already connecting/i;
+  /Connection is closed|Stream isn't writeable|max retries per request|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|connect ETIMEDOUT|Socket closed|Redis is already connecting|None of startup nodes is available|Cluster isn't ready|Too many Cluster redirections|Failed to refresh slots cache|Cluster is ended/i;
 
 /**
  * Map anything ioredis (or a script) throws to a RheoError:
  * - `RHEO:<code>[:<detail>]` raised by our scripts -> that code (for `invalid_argument`, the detail is the field);
  * - connection refused / closed / not writeable / retries exhausted -> `backend_unavailable`;
  * - "Command timed out" -> `ambiguous` for a write (it may have happened), `backend_unavailable` for a read;
+ * - a cluster that cannot serve the key now (no node reachable, redirections exhausted, a
+ *   MOVED/ASK/TRYAGAIN/CLUSTERDOWN ioredis stopped following) -> `backend_unavailable`;
  * - a server that cannot serve (LOADING, READONLY, ...) -> `backend_unavailable`;
  * - anything else -> `failed`.
  */

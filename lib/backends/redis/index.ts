@@ -1,3 +1,3 @@
 export { RedisBackend, redisBackend } from './redis-backend';
-export type { RedisBackendOptions } from './redis-backend';
-export type { RedisClient, RedisClientOptions } from './external';
+export type { RedisBackendOptions, RedisDurability } from './redis-backend';
+export type { RedisClient, RedisClientOptions, RedisCluster, RedisClusterNode, RedisClusterOptions } from './external';

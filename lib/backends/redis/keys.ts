@@ -25,9 +25,9 @@ export function checkPrefix(prefix: unknown): string {
  *
  * The keys that span streams are the registry (`<prefix>:streams`, a set of
  * names), the layout version and the turns of background jobs. The registry is
- * only an index for `listStreams`: it is written next to (not inside) the
- * stream's creation script, and the stream's own `meta` hash stays the
- * authority. See docs/redis.md.
+ * only an index for `listStreams`: it is written before (not inside) the
+ * stream's creation script, since on a cluster it lives in another slot, and the
+ * stream's own `meta` hash stays the authority. See docs/redis.md.
  */
 export class StreamKeys {
   private readonly base: string;

@@ -2,7 +2,7 @@ import { RheoError } from '../../core/errors';
 import type { RheoEvent } from '../../core/types';
 import type { QueryRequest } from '../backend';
 import { ENTRY_FIELDS, eventFromEntry } from './codec';
-import type { RedisClient, RedisStreamEntry } from './external';
+import type { RedisCommands, RedisStreamEntry } from './external';
 import { META_FIELDS, type StreamKeys } from './keys';
 import { eventFilter, mergeByPosition, partitionRange, queryPartitions } from '../query';
 
@@ -23,7 +23,7 @@ export const DEFAULT_QUERY_SCAN_LIMIT = 1_000_000;
  * this scans the partition in chunks, as the memory backend does; a trimmed
  * partition is scanned from its first entry left.
  */
-export async function firstAtOrAfter(redis: RedisClient, log: string, t: number): Promise<number> {
+export async function firstAtOrAfter(redis: RedisCommands, log: string, t: number): Promise<number> {
   let from = '-';
   let last = 0;
   for (;;) {
@@ -51,7 +51,7 @@ export async function firstAtOrAfter(redis: RedisClient, log: string, t: number)
  * docs/redis.md, "Queries"). Nothing below a partition's trim point is read.
  */
 export async function scanQuery(
-  redis: RedisClient,
+  redis: RedisCommands,
   keys: StreamKeys,
   req: QueryRequest,
   partitions: number,

@@ -1,5 +1,5 @@
 import type { CallKind } from './errors';
-import type { RedisClient } from './external';
+import type { RedisCommands } from './external';
 import type { ScriptName } from './scripts';
 
 /**
@@ -17,5 +17,5 @@ export interface RedisOps {
     on?: { stream: string; group?: string },
   ): Promise<unknown>;
   /** Plain ioredis calls. */
-  call<T>(kind: CallKind, fn: (redis: RedisClient) => Promise<T>): Promise<T>;
+  call<T>(kind: CallKind, fn: (redis: RedisCommands) => Promise<T>): Promise<T>;
 }

@@ -21,10 +21,28 @@ import type {
 } from '../backend';
 import { createCapabilities } from '../capabilities';
 import { appendArgs, appendDelayArgs, eventFromEntry, parseDeadRecord } from './codec';
-import { BLOCKER_OVERRIDES, CREATED_CLIENT_DEFAULTS, disconnect, loadIoredis, sleep } from './connection';
+import { ClusterWakeListeners, isCluster, nodeKey, slotOwner } from './cluster';
+import {
+  BLOCKER_OVERRIDES,
+  CREATED_CLIENT_DEFAULTS,
+  CREATED_CLUSTER_DEFAULTS,
+  disconnect,
+  loadIoredis,
+  loadIoredisCluster,
+  sleep,
+} from './connection';
 import { runCountDeadLetters } from './dead-letter-count';
 import { CallKind, mapRedisError, scriptDetail } from './errors';
-import type { RedisClient, RedisClientOptions, RedisPipelineResult, RedisStreamEntry } from './external';
+import type {
+  RedisClient,
+  RedisClientOptions,
+  RedisCluster,
+  RedisClusterNode,
+  RedisClusterOptions,
+  RedisCommands,
+  RedisPipelineResult,
+  RedisStreamEntry,
+} from './external';
 import { decodeGroupConfig, encodeGroupConfig, STORED_GROUP_FIELD_NAMES } from './group-config';
 import { checkPrefix, GroupKeys, KeyCache, layoutKey, META_FIELDS, registryKey, StreamKeys, turnKey } from './keys';
 import { BASE_LAYOUT, checkLayout, DELAYED_LAYOUT } from './layout';
@@ -40,7 +58,10 @@ import { copyGroupConfig, copyStreamInfo } from '../copies';
 import { claimPastDelays } from '../delays';
 import { hostPort, urlTarget } from '../target';
 
-/** Options of {@link redisBackend}: `url` and/or `options` (the backend creates its client), or `client` (borrowed). Neither: localhost:6379. */
+/**
+ * Options of {@link redisBackend}: `url` and/or `options` (the backend creates its client), or `client` (borrowed),
+ * or `cluster` (a Redis Cluster: its startup nodes, or a Cluster client to borrow). None: localhost:6379.
+ */
 export interface RedisBackendOptions {
   /** `redis://[user:password@]host:port[/db]` or `rediss://...`; the backend creates (and later closes) its client. */
   url?: string;
@@ -52,6 +73,16 @@ export interface RedisBackendOptions {
   client?: RedisClient;
   /** ioredis options for a client the backend creates (merged over the fail-fast defaults). */
   options?: RedisClientOptions;
+  /**
+   * A Redis Cluster: its startup nodes (`'host:port'`, a port, or `{ host, port }`; the
+   * backend creates, and later closes, an ioredis `Cluster`), or an ioredis `Cluster` to
+   * borrow (never closed, its options left as they are). Every script runs on the master
+   * that owns its stream's slot. Cannot be combined with `url`, `options` or `client`.
+   * See docs/redis.md, "Redis Cluster".
+   */
+  cluster?: RedisClusterNode[] | RedisCluster;
+  /** ioredis `ClusterOptions` for a cluster the backend creates from `cluster` nodes (merged over the fail-fast defaults). */
+  clusterOptions?: RedisClusterOptions;
   /** Key prefix, default `rheo`. No braces or whitespace. */
   prefix?: string;
   /** Time source for timestamps, lease expiry and retry delays. Default: the system clock. */
@@ -63,7 +94,29 @@ export interface RedisBackendOptions {
    * Default 1,000,000 (docs/redis.md, "Queries").
    */
   queryScanLimit?: number;
+  /**
+   * Replicated appends: an append returns only once `replicas` replicas of the master
+   * that ran it confirm they have it (Redis `WAIT`, on the same connection, after the
+   * append); otherwise it throws `ambiguous` (the append may have been applied). Without
+   * it an append returns once the master has it, and a failover can lose it. Not strong
+   * consistency: see docs/redis.md ("Durability and replicas") and docs/adr/033.
+   */
+  durability?: RedisDurability;
 }
+
+/** The `durability` option of {@link redisBackend}. */
+export interface RedisDurability {
+  /** Replicas that must confirm an append before it returns: a whole number of at least 1. */
+  replicas: number;
+  /**
+   * How long an append waits for them (WAIT's timeout), in ms; default 1000. Below the
+   * client's `commandTimeout` (5000 on clients the backend creates).
+   */
+  timeoutMs?: number;
+}
+
+/** Default of `durability.timeoutMs`. */
+const DEFAULT_DURABILITY_TIMEOUT_MS = 1000;
 
 /**
  * How much one script call may do. A script blocks the whole server while it runs,
@@ -100,13 +153,26 @@ export class RedisBackend implements Backend {
   readonly prefix: string;
   /** Log entries one query call may read (RedisBackendOptions.queryScanLimit). */
   readonly queryScanLimit: number;
+  /** Replicas each append waits for, and for how long (RedisBackendOptions.durability); undefined: none. */
+  readonly durability?: Readonly<Required<RedisDurability>>;
 
   private readonly options: RedisBackendOptions;
   private readonly owned: boolean;
-  private client?: RedisClient;
+  /** A client, or a cluster (ioredis `Cluster`: `isCluster`). */
+  private client?: RedisClient | RedisCluster;
   private blocker?: RedisClient;
   private listener?: WakeListener;
-  private readonly scripts = new ScriptRunner(() => this.redis());
+  /** On a cluster: one blocking connection per waited slot, to the node that owns it (cluster.ts). */
+  private clusterListeners?: ClusterWakeListeners;
+  /** Scripts are loaded on every master of a cluster, on the client otherwise. */
+  private readonly scripts = new ScriptRunner(
+    () => this.redis(),
+    () => {
+      const c = this.redis();
+      const masters = isCluster(c) ? c.nodes('master') : [];
+      return masters.length > 0 ? masters : [c];
+    },
+  );
   /** Script and plain calls, errors mapped, for the modules that drive multi-call work (trimming.ts, purging.ts). */
   private readonly ops: RedisOps = {
     script: (kind, name, keys, args, on) => this.runScript(kind, name, keys, args, on),
@@ -133,6 +199,31 @@ export class RedisBackend implements Backend {
 
   constructor(options: RedisBackendOptions = {}) {
     if (typeof options !== 'object' || options === null) throw RheoError.invalid('options', 'must be an object');
+    if (options.cluster !== undefined) {
+      const other = (['url', 'options', 'client'] as const).find((k) => options[k] !== undefined);
+      if (other) throw RheoError.invalid(other, 'cannot be combined with cluster: give the cluster options in clusterOptions');
+      if (Array.isArray(options.cluster)) {
+        if (options.cluster.length === 0) throw RheoError.invalid('cluster', 'must name at least one startup node');
+      } else if (!isCluster(options.cluster as RedisCommands)) {
+        throw RheoError.invalid('cluster', 'must be a list of startup nodes or an ioredis Cluster');
+      } else if (options.clusterOptions !== undefined) {
+        throw RheoError.invalid('clusterOptions', 'cannot be combined with a borrowed cluster: it is used as it is');
+      }
+      // Reads from replicas could miss what this process just wrote (replication is asynchronous):
+      // an append reads back the events it found stored, a fetch follows a read of the stream.
+      const scaleReads = Array.isArray(options.cluster) ? options.clusterOptions?.scaleReads : options.cluster.options?.scaleReads;
+      if (scaleReads !== undefined && scaleReads !== 'master') {
+        throw RheoError.invalid(
+          Array.isArray(options.cluster) ? 'clusterOptions.scaleReads' : 'cluster',
+          "must be 'master' (the default): reads from replicas can miss writes just made",
+        );
+      }
+    } else if (options.clusterOptions !== undefined) {
+      throw RheoError.invalid('clusterOptions', 'needs cluster (the startup nodes)');
+    }
+    if (options.client !== undefined && isCluster(options.client)) {
+      throw RheoError.invalid('client', 'is an ioredis Cluster: pass it as cluster');
+    }
     if (options.client !== undefined) {
       const other = (['url', 'options'] as const).find((k) => options[k] !== undefined);
       if (other) throw RheoError.invalid(other, 'cannot be combined with client: a borrowed client is used as it is');
@@ -147,18 +238,35 @@ export class RedisBackend implements Backend {
     if (!Number.isSafeInteger(scanLimit) || scanLimit < 1)
       throw RheoError.invalid('queryScanLimit', 'must be a whole number of at least 1');
     this.queryScanLimit = scanLimit;
+    this.durability = checkDurabilityOption(options);
     this.options = options;
     this.prefix = checkPrefix(options.prefix ?? 'rheo');
     this.streamKeys = new KeyCache(this.prefix);
     this.clock = options.clock ?? systemClock;
-    this.owned = options.client === undefined;
-    this.client = options.client;
+    this.owned = options.client === undefined && (options.cluster === undefined || Array.isArray(options.cluster));
+    this.client = options.client ?? (Array.isArray(options.cluster) ? undefined : options.cluster);
+  }
+
+  /** Whether this backend runs on a Redis Cluster. */
+  get clustered(): boolean {
+    return this.options.cluster !== undefined;
   }
 
   // ------------------------------------------------------------ connection
 
-  private redis(): RedisClient {
+  private redis(): RedisClient | RedisCluster {
     if (this.closed) throw new RheoError('backend_unavailable', 'the redis backend is closed');
+    if (!this.client && Array.isArray(this.options.cluster)) {
+      const Cluster = loadIoredisCluster();
+      const given = this.options.clusterOptions ?? {};
+      const opts: RedisClusterOptions = {
+        ...CREATED_CLUSTER_DEFAULTS,
+        ...given,
+        redisOptions: { ...CREATED_CLUSTER_DEFAULTS.redisOptions, ...given.redisOptions },
+      };
+      this.client = new Cluster(this.options.cluster, opts);
+      this.client.on('error', () => undefined);
+    }
     if (!this.client) {
       const IORedis = loadIoredis();
       const opts = { ...CREATED_CLIENT_DEFAULTS, ...this.options.options };
@@ -169,8 +277,31 @@ export class RedisBackend implements Backend {
     return this.client;
   }
 
-  /** Host, port, database number and key prefix (never credentials). */
+  /**
+   * The connection that runs the scripts of `stream`: on a cluster, the cluster's own
+   * connection to the master that owns the stream's slot, as the cluster last learned
+   * it (after a script of the stream returned, the node that ran it), so a command sent
+   * on it right after (`WAIT` for replicas, say) reaches that node on the connection
+   * the script's writes went through; on one server, the client. `backend_unavailable`
+   * when the cluster does not know the slot's owner (not connected yet).
+   */
+  streamNode(stream: string): RedisClient {
+    const c = this.redis();
+    if (!isCluster(c)) return c;
+    const node = slotOwner(c, this.keys(stream).meta);
+    if (!node) throw new RheoError('backend_unavailable', `redis cluster: no known node serves the slot of stream "${stream}"`);
+    return node;
+  }
+
+  /** Host, port, database number and key prefix (never credentials); on a cluster, its startup nodes. */
   describe(): BackendDescription {
+    if (this.options.cluster !== undefined) {
+      const given = Array.isArray(this.options.cluster)
+        ? this.options.cluster.map((n) => clusterNodeName(n))
+        : this.options.cluster.nodes('master').map(nodeKey);
+      const shown = given.length > 3 ? `${given.slice(0, 3).join(', ')} (+${given.length - 3})` : given.join(', ');
+      return { target: `cluster ${shown || '(nodes not known yet)'}, prefix ${this.prefix}` };
+    }
     // A borrowed ioredis client exposes the options it was built with (host, port, db).
     const o: RedisClientOptions = this.options.options ?? (this.client as { options?: RedisClientOptions } | undefined)?.options ?? {};
     const fromUrl = this.options.url ? urlTarget(this.options.url) : null;
@@ -244,25 +375,31 @@ export class RedisBackend implements Backend {
    * (managed services, ACLs) is not an error: durability is then unverified, and
    * said so.
    */
-  private async checkDurability(client: RedisClient): Promise<void> {
+  private async checkDurability(client: RedisCommands): Promise<void> {
+    // On a cluster every master is asked (each keeps its own streams); the messages name the node.
+    const servers: Array<[RedisCommands, string]> = isCluster(client)
+      ? client.nodes('master').map((n) => [n, `the Redis node ${nodeKey(n)}`])
+      : [[client, 'the Redis server']];
     const found: string[] = [];
-    try {
-      const appendonly = await configValue(client, 'appendonly');
-      const policy = await configValue(client, 'maxmemory-policy');
-      if (appendonly !== 'yes') {
+    for (const [server, name] of servers) {
+      try {
+        const appendonly = await configValue(server, 'appendonly');
+        const policy = await configValue(server, 'maxmemory-policy');
+        if (appendonly !== 'yes') {
+          found.push(
+            `${name} runs with appendonly ${appendonly}: writes it acknowledged since its last snapshot (events, acks, dead letters) are lost if it restarts or crashes; set appendonly yes`,
+          );
+        }
+        if (policy !== 'noeviction') {
+          found.push(
+            `${name}'s maxmemory-policy is ${policy}: under memory pressure it may evict this backend's keys, losing events and group state; set maxmemory-policy noeviction`,
+          );
+        }
+      } catch (err) {
         found.push(
-          `the Redis server runs with appendonly ${appendonly}: writes it acknowledged since its last snapshot (events, acks, dead letters) are lost if it restarts or crashes; set appendonly yes`,
+          `durability could not be verified${servers.length > 1 ? ` on ${name}` : ''}: CONFIG GET is not available on this connection (${err instanceof Error ? err.message : String(err)}); make sure the server runs with appendonly yes and maxmemory-policy noeviction`,
         );
       }
-      if (policy !== 'noeviction') {
-        found.push(
-          `the Redis server's maxmemory-policy is ${policy}: under memory pressure it may evict this backend's keys, losing events and group state; set maxmemory-policy noeviction`,
-        );
-      }
-    } catch (err) {
-      found.push(
-        `durability could not be verified: CONFIG GET is not available on this connection (${err instanceof Error ? err.message : String(err)}); make sure the server runs with appendonly yes and maxmemory-policy noeviction`,
-      );
     }
     this.durabilityWarnings = found;
     if (found.length > 0 && !this.warned) {
@@ -277,7 +414,10 @@ export class RedisBackend implements Backend {
   async ping(): Promise<void> {
     if (!this.ready) await this.init();
     try {
-      await this.redis().ping();
+      const c = this.redis();
+      // A cluster is up when every master it knows answers (each holds a share of the streams).
+      const masters = isCluster(c) ? c.nodes('master') : [];
+      await (masters.length > 0 ? Promise.all(masters.map((m) => m.ping())) : c.ping());
     } catch (err) {
       throw new RheoError('backend_unavailable', `redis did not answer: ${(err as Error).message}`, { cause: err });
     }
@@ -288,6 +428,7 @@ export class RedisBackend implements Backend {
     this.closed = true;
     this.listener?.close();
     const closing: Array<Promise<void>> = [];
+    if (this.clusterListeners) closing.push(this.clusterListeners.close());
     if (this.blocker) closing.push(disconnect(this.blocker));
     if (this.owned && this.client) closing.push(disconnect(this.client));
     await Promise.all(closing);
@@ -390,17 +531,20 @@ export class RedisBackend implements Backend {
   async createStream(stream: string, partitions: number, retention?: Retention): Promise<StreamInfo> {
     const createdAt = this.clock.now();
     const k = this.keys(stream);
-    // The registry is an index in another slot, written after the creation (see keys.ts). It is
-    // written on already_exists too, so a creation whose registry write was lost is repaired by a retry.
+    // The registry is an index in another slot (on a cluster, possibly another node), so it cannot be
+    // written in the creation script (see keys.ts). It is written FIRST: a stream whose meta exists is
+    // then always registered, and a crash between the two leaves a registered name without meta, which
+    // listStreams leaves out (the meta is the authority) until a retry creates it. On already_exists the
+    // name is registered again, which repairs a stream created before this order (meta first) whose
+    // registration was lost.
     const registered = () => this.withMappedErrors('write', () => this.redis().sadd(registryKey(this.prefix), stream));
+    await registered();
     try {
       await this.runScript('write', 'createStream', [k.meta], [partitions, createdAt, ...retentionArgs(retention)]);
     } catch (err) {
       if ((err as RheoError).code !== 'already_exists') throw err;
-      await registered();
       throw new RheoError('already_exists', `stream "${stream}" already exists`);
     }
-    await registered();
     const info: StreamInfo = { name: stream, partitions, createdAt: new Date(createdAt) };
     this.remember(info);
     return withRetention(info, setLimits(retention));
@@ -439,6 +583,11 @@ export class RedisBackend implements Backend {
     return withRetention(info, setLimits(retention));
   }
 
+  /**
+   * The registered names whose stream exists: a name without its `meta` (a creation that
+   * did not finish, see createStream) is left out, and nothing is removed from the
+   * registry (a creation may be under way in another process).
+   */
   async listStreams(): Promise<StreamInfo[]> {
     const names = await this.withMappedErrors('read', () => this.redis().smembers(registryKey(this.prefix)));
     const infos = await Promise.all(names.map((n) => this.getStream(n)));
@@ -553,6 +702,7 @@ export class RedisBackend implements Backend {
     // ref when the stored event's partition was not among this call's keys (read here; see scripts/append.ts).
     for (let attempt = 1; ; attempt++) {
       const result = (await this.runScript('write', 'append', keys, args, { stream })) as Array<number | string | [string, string[]]>;
+      if (this.durability) await this.confirmReplicas(stream, events[0], result[0], this.durability);
       const known = new Map<string, RheoEvent>();
       for (const r of result) {
         if (Array.isArray(r)) {
@@ -589,6 +739,55 @@ export class RedisBackend implements Backend {
         if (e.deliverAt !== undefined) event.deliverAt = new Date(e.deliverAt.getTime());
         return event;
       });
+    }
+  }
+
+  /**
+   * `durability`: return only once `replicas` replicas have the append. WAIT counts the
+   * replicas that acknowledged everything the master had when this connection last
+   * wrote, so it goes on the connection that ran the append, right after it: on a
+   * cluster, the cluster's own connection to the node that owns the stream's slot
+   * (streamNode), with no redirection (a WAIT that followed a MOVED or a reconnection
+   * elsewhere would count another connection's writes). The HGET of the first event's
+   * id in front of it tells whether that node still holds the event (a failover between
+   * the append and the WAIT could answer from a master that does not). Anything short
+   * of N confirmations throws `ambiguous`: the master applied the append, but it may be lost.
+   */
+  private async confirmReplicas(
+    stream: string,
+    first: NewEvent,
+    stored: number | string | [string, string[]],
+    { replicas, timeoutMs }: Required<RedisDurability>,
+  ): Promise<void> {
+    const unconfirmed = (why: string, cause?: unknown) =>
+      new RheoError(
+        'ambiguous',
+        `redis: the append to stream "${stream}" ${why}; it may have been applied, and an append no replica has is lost if its master fails. Appending the same events again (same ids) is safe: appends are idempotent by event id`,
+        cause === undefined ? {} : { cause },
+      );
+    const expected = typeof stored === 'number' ? `${first.partition}:${stored}` : Array.isArray(stored) ? stored[0] : stored;
+    let rows: RedisPipelineResult[];
+    try {
+      const p = this.streamNode(stream).pipeline();
+      p.hget(this.keys(stream).ids, first.id);
+      p.wait(replicas, timeoutMs);
+      rows = (await p.exec()) ?? [];
+    } catch (err) {
+      throw unconfirmed(`was not confirmed by ${replicas} replica(s) (${mapRedisError(err, 'write').message})`, err);
+    }
+    const [[readErr, ref] = [null, null], [waitErr, acked] = [null, null]] = rows;
+    const failed = readErr ?? waitErr;
+    if (failed) throw unconfirmed(`was not confirmed by ${replicas} replica(s) (${mapRedisError(failed, 'write').message})`, failed);
+    if (ref !== expected) {
+      throw unconfirmed(
+        `is gone from the master of its slot right after it was written (a failover lost it, or a trim took it at once): event "${first.id}" is not where the append put it`,
+      );
+    }
+    const confirmed = Number(acked);
+    if (!(confirmed >= replicas)) {
+      throw unconfirmed(
+        `was written on the master, but only ${confirmed} of ${replicas} replica(s) confirmed it within ${timeoutMs} ms (Redis WAIT)`,
+      );
     }
   }
 
@@ -667,11 +866,7 @@ export class RedisBackend implements Backend {
     if (leasesIn(answers[0]) === first.args[1] && req.limit > FETCH_PER_CALL) {
       const rest: ScriptCall[] = [];
       for (let left = req.limit - FETCH_PER_CALL; left > 0; left -= FETCH_PER_CALL) rest.push(call(Math.min(FETCH_PER_CALL, left)));
-      const replies = await this.withMappedErrors('write', async () => {
-        const pipeline = this.redis().pipeline();
-        for (const c of rest) this.scripts.queueScript(pipeline, c);
-        return this.scripts.execPipeline(pipeline, rest);
-      });
+      const replies = await this.withMappedErrors('write', () => this.scripts.runPipelined(rest));
       for (const [err, reply] of replies) {
         if (err) throw this.explain(mapRedisError(err, 'write'), req.stream, req.group);
         answers.push(reply as unknown[]);
@@ -780,11 +975,8 @@ export class RedisBackend implements Backend {
     if (calls.length === 0) return results;
     let answers: RedisPipelineResult[];
     try {
-      answers = await this.withMappedErrors('write', async () => {
-        const p = this.redis().pipeline();
-        for (const c of calls) this.scripts.queueScript(p, c);
-        return this.scripts.execPipeline(p, calls);
-      });
+      // One pipeline; on a cluster one per slot (streams on several nodes), all sent at once.
+      answers = await this.withMappedErrors('write', () => this.scripts.runPipelined(calls));
     } catch (err) {
       answers = calls.map(() => [err as Error, null]);
     }
@@ -1126,23 +1318,44 @@ export class RedisBackend implements Backend {
         const last = (await this.redis().xrevrange(key, '+', '-', 'COUNT', 1)) as RedisStreamEntry[];
         lastId = last[0]?.[0] ?? '0-0';
       }
-      await this.wakeListener().wait(key, lastId, req.timeoutMs, req.signal);
+      const c = this.redis();
+      if (isCluster(c)) {
+        this.clusterListeners ??= new ClusterWakeListeners(() => this.redis() as RedisCluster);
+        await this.clusterListeners.wait(key, lastId, req.timeoutMs, req.signal);
+      } else {
+        await this.wakeListener().wait(key, lastId, req.timeoutMs, req.signal);
+      }
     } catch {
       await sleep(req.timeoutMs, req.signal);
     }
   }
 
+  /** On a cluster, the slots with a blocking connection for wait() now, and the node each is open to (tests look). */
+  get wakeSlots(): Array<{ slot: number; node: string }> {
+    return this.clusterListeners?.slots ?? [];
+  }
+
   private wakeListener(): WakeListener {
     if (!this.listener) {
-      this.blocker = this.redis().duplicate(BLOCKER_OVERRIDES);
-      this.listener = new WakeListener(this.blocker, (id) => this.redis().client('UNBLOCK', id));
+      const client = this.redis() as RedisClient;
+      this.blocker = client.duplicate(BLOCKER_OVERRIDES);
+      this.listener = new WakeListener(this.blocker, (id) => client.client('UNBLOCK', id));
     }
     return this.listener;
   }
 }
 
+/** A startup node as describe() shows it: `host:port`, never credentials. */
+function clusterNodeName(node: RedisClusterNode): string {
+  const fallback = { host: 'localhost', port: 6379 };
+  if (typeof node === 'number') return hostPort(undefined, node, fallback);
+  if (typeof node === 'object') return hostPort(node.host, node.port, fallback);
+  if (/^rediss?:\/\//.test(node)) return urlTarget(node)?.host ?? 'a cluster node';
+  return /^[^@]*$/.test(node) ? node : 'a cluster node';
+}
+
 /** One CONFIG GET value; ioredis answers `[name, value]` (RESP2 and RESP3 alike), or a map. */
-async function configValue(client: RedisClient, name: string): Promise<string> {
+async function configValue(client: RedisCommands, name: string): Promise<string> {
   const reply = (await client.config('GET', name)) as unknown;
   const value = Array.isArray(reply) ? reply[1] : (reply as Record<string, unknown> | null)?.[name];
   if (value === undefined || value === null) throw new Error(`CONFIG GET ${name} answered nothing`);
@@ -1199,10 +1412,42 @@ function leaseProblem(op: string, code: string): string {
 }
 
 /**
+ * The `durability` option, checked: `replicas` a whole number >= 1, `timeoutMs` a whole
+ * number >= 1 (WAIT 0 would wait forever) and, on a client the backend creates, below its
+ * `commandTimeout`: a WAIT the client gives up on first would fail as a timed-out command,
+ * not as the replicas that did not answer.
+ */
+function checkDurabilityOption(options: RedisBackendOptions): Required<RedisDurability> | undefined {
+  const d = options.durability;
+  if (d === undefined) return undefined;
+  if (typeof d !== 'object' || d === null) throw RheoError.invalid('durability', 'must be an object: { replicas, timeoutMs? }');
+  for (const key of Object.keys(d)) {
+    if (key !== 'replicas' && key !== 'timeoutMs') throw RheoError.invalid(`durability.${key}`, 'is not an option (replicas, timeoutMs)');
+  }
+  if (!Number.isSafeInteger(d.replicas) || d.replicas < 1)
+    throw RheoError.invalid('durability.replicas', 'must be a whole number of at least 1 (leave durability out for none)');
+  const timeoutMs = d.timeoutMs ?? DEFAULT_DURABILITY_TIMEOUT_MS;
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1)
+    throw RheoError.invalid('durability.timeoutMs', 'must be a whole number of ms, at least 1');
+  // Known only for what the backend creates: a client from url/options, a cluster from its nodes (per node connection).
+  const commandTimeout: unknown = Array.isArray(options.cluster)
+    ? { ...CREATED_CLUSTER_DEFAULTS.redisOptions, ...options.clusterOptions?.redisOptions }.commandTimeout
+    : options.client === undefined && options.cluster === undefined
+      ? { ...CREATED_CLIENT_DEFAULTS, ...options.options }.commandTimeout
+      : undefined;
+  if (typeof commandTimeout === 'number' && timeoutMs >= commandTimeout) {
+    throw RheoError.invalid('durability.timeoutMs', `must be below the client's commandTimeout (${commandTimeout} ms)`);
+  }
+  return { replicas: d.replicas, timeoutMs };
+}
+
+/**
  * A backend on Redis Streams (Redis >= 6.2, ioredis 6). Give `url`, `options`
  * (the backend creates and closes its client) or `client` (borrowed, never
  * closed). A second connection, created with `duplicate()`, serves the blocking
- * reads behind `wait()`.
+ * reads behind `wait()`. On a Redis Cluster give `cluster` (startup nodes, or an
+ * ioredis `Cluster` to borrow): each stream's scripts run on the master that owns
+ * its slot, and `wait()` opens a blocking connection per waited slot (cluster.ts).
  */
 export function redisBackend(options: RedisBackendOptions = {}): RedisBackend {
   return new RedisBackend(options);

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { RedisClient, RedisPipeline, RedisPipelineResult } from './external';
+import { isCluster, keySlot } from './cluster';
+import type { RedisCommands, RedisPipeline, RedisPipelineResult } from './external';
 import { SCRIPTS, ScriptName } from './scripts';
 
 const SHAS = Object.fromEntries(
@@ -20,16 +21,32 @@ export interface ScriptCall {
  * does not know the script (after a restart or SCRIPT FLUSH); EVAL also caches it
  * again. A NOSCRIPT reply means the script did not run, so the fallback is safe.
  * Errors are ioredis's, unmapped: the backend maps them (errors.ts).
+ *
+ * On a Redis Cluster, each call goes to the master that owns its keys' slot (one
+ * slot per call: keys.ts), and each node has its own script cache: NOSCRIPT is
+ * answered per node (a replica promoted by a failover has none), and the EVAL that
+ * follows goes to the same node. Pipelines are split by slot ({@link runPipelined}).
  */
 export class ScriptRunner {
-  constructor(private readonly client: () => RedisClient) {}
+  /**
+   * @param client the client or cluster every call goes through
+   * @param loadTargets where {@link loadAll} loads the scripts: every master of a cluster (default: the client)
+   */
+  constructor(
+    private readonly client: () => RedisCommands,
+    private readonly loadTargets: () => RedisCommands[] = () => [client()],
+  ) {}
 
-  /** Load every script (once per server; cheap to repeat). */
+  /** Load every script (once per server, or per master of a cluster; cheap to repeat). */
   async loadAll(): Promise<void> {
-    const p = this.client().pipeline();
-    for (const lua of Object.values(SCRIPTS)) p.script('LOAD', lua);
-    const results = (await p.exec()) ?? [];
-    for (const [err] of results) if (err) throw err;
+    await Promise.all(
+      this.loadTargets().map(async (target) => {
+        const p = target.pipeline();
+        for (const lua of Object.values(SCRIPTS)) p.script('LOAD', lua);
+        const results = (await p.exec()) ?? [];
+        for (const [err] of results) if (err) throw err;
+      }),
+    );
   }
 
   /**
@@ -47,6 +64,39 @@ export class ScriptRunner {
       if (!isNoScript(err)) throw err;
       return this.client().eval(SCRIPTS[name], keys.length, flat);
     }
+  }
+
+  /**
+   * Run script calls pipelined, each call's result or error in call order. On one
+   * server: one pipeline, one round trip. On a cluster a pipeline must stay within one
+   * node, so the calls are grouped by slot (a stream's calls share one), one pipeline
+   * per slot, all sent at once: still about one round trip, and a group that fails
+   * (its node down) fails only its own calls.
+   */
+  async runPipelined(calls: ScriptCall[]): Promise<RedisPipelineResult[]> {
+    const client = this.client();
+    const groups = new Map<number, number[]>();
+    calls.forEach((c, i) => {
+      const slot = isCluster(client) ? keySlot(c.keys[0] ?? '') : 0;
+      const group = groups.get(slot);
+      if (group) group.push(i);
+      else groups.set(slot, [i]);
+    });
+    const results: RedisPipelineResult[] = new Array(calls.length);
+    await Promise.all(
+      [...groups.values()].map(async (index) => {
+        const group = index.map((i) => calls[i]);
+        try {
+          const p = client.pipeline();
+          for (const c of group) this.queueScript(p, c);
+          const replies = await this.execPipeline(p, group);
+          index.forEach((i, j) => (results[i] = replies[j] ?? [new Error('redis: the pipeline answered fewer replies than calls'), null]));
+        } catch (err) {
+          for (const i of index) results[i] = [err as Error, null];
+        }
+      }),
+    );
+    return results;
   }
 
   /** Queue a script call on a pipeline; pair with {@link ScriptRunner.execPipeline}. */

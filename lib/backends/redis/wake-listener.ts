@@ -23,6 +23,10 @@ const RETRY_MS = 200;
  * Everything here is a hint: each waiter also resolves on its own timeout or
  * abort, and a failed or killed blocking connection only costs a poll (ioredis
  * reconnects it and the loop re-arms).
+ *
+ * With `onBroken` (a cluster's per-slot listeners, cluster.ts), a failed blocking
+ * read ends the listener instead: `onBroken` is called, and every waiter is
+ * released (they fetch and wait again, through a new listener).
  */
 export class WakeListener {
   private readonly waiters = new Map<string, Set<Waiter>>();
@@ -36,6 +40,7 @@ export class WakeListener {
   constructor(
     private readonly blocker: RedisClient,
     private readonly unblock: (clientId: number) => Promise<unknown>,
+    private readonly onBroken?: () => void,
   ) {
     blocker.on('close', () => {
       this.blockerId = null;
@@ -68,6 +73,11 @@ export class WakeListener {
       set.add(waiter);
       this.cover(waiter);
     });
+  }
+
+  /** No waiter now. */
+  get idle(): boolean {
+    return this.waiters.size === 0;
   }
 
   /** Resolve every waiter and stop; the blocking connection is closed by its owner. */
@@ -117,6 +127,11 @@ export class WakeListener {
           if (this.closed) return;
           this.blockerId = null;
           await new Promise((r) => setTimeout(r, RETRY_MS));
+          if (this.onBroken && !this.closed) {
+            this.onBroken();
+            this.close();
+            return;
+          }
         }
       }
     } finally {

@@ -1,0 +1,299 @@
+// Redis servers of their own for the tests that kill them (cluster-failover.spec.ts,
+// durability-wait.spec.ts): never a node of the shared servers (6379, the cluster on
+// 7100-7105) that other test files use. Ports are picked free at start, so a run
+// never meets a leftover of another.
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Redis from 'ioredis';
+
+/** The cluster helper's starter: RHEO_CLUSTER_PORT (first of 6 ports) and RHEO_CLUSTER_DIR choose where. */
+const CLUSTER_SCRIPT = join(__dirname, '..', '..', 'scripts', 'redis-cluster.sh');
+
+/** Poll `check` every 50 ms until it answers true; fail, naming `what`, after `timeoutMs`. */
+export async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** The first of `count` consecutive ports from `from` (stepping by 10) that are free, with their cluster bus ports (+10000). */
+export async function freePortBase(from: number, count: number): Promise<number> {
+  for (let base = from; base < from + 1000; base += 10) {
+    let free = true;
+    for (let i = 0; i < count && free; i++) free = (await portFree(base + i)) && (await portFree(base + i + 10000));
+    if (free) return base;
+  }
+  throw new Error(`no ${count} free ports (and bus ports) between ${from} and ${from + 1000}`);
+}
+
+/** Run `fn` on a short-lived connection to 127.0.0.1:port that fails at once when nothing answers. */
+export async function onNode<T>(port: number, fn: (redis: Redis) => Promise<T>): Promise<T> {
+  const redis = new Redis({
+    host: '127.0.0.1',
+    port,
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    return await fn(redis);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Whether a server answers PING on the port. */
+export async function answers(port: number): Promise<boolean> {
+  return onNode(port, async (r) => (await r.ping()) === 'PONG').catch(() => false);
+}
+
+/** SIGKILL the server on `port` (its pid from INFO server) and wait until it no longer answers. */
+export async function killServer(port: number): Promise<number> {
+  const info = await onNode(port, (r) => r.info('server'));
+  const pid = Number(/process_id:(\d+)/.exec(info)?.[1]);
+  if (!Number.isSafeInteger(pid) || pid <= 0) throw new Error(`no process_id in INFO server of port ${port}`);
+  process.kill(pid, 'SIGKILL');
+  await until(`the server on port ${port} (pid ${pid}) to die`, async () => !(await answers(port)));
+  return pid;
+}
+
+/** One line of CLUSTER NODES. */
+export interface ClusterNodeInfo {
+  id: string;
+  port: number;
+  master: boolean;
+  /** For a replica: its master's id. */
+  masterId?: string;
+  /** Flagged fail or fail? by the node that answered. */
+  failing: boolean;
+  slots: Array<[number, number]>;
+}
+
+function parseClusterNodes(text: string): ClusterNodeInfo[] {
+  return text
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const [id, address, flags, masterId, , , , , ...slots] = line.trim().split(' ');
+      const flagList = flags.split(',');
+      return {
+        id,
+        port: Number(/:(\d+)@/.exec(address)?.[1]),
+        master: flagList.includes('master'),
+        ...(masterId !== '-' ? { masterId } : {}),
+        failing: flagList.includes('fail') || flagList.includes('fail?'),
+        slots: slots
+          .filter((s) => /^\d+(-\d+)?$/.test(s))
+          .map((s) => {
+            const [a, b] = s.split('-').map(Number);
+            return [a, b ?? a] as [number, number];
+          }),
+      };
+    });
+}
+
+/**
+ * A Redis Cluster of 3 masters and 3 replicas of its own, started with the project's
+ * scripts/redis-cluster.sh on free ports and a temporary folder (cluster-node-timeout
+ * 2000 ms, appendonly everysec), for a test that kills its nodes. `stop()` shuts it
+ * down and removes the folder.
+ */
+export class TestCluster {
+  private constructor(
+    readonly ports: number[],
+    private readonly dir: string,
+  ) {}
+
+  static async start(): Promise<TestCluster> {
+    const first = await freePortBase(Number(process.env.RHEO_FAILOVER_CLUSTER_PORT ?? 7200), 6);
+    const dir = mkdtempSync(join(tmpdir(), 'rheo-failover-'));
+    const cluster = new TestCluster(
+      Array.from({ length: 6 }, (_, i) => first + i),
+      dir,
+    );
+    try {
+      await cluster.script();
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
+    return cluster;
+  }
+
+  /** Seed nodes for an ioredis Cluster. */
+  get seeds(): Array<{ host: string; port: number }> {
+    return this.ports.map((port) => ({ host: '127.0.0.1', port }));
+  }
+
+  /** Run the starter: starts any node that does not answer (a killed one rejoins as a replica) and waits until healthy. */
+  heal(): Promise<void> {
+    return this.script();
+  }
+
+  async stop(): Promise<void> {
+    try {
+      await this.script('stop');
+    } finally {
+      rmSync(this.dir, { recursive: true, force: true });
+    }
+  }
+
+  /** CLUSTER NODES as seen by the first node that answers (skipping `except`). */
+  async nodes(except: number[] = []): Promise<ClusterNodeInfo[]> {
+    for (const port of this.ports) {
+      if (except.includes(port)) continue;
+      const text = await onNode(port, (r) => r.call('CLUSTER', 'NODES') as Promise<string>).catch(() => null);
+      if (text) return parseClusterNodes(text);
+    }
+    throw new Error(`no node of the cluster on ${this.ports.join(', ')} answers`);
+  }
+
+  /** The slot of a key (CLUSTER KEYSLOT). */
+  async slotOf(key: string): Promise<number> {
+    return Number(await onNode(this.ports[0], (r) => r.call('CLUSTER', 'KEYSLOT', key)));
+  }
+
+  /** The master that owns `slot`, as the cluster sees it now. */
+  async masterOf(slot: number, except: number[] = []): Promise<ClusterNodeInfo> {
+    const owner = (await this.nodes(except)).find((n) => n.master && !n.failing && n.slots.some(([a, b]) => slot >= a && slot <= b));
+    if (!owner) throw new Error(`no live master owns slot ${slot}`);
+    return owner;
+  }
+
+  /** Wait until a node other than `killed` is master of `slot` and every live node reports cluster_state:ok. */
+  async waitForPromotion(slot: number, killed: number): Promise<ClusterNodeInfo> {
+    let promoted: ClusterNodeInfo | undefined;
+    await until(
+      `a replica to take over slot ${slot} from the master on port ${killed}`,
+      async () => {
+        promoted = await this.masterOf(slot, [killed]).catch(() => undefined);
+        if (!promoted || promoted.port === killed) return false;
+        for (const port of this.ports) {
+          if (port === killed) continue;
+          const info = await onNode(port, (r) => r.call('CLUSTER', 'INFO') as Promise<string>).catch(() => '');
+          if (!info.includes('cluster_state:ok')) return false;
+        }
+        return true;
+      },
+      30_000,
+    );
+    return promoted!;
+  }
+
+  private script(...args: string[]): Promise<void> {
+    return new Promise((resolve, reject) => {
+      execFile(
+        'bash',
+        [CLUSTER_SCRIPT, ...args],
+        { env: { ...process.env, RHEO_CLUSTER_PORT: String(this.ports[0]), RHEO_CLUSTER_DIR: this.dir }, timeout: 90_000 },
+        (err, _stdout, stderr) =>
+          err
+            ? reject(
+                new Error(`scripts/redis-cluster.sh ${args.join(' ')} on ports ${this.ports.join(', ')} failed: ${err.message}\n${stderr}`),
+              )
+            : resolve(),
+      );
+    });
+  }
+}
+
+/**
+ * A standalone master and its replica, children of this process on free ports
+ * (no persistence): for WAIT with and without a replica to confirm it.
+ */
+export class ReplicatedPair {
+  private readonly children = new Map<number, ChildProcess>();
+  private spawnError?: Error;
+
+  private constructor(
+    readonly masterPort: number,
+    readonly replicaPort: number,
+    private readonly dir: string,
+  ) {}
+
+  static async start(): Promise<ReplicatedPair> {
+    const first = await freePortBase(Number(process.env.RHEO_PAIR_PORT ?? 7300), 2);
+    const pair = new ReplicatedPair(first, first + 1, mkdtempSync(join(tmpdir(), 'rheo-pair-')));
+    try {
+      pair.spawn(pair.masterPort, []);
+      pair.spawn(pair.replicaPort, ['--replicaof', '127.0.0.1', String(pair.masterPort)]);
+      await until('the master to answer', () => {
+        if (pair.spawnError) throw pair.spawnError;
+        return answers(pair.masterPort);
+      });
+      await until('the replica to sync', async () =>
+        (await onNode(pair.replicaPort, (r) => r.info('replication')).catch(() => '')).includes('master_link_status:up'),
+      );
+    } catch (err) {
+      await pair.stop();
+      throw err;
+    }
+    return pair;
+  }
+
+  /** SIGKILL the replica and wait until the master no longer counts it. */
+  async killReplica(): Promise<void> {
+    this.children.get(this.replicaPort)?.kill('SIGKILL');
+    await until('the master to lose its replica', async () =>
+      (await onNode(this.masterPort, (r) => r.info('replication'))).includes('connected_slaves:0'),
+    );
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(
+      [...this.children.values()].map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            child.once('exit', () => resolve());
+            child.kill('SIGKILL');
+          }),
+      ),
+    );
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private spawn(port: number, extra: string[]): void {
+    const child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'yes',
+        '--appendfilename',
+        `${port}.aof`,
+        '--appenddirname',
+        `aof-${port}`,
+        '--dir',
+        this.dir,
+        ...extra,
+      ],
+      { stdio: 'ignore' },
+    );
+    child.on('error', (err) => {
+      this.spawnError = new Error(`redis-server could not be started on port ${port} (${err.message}): install Debian's redis-server`);
+    });
+    this.children.set(port, child);
+  }
+}

@@ -23,6 +23,13 @@ let noop: TracerProvider | undefined;
 let seen: TracerProvider | undefined;
 let current: Tracing | undefined;
 
+/**
+ * Where every copy of API 1.x keeps what was registered globally (its
+ * `Symbol.for('opentelemetry.js.api.' + major)`). Only `trace.setGlobalTracerProvider`
+ * sets `trace` there, and `trace.disable()` deletes it.
+ */
+const OTEL_GLOBALS = Symbol.for('opentelemetry.js.api.1');
+
 function load(): typeof OtelApi | null {
   try {
     const loaded = loadOptionalPeer<typeof OtelApi>('@opentelemetry/api', 'OpenTelemetry tracing');
@@ -44,6 +51,8 @@ function load(): typeof OtelApi | null {
 export function tracing(): Tracing | undefined {
   if (api === undefined) api = load();
   if (api === null) return undefined;
+  // No provider registered by any copy of the API: the no-op, without the API's version checks (once per handler run).
+  if ((globalThis as { [OTEL_GLOBALS]?: { trace?: unknown } })[OTEL_GLOBALS]?.trace === undefined) return undefined;
   const provider = api.trace.getTracerProvider() as TracerProvider & { getDelegate?: () => TracerProvider };
   // The registered provider sits behind the global ProxyTracerProvider; duck-typed,
   // since an app may carry a second copy of the API whose classes are not ours.

@@ -10,10 +10,15 @@ const encoder = new TextEncoder();
 
 /** MurmurHash3 x86_32 of `bytes` with `seed`, as an unsigned 32-bit integer. */
 export function murmur3(bytes: Uint8Array, seed = 0): number {
+  return murmur3Of(bytes, bytes.length, seed);
+}
+
+/** MurmurHash3 x86_32 of the first `length` bytes of `bytes`. */
+function murmur3Of(bytes: Uint8Array, length: number, seed: number): number {
   const c1 = 0xcc9e2d51;
   const c2 = 0x1b873593;
   let h = seed >>> 0;
-  const blocks = bytes.length >>> 2;
+  const blocks = length >>> 2;
   for (let i = 0; i < blocks; i++) {
     const o = i << 2;
     let k = bytes[o] | (bytes[o + 1] << 8) | (bytes[o + 2] << 16) | (bytes[o + 3] << 24);
@@ -26,7 +31,7 @@ export function murmur3(bytes: Uint8Array, seed = 0): number {
   }
   const tail = blocks << 2;
   let k = 0;
-  switch (bytes.length & 3) {
+  switch (length & 3) {
     case 3:
       k ^= bytes[tail + 2] << 16;
     // falls through
@@ -40,7 +45,7 @@ export function murmur3(bytes: Uint8Array, seed = 0): number {
       k = Math.imul(k, c2);
       h ^= k;
   }
-  h ^= bytes.length;
+  h ^= length;
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
@@ -49,8 +54,24 @@ export function murmur3(bytes: Uint8Array, seed = 0): number {
   return h >>> 0;
 }
 
+/**
+ * Room for the UTF-8 bytes of an ASCII key, which are its char codes: most keys
+ * are ASCII, and hashing them here spares a new array per appended event.
+ */
+const scratch = new Uint8Array(512);
+
 /** The partition (0-based) that `key` routes to in a stream of `partitions` partitions. */
 export function partitionForKey(key: string, partitions: number): number {
   if (partitions <= 1) return 0;
+  const n = key.length;
+  if (n <= scratch.length) {
+    let i = 0;
+    for (; i < n; i++) {
+      const c = key.charCodeAt(i);
+      if (c >= 0x80) break;
+      scratch[i] = c;
+    }
+    if (i === n) return murmur3Of(scratch, n, 0) % partitions;
+  }
   return murmur3(encoder.encode(key)) % partitions;
 }

@@ -23,7 +23,17 @@ import {
 import { boundReason } from './outcomes';
 import { partitionForKey } from './partitioner';
 import type { AppendInput, GroupConfig, GroupOptions, JsonValue, Lease, Query, Retention, StartPosition } from './types';
-import { checkDate, checkInt, checkJsonObject, checkMetadata, checkName, checkObject, checkPayload } from './validate';
+import {
+  checkDate,
+  checkInt,
+  checkJsonObject,
+  checkMetadata,
+  checkName,
+  checkObject,
+  checkPayload,
+  isName,
+  isPlainObject,
+} from './validate';
 
 /** Options of fetch. */
 export interface FetchOptions {
@@ -136,6 +146,8 @@ export function checkLeases(leases: Lease<unknown>[]): Lease<unknown>[] {
 export function checkSettles(requests: SettleRequest[]): SettleOp[] {
   checkBatch('settles', requests, 'settles');
   return requests.map((r, i) => {
+    // The runtime's settles are acks of leases it was issued: nothing to check, and no field name to build.
+    if (isPlainObject(r) && r.kind === 'ack' && isIssued(r.lease)) return { kind: 'ack', lease: r.lease };
     const at = requests.length === 1 ? '' : `settles[${i}].`;
     checkObject(`settles[${i}]`, r);
     const lease = checkLease(`${at}lease`, r.lease);
@@ -213,10 +225,12 @@ export function resolveStart(field: string, start: StartPosition | undefined, pa
 
 /** One event to append: validated, id and timestamp assigned, routed to its partition, payload serialised once. */
 export function toNewEvent(field: string, input: AppendInput<unknown>, partitions: number, now: number, maxPayloadBytes: number): NewEvent {
-  checkObject(field, input);
-  const id = input.id === undefined ? newEventId() : checkName(`${field}.id`, input.id);
-  const key = input.key === undefined || input.key === null ? null : checkName(`${field}.key`, input.key);
-  const type = input.type === undefined || input.type === null ? null : checkName(`${field}.type`, input.type);
+  // Per event, field names (`events[17].key`) are built only for an error: valid input is tested first.
+  if (!isPlainObject(input)) checkObject(field, input);
+  const id = input.id === undefined ? newEventId() : isName(input.id) ? input.id : checkName(`${field}.id`, input.id);
+  const key = input.key === undefined || input.key === null ? null : isName(input.key) ? input.key : checkName(`${field}.key`, input.key);
+  const type =
+    input.type === undefined || input.type === null ? null : isName(input.type) ? input.type : checkName(`${field}.type`, input.type);
   const metadata = input.metadata === undefined ? {} : checkMetadata(`${field}.metadata`, input.metadata);
   const payloadJson = checkPayload(`${field}.payload`, input.payload, maxPayloadBytes);
   let partition: number;
@@ -230,7 +244,7 @@ export function toNewEvent(field: string, input: AppendInput<unknown>, partition
     key,
     type,
     metadata,
-    metadataJson: JSON.stringify(metadata),
+    metadataJson: input.metadata === undefined ? '{}' : JSON.stringify(metadata),
     payload: input.payload as JsonValue,
     payloadJson,
   };

@@ -21,6 +21,7 @@ import {
   resolveGroupOptions,
 } from './options';
 import { ACK, bounded, nackAfterFailedAck, outcomeOfValue, SETTLED_BY_HANDLER, settleRequest } from './handler-result';
+import { tracing } from '../core/otel-api';
 import { processSpan } from './process-span';
 import { ackFailureOf, checkTransactional, outcomeOfRun, runTransactional } from './transactional';
 import { Renewals } from './renewals';
@@ -560,6 +561,23 @@ export class Group extends EventEmitter<GroupEvents> {
     this.handlersRunning++;
     const control = new LazyDeliveryControl();
     entry.control = control;
+    let result: Promise<Outcome | void>;
+    if (!this.options.transactional && this.options.timeoutMs === undefined && !processChannel.hasSubscribers && tracing() === undefined) {
+      // The common case, with no one observing: the bare call, without the closures the wrappers below take.
+      try {
+        result = Promise.resolve((this.handler as GroupHandler)(lease, control));
+      } catch (err) {
+        result = Promise.reject(err);
+      }
+    } else result = this.wrapped(lease, control, entry);
+    result.then(
+      (value) => this.onHandled(entry, value),
+      (err: unknown) => this.onHandlerThrew(entry, err),
+    );
+  }
+
+  /** A handler call inside what observes or bounds it: its process span and `rheo:process`, a transaction, a timeout. */
+  private wrapped(lease: Lease, control: LazyDeliveryControl, entry: InflightEntry): Promise<Outcome | void> {
     const run = (): Promise<Outcome | void> => {
       let call: Promise<Outcome | void>;
       try {
@@ -572,11 +590,7 @@ export class Group extends EventEmitter<GroupEvents> {
       return this.options.timeoutMs === undefined ? call : this.bounded(call, control, [lease]);
     };
     const invoke = () => processSpan(lease, this.options.group, run);
-    const result = processChannel.hasSubscribers ? this.traceProcess(lease, invoke) : invoke();
-    result.then(
-      (value) => this.onHandled(entry, value),
-      (err: unknown) => this.onHandlerThrew(entry, err),
-    );
+    return processChannel.hasSubscribers ? this.traceProcess(lease, invoke) : invoke();
   }
 
   /** One batch handler call on `entries` (at most `batch.size`), settled in one `settleMany`. */

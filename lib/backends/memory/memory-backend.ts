@@ -256,12 +256,12 @@ export class MemoryBackend implements Backend {
         throw RheoError.invalid('partition', `must be between 0 and ${s.info.partitions - 1}`);
     }
     const out: RheoEvent[] = [];
-    const batchIds = new Map<string, StoredEvent>();
+    let written = 0;
     for (const e of events) {
-      const indexed = s.byId.get(e.id);
+      // Also finds an id written earlier in this batch: each stored event enters the index at once.
+      const known = s.byId.get(e.id);
       // An id whose event was trimmed is free again (its memory may not be freed yet).
-      const known = (indexed && s.log[indexed.partition].get(indexed.sequence) === indexed ? indexed : undefined) ?? batchIds.get(e.id);
-      if (known) {
+      if (known && s.log[known.partition].get(known.sequence) === known) {
         out.push(toEvent(stream, known));
         continue;
       }
@@ -278,11 +278,11 @@ export class MemoryBackend implements Backend {
       };
       if (e.deliverAt !== undefined) stored.deliverAt = e.deliverAt.getTime();
       log.push(stored);
-      batchIds.set(e.id, stored);
+      written++;
       s.byId.set(e.id, stored);
       out.push(toEvent(stream, stored));
     }
-    if (batchIds.size > 0) this.wake(s);
+    if (written > 0) this.wake(s);
     return out;
   }
 
@@ -347,11 +347,10 @@ export class MemoryBackend implements Backend {
           if (d ? claimable(d, now) : next >= part.cursor) seqs.push(next);
         }
       } else {
-        const open = [...part.open].filter((q) => claimable(part.deliveries.get(q)!, now)).sort((a, b) => a - b);
-        for (const q of open) {
-          if (seqs.length >= req.limit) break;
-          seqs.push(q);
-        }
+        // Every open delivery is looked at (most are leased and not due), so no copies of the set on the way.
+        for (const q of part.open) if (claimable(part.deliveries.get(q)!, now)) seqs.push(q);
+        if (seqs.length > 1) seqs.sort((a, b) => a - b);
+        if (seqs.length > req.limit) seqs.length = req.limit;
         for (let q = part.cursor; q <= hwm && seqs.length < req.limit; q++) seqs.push(q);
       }
       if (seqs.length) queues.push({ p, seqs });
@@ -806,7 +805,8 @@ function toEvent(stream: string, e: StoredEvent): RheoEvent {
     timestamp: new Date(e.timestamp),
     key: e.key,
     type: e.type,
-    metadata: JSON.parse(e.metadata) as EventMetadata,
+    // Most events carry no metadata: a new empty object is the same copy without a parse.
+    metadata: e.metadata === '{}' ? {} : (JSON.parse(e.metadata) as EventMetadata),
     payload: JSON.parse(e.payload) as JsonValue,
   };
   if (e.deliverAt !== undefined) event.deliverAt = new Date(e.deliverAt);

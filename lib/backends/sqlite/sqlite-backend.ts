@@ -51,6 +51,7 @@ import { WakeBoard } from '../sql/wake-board';
 import { eventBloom } from '../sql/bloom';
 import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES } from './checkpointer';
 import { ConnectionGate } from './connection-gate';
+import { EventRowWriter } from './event-rows';
 import { requireSqliteVersion, upgradeSqlite } from './install';
 import { checkLockTimeout, LockWaiter, SQLITE_BUSY_TIMEOUT_MS } from './locks';
 import { Pacer } from './pacer';
@@ -414,22 +415,28 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       // ours nests in it as a savepoint. It must be that same connection, i.e. the same DataSource.
       if (m.connection !== this.ds) throw RheoError.invalid('options.manager', 'must belong to the DataSource of this backend');
     }
-    const { unique, indexOf } = this.dedupe(events, info.partitions);
+    for (const e of events) {
+      if (!Number.isInteger(e.partition) || e.partition < 0 || e.partition >= info.partitions)
+        throw RheoError.invalid('partition', `must be between 0 and ${info.partitions - 1}`);
+    }
     const stored = await this.write('append', () => {
-      // The usual batch has no stored id: insert without looking any up, in a savepoint. An id stored
-      // after all fails it whole (no row, no sequence used), and the batch runs again with lookups.
+      // The usual batch has no stored id and no id twice: insert it as it is, without looking any id
+      // up or folding repeats, in a savepoint. An id stored already or repeated fails the UNIQUE (stream,
+      // id) index and the savepoint whole (no row, no sequence used); then the batch runs again, its
+      // repeats folded (the first occurrence is stored, later ones get the same event) and ids looked up.
       try {
         return this.conn()
-          .transaction(() => this.insertEvents(stream, unique, false))
+          .transaction(() => this.insertEvents(stream, events, false))
           .immediate();
       } catch (err) {
         if (!isDuplicateId(err)) throw err;
-        return this.insertEvents(stream, unique, true);
+        const { unique, indexOf } = this.dedupe(events, info.partitions);
+        return this.inInputOrder(this.insertEvents(stream, unique, true), indexOf);
       }
     });
     // Inside a caller's transaction the events are not committed yet: waking now would only cost one empty fetch.
     this.wake(stream);
-    return this.inInputOrder(stored, indexOf);
+    return stored;
   }
 
   /**
@@ -437,17 +444,17 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
    * partition order, each event's running timestamp maximum and query filter bits with it.
    * With `lookup`, ids already stored return the stored event (idempotent append).
    */
-  private insertEvents(stream: string, unique: NewEvent[], lookup: boolean): RheoEvent[] {
+  private insertEvents(stream: string, batch: NewEvent[], lookup: boolean): RheoEvent[] {
     const p = this.plans;
-    const out = new Array<RheoEvent>(unique.length);
+    const out = new Array<RheoEvent>(batch.length);
     const fresh: number[] = [];
-    unique.forEach((e, i) => {
+    batch.forEach((e, i) => {
       const known = lookup ? this.stmt(p.eventById).get(stream, e.id) : undefined;
       if (known) out[i] = toEvent(stream, known);
       else fresh.push(i);
     });
     const counts = new Map<number, number>();
-    for (const i of fresh) counts.set(unique[i].partition, (counts.get(unique[i].partition) ?? 0) + 1);
+    for (const i of fresh) counts.set(batch[i].partition, (counts.get(batch[i].partition) ?? 0) + 1);
     const next = new Map<number, number>();
     // Per partition, the running timestamp maximum (ts_max), continued from its last event when that is still there.
     const tsMax = new Map<number, number>();
@@ -458,11 +465,11 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       const last = hwm > n ? this.stmt(p.tsMaxAt).get(stream, partition, hwm - n)?.ts_max : undefined;
       tsMax.set(partition, last ?? -Infinity);
     }
-    const insert = this.stmt(p.insertEvent);
+    const rows = new EventRowWriter(fresh.length, (n) => this.stmt(p.insertEvents.get(n)!));
     // Per partition, its last delayed event of the batch: the partition's delayed_to mark moves there.
     const lastDelayed = new Map<number, number>();
     for (const i of fresh) {
-      const e = unique[i];
+      const e = batch[i];
       const sequence = next.get(e.partition)!;
       next.set(e.partition, sequence + 1);
       const ts = e.timestamp.getTime();
@@ -481,20 +488,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         payload: e.payloadJson,
         deliver_at: deliverAt,
       };
-      insert.run(
-        stream,
-        e.partition,
-        sequence,
-        e.id,
-        ts,
-        e.key,
-        e.type,
-        row.metadata,
-        row.payload,
-        max,
-        eventBloom(e.metadata, e.payload),
-        deliverAt,
-      );
+      const bloom = eventBloom(e.metadata, e.payload);
+      rows.row(stream, e.partition, sequence, e.id, ts, e.key, e.type, row.metadata, row.payload, max, bloom, deliverAt);
       out[i] = toEvent(stream, row);
     }
     for (const [partition, sequence] of lastDelayed) this.stmt(p.markDelayed).run(sequence, stream, partition);
@@ -548,7 +543,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     const { stream, group } = req;
     return this.write('fetch', () => {
       const p = this.plans;
-      type Candidate = { sequence: number; fresh: boolean; parkAt?: number };
+      // A candidate carries its lease once claimed (a parked delayed event gets none).
+      type Candidate = { sequence: number; fresh: boolean; parkAt?: number; lease?: Lease };
       // Candidates per partition, in sequence order: due deliveries, then fresh events from the cursor.
       const queues: Array<{ partition: number; cursor: number; seqs: Candidate[] }> = [];
       for (const partition of partitions) {
@@ -591,12 +587,13 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
           if (!c) continue;
           took = true;
           taken++;
-          picked.set(q.partition, [...(picked.get(q.partition) ?? []), c]);
+          const list = picked.get(q.partition);
+          if (list) list.push(c);
+          else picked.set(q.partition, [c]);
         }
         if (!took) break;
       }
       // Claim per partition: due deliveries one by one (each has its own attempt), fresh events as one run.
-      const byPosition = new Map<string, Lease>();
       const lease = (leaseId: string, attempt: number, event: RheoEvent): Lease => ({
         leaseId,
         receipt: leaseId,
@@ -616,7 +613,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
           const leaseId = newId();
           const { attempt } = this.stmt(p.claimDue).get(leaseId, req.consumerId, now, expiresAt, stream, group, partition, c.sequence)!;
           const event = toEvent(stream, this.stmt(p.eventAt).get(stream, partition, c.sequence)!);
-          byPosition.set(`${partition}:${c.sequence}`, lease(leaseId, attempt, event));
+          c.lease = lease(leaseId, attempt, event);
         }
         if (fresh.length) {
           const first = fresh[0].sequence;
@@ -637,9 +634,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
             }
           });
           for (const row of this.stmt(p.eventRange).all(stream, partition, first, last)) {
-            const seq = Number(row.sequence);
-            if (fresh[seq - first].parkAt === undefined)
-              byPosition.set(`${partition}:${seq}`, lease(ids[seq - first], 1, toEvent(stream, row)));
+            const i = Number(row.sequence) - first;
+            if (fresh[i].parkAt === undefined) fresh[i].lease = lease(ids[i], 1, toEvent(stream, row));
           }
           this.stmt(p.moveCursor).run(last + 1, stream, group, partition);
         }
@@ -652,7 +648,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
           const cs = picked.get(q.partition);
           if (!cs || turn >= cs.length) continue;
           any = true;
-          const leased = byPosition.get(`${q.partition}:${cs[turn].sequence}`);
+          const leased = cs[turn].lease;
           if (leased) leases.push(leased);
         }
         if (!any) break;
@@ -667,6 +663,19 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     return this.write('renew', () =>
       leases.map((l): RenewResult => {
         const pos = leasePosition(l);
+        if (pos && l.receipt === l.leaseId) {
+          // The common case in one statement, as an ack: only a live lease with this id moves.
+          const { changes } = this.stmt(this.plans.renewHeld).run(
+            now + leaseMs,
+            l.stream,
+            l.group,
+            pos.partition,
+            pos.sequence,
+            l.leaseId,
+            now,
+          );
+          return changes === 1 ? { ok: true, expiresAt: new Date(now + leaseMs) } : { ok: false, error: staleLease('renew') };
+        }
         const held = pos && this.stmt(this.plans.held).get(l.stream, l.group, pos.partition, pos.sequence, l.leaseId, now);
         if (!pos || !held) return { ok: false, error: staleLease('renew') };
         if (l.receipt !== held.lease_id) return { ok: false, error: receiptMismatch('renew') };

@@ -1,0 +1,71 @@
+import type { SqliteStatement } from '../sql/external';
+import { EVENT_ROW_PARAMS, INSERT_ROWS } from './plans';
+
+/** The chunks `count` rows go in: the largest size of INSERT_ROWS that fits, repeatedly (500: 64 × 7, 32, 16, 4). */
+export function insertChunks(count: number): number[] {
+  const chunks: number[] = [];
+  for (const size of INSERT_ROWS) for (; count >= size; count -= size) chunks.push(size);
+  return chunks;
+}
+
+/**
+ * The rows of one append's INSERTs, in the order they are added, run as
+ * multi-row statements (plans.insertEvents): each chunk runs as soon as its last
+ * row is in, so a unique violation still fails the append's savepoint whole.
+ */
+export class EventRowWriter {
+  private readonly chunks: number[];
+  private next = 0;
+  private params: unknown[] = [];
+  private at = 0;
+
+  /** `count` rows in all; `statement(n)` is the prepared INSERT of n rows. */
+  constructor(
+    count: number,
+    private readonly statement: (rows: number) => SqliteStatement,
+  ) {
+    this.chunks = insertChunks(count);
+    this.startChunk();
+  }
+
+  // The columns of plans.insertEvents, in order (a fixed list, not rest parameters: this runs once per event).
+  row(
+    stream: string,
+    partition: number,
+    sequence: number,
+    id: string,
+    ts: number,
+    key: string | null,
+    type: string | null,
+    metadata: string,
+    payload: string,
+    tsMax: number,
+    bloom: number,
+    deliverAt: number | null,
+  ): void {
+    const p = this.params;
+    let i = this.at;
+    p[i++] = stream;
+    p[i++] = partition;
+    p[i++] = sequence;
+    p[i++] = id;
+    p[i++] = ts;
+    p[i++] = key;
+    p[i++] = type;
+    p[i++] = metadata;
+    p[i++] = payload;
+    p[i++] = tsMax;
+    p[i++] = bloom;
+    p[i++] = deliverAt;
+    this.at = i;
+    if (i === p.length) {
+      this.statement(this.chunks[this.next++]).run(p);
+      this.startChunk();
+    }
+  }
+
+  private startChunk(): void {
+    if (this.next < this.chunks.length) this.params = new Array<unknown>(this.chunks[this.next] * EVENT_ROW_PARAMS);
+    this.at = 0;
+  }
+}

@@ -1,4 +1,4 @@
-// `npm run bench -- overhead <memory|sqlite|postgres> --before <checkout> [--events N] [--rounds N]`:
+// `npm run bench -- overhead <memory|sqlite|postgres|redis> --before <checkout> [--events N] [--rounds N]`:
 // this checkout's append and consume against another checkout of the project
 // (`git worktree add /tmp/before <rev>`), both loaded into this one process and
 // measured in alternating rounds on the same workload, so machine noise falls on
@@ -7,6 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import Redis from 'ioredis';
 import { Client } from 'pg';
 import { round } from './harness';
 
@@ -20,7 +21,8 @@ interface Checkout {
 }
 
 const PG_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const BACKENDS = ['memory', 'sqlite', 'postgres'] as const;
+const REDIS_URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const BACKENDS = ['memory', 'sqlite', 'postgres', 'redis'] as const;
 type BackendName = (typeof BACKENDS)[number];
 
 function load(label: string, root: string): Checkout {
@@ -46,6 +48,19 @@ async function round1(c: Checkout, backend: BackendName, events: number): Promis
     const dir = mkdtempSync(join(tmpdir(), 'rheo-overhead-'));
     store = lib.sqliteBackend({ database: join(dir, 'rheo.db') });
     cleanup = async () => rmSync(dir, { recursive: true, force: true });
+  } else if (backend === 'redis') {
+    // A fresh key prefix per round, its keys deleted after.
+    store = lib.redisBackend({ url: REDIS_URL, prefix: name });
+    cleanup = async () => {
+      const r = new Redis(REDIS_URL);
+      let cursor = '0';
+      do {
+        const [next, keys] = await r.scan(cursor, 'MATCH', `${name}:*`, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length) await r.del(...keys);
+      } while (cursor !== '0');
+      r.disconnect();
+    };
   } else {
     store = lib.postgresBackend({ url: PG_URL, schema: name });
     cleanup = async () => {
@@ -80,7 +95,7 @@ export async function main(args: string[]): Promise<void> {
     else throw new Error(`unknown option ${rest[i]}`);
   }
   if (!BACKENDS.includes(backend as BackendName) || !before || !(events > 0) || !(rounds > 0)) {
-    throw new Error('usage: npm run bench -- overhead <memory|sqlite|postgres> --before <checkout> [--events N] [--rounds N]');
+    throw new Error('usage: npm run bench -- overhead <memory|sqlite|postgres|redis> --before <checkout> [--events N] [--rounds N]');
   }
   const checkouts = [load('before', resolve(before)), load('this', resolve(__dirname, '..'))];
   // Checkouts before 2026-12-01 let a process exit in the middle of a SQLite close (the

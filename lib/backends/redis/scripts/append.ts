@@ -32,18 +32,19 @@
  *   RHEO:stream_not_found  no meta hash -> RheoError stream_not_found (explained)
  */
 import { CHECK_GROUP } from './includes/check-group';
+import { CHUNKED } from './includes/chunked';
 import { ERROR } from './includes/error';
 import { WAKE } from './includes/wake';
 
 export const APPEND =
   ERROR +
   CHECK_GROUP +
+  CHUNKED +
   WAKE +
   `
 local gone = missing(KEYS[1])
 if gone then return rheoError(gone) end
 local out = {}
-local wrote = false
 local n = tonumber(ARGV[1])
 -- The delayed events' deliverAt by index in the batch (kept as the caller's text).
 local delayAt = {}
@@ -51,17 +52,41 @@ for d = 2 + 8 * n, #ARGV - 1, 2 do delayAt[tonumber(ARGV[d])] = ARGV[d + 1] end
 -- The log key of each partition this call declared.
 local logOf = {}
 for i = 0, n - 1 do logOf[ARGV[4 + 8 * i]] = KEYS[4 + tonumber(ARGV[3 + 8 * i])] end
+-- Reads and writes by batch, not by event (a batch of 500 made 2,000 calls, now about 500: the
+-- XADDs): every id looked up in one HMGET; each partition's sequences allocated with one HINCRBY
+-- by the number of new events, before any entry is written; the new ids recorded in one HSET.
+-- An id twice in the batch: the second is the first's duplicate, as if it were already stored.
+local ids = {}
+for i = 0, n - 1 do ids[i + 1] = ARGV[2 + 8 * i] end
+local known = {}
+for i = 1, n, 500 do
+  local got = redis.call('HMGET', KEYS[2], unpack(ids, i, math.min(i + 499, n)))
+  for j = 1, #got do known[i + j - 1] = got[j] end
+end
+local seen, count, order = {}, {}, {}
+for i = 1, n do
+  if not known[i] and not seen[ids[i]] then
+    seen[ids[i]] = true
+    local p = ARGV[2 + 8 * (i - 1) + 2]
+    if not count[p] then order[#order + 1] = p end
+    count[p] = (count[p] or 0) + 1
+  end
+end
+local nextSeq = {}
+for _, p in ipairs(order) do nextSeq[p] = redis.call('HINCRBY', KEYS[1], 'hw:' .. p, count[p]) - count[p] + 1 end
+local written, recorded = {}, {}
 for i = 0, n - 1 do
   local b = 2 + 8 * i
   local id = ARGV[b]
-  local known = redis.call('HGET', KEYS[2], id)
-  if known then
-    local kp, kseq = string.match(known, '^(%d+):(%d+)$')
+  local k = known[i + 1] or written[id]
+  if k then
+    local kp, kseq = string.match(k, '^(%d+):(%d+)$')
     local e = logOf[kp] and redis.call('XRANGE', logOf[kp], '0-' .. kseq, '0-' .. kseq)[1]
-    if e then out[#out + 1] = { known, e[2] } else out[#out + 1] = known end
+    if e then out[#out + 1] = { k, e[2] } else out[#out + 1] = k end
   else
     local p = ARGV[b + 2]
-    local seq = redis.call('HINCRBY', KEYS[1], 'hw:' .. p, 1)
+    local seq = nextSeq[p]
+    nextSeq[p] = seq + 1
     local f = { 'i', id, 't', ARGV[b + 3], 'm', ARGV[b + 6], 'd', ARGV[b + 7] }
     if ARGV[b + 4] ~= '' then f[#f + 1] = 'k'; f[#f + 1] = ARGV[b + 4] end
     if ARGV[b + 5] ~= '' then f[#f + 1] = 'y'; f[#f + 1] = ARGV[b + 5] end
@@ -70,11 +95,15 @@ for i = 0, n - 1 do
       redis.call('HSET', KEYS[1], 'dz:' .. p, seq)
     end
     redis.call('XADD', KEYS[4 + tonumber(ARGV[b + 1])], '0-' .. seq, unpack(f))
-    redis.call('HSET', KEYS[2], id, p .. ':' .. seq)
+    written[id] = p .. ':' .. seq
+    recorded[#recorded + 1] = id
+    recorded[#recorded + 1] = written[id]
     out[#out + 1] = seq
-    wrote = true
   end
 end
-if wrote then wake(KEYS[3]) end
+if #recorded > 0 then
+  chunked('HSET', KEYS[2], recorded, 1000)
+  wake(KEYS[3])
+end
 return out
 `;

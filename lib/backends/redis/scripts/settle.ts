@@ -63,61 +63,95 @@ local maxAttempts = tonumber(redis.call('HGET', KEYS[2], 'maxAttempts') or '-1')
 local ordered = redis.call('HGET', KEYS[2], 'ord') == 'partition'
 local woke = false
 local cut = false
--- Make sequence seq of p terminal and walk the frontier over terminal sequences.
-local function terminal(p, seq, k, att)
-  local s = position(KEYS[2], p)
-  if tonumber(seq) ~= s.f + 1 then
-    redis.call('HSET', KEYS[3], k, terminalRecord(att))
-    return
+-- Every op's delivery record, read in one HMGET (not one HGET per op). recs[k] then follows what
+-- this call decided (a settled lease reads as terminal or available), so an op settling the same
+-- lease again in the same call is fenced as it would be by the stored record.
+local recs = {}
+if not gone then
+  local fields = {}
+  for b = 4 + nd, #ARGV, 8 do fields[#fields + 1] = ARGV[b + 2] .. ':' .. ARGV[b + 3] end
+  for i = 1, #fields, 500 do
+    local got = redis.call('HMGET', KEYS[3], unpack(fields, i, math.min(i + 499, #fields)))
+    for n = 1, #got do recs[fields[i + n - 1]] = got[n] end
   end
-  redis.call('HDEL', KEYS[3], k)
-  local more
-  s.f, budget, more = walkFrontier(KEYS[3], p, s.f + 1, s.c, budget)
-  if more then cut = true end
 end
+-- Made terminal here, by partition: done[p][seq] = attempt. Their records are written once at the
+-- end (dropped if the frontier walk passes them, a T record if not), so acks in sequence order cost
+-- one walk per partition instead of a delete and a read each.
+local done = {}
+-- Nacked: the available records (one HSET) and each partition's retry entries (one ZADD).
+local avail, retries = {}, {}
 local unleased = {}
 for b = 4 + nd, #ARGV, 8 do
   if gone then
     out[#out + 1] = gone
   else
     local kind, j, p, seq, lid = ARGV[b], tonumber(ARGV[b + 1]), ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
-    local att, why = fence(KEYS[3], p, seq, lid, ARGV[b + 5], now)
+    local k = p .. ':' .. seq
+    local att, why = fenceRecord(recs[k], seq, lid, ARGV[b + 5], now)
     if not att then
       out[#out + 1] = why
     else
-      local k = p .. ':' .. seq
       unleased[j] = unleased[j] or {}
       unleased[j][#unleased[j] + 1] = seq
       -- A partition-ordered group's next event becomes claimable when its head
       -- settles: no append announces it, so the settle wakes the waiters.
       if ordered then woke = true end
-      if kind == 'a' then
-        terminal(p, seq, k, att)
-      elseif kind == 'r' or att >= maxAttempts then
-        local id = entryField(logEntry(KEYS[10 + 3 * j], seq), 'i') or ''
-        -- The same id dead-lettered at another position: a trimmed event's, replaced.
-        local old = redis.call('HGET', KEYS[4], id)
-        if old then
-          local oldP, oldSeq = deadRecordPosition(old)
-          if tonumber(oldP) ~= tonumber(p) or tonumber(oldSeq) ~= tonumber(seq) then
-            redis.call('ZREM', KEYS[5], deadMember(oldP, oldSeq, id))
+      if kind == 'a' or kind == 'r' or att >= maxAttempts then
+        if kind ~= 'a' then
+          local id = entryField(logEntry(KEYS[10 + 3 * j], seq), 'i') or ''
+          -- The same id dead-lettered at another position: a trimmed event's, replaced.
+          local old = redis.call('HGET', KEYS[4], id)
+          if old then
+            local oldP, oldSeq = deadRecordPosition(old)
+            if tonumber(oldP) ~= tonumber(p) or tonumber(oldSeq) ~= tonumber(seq) then
+              redis.call('ZREM', KEYS[5], deadMember(oldP, oldSeq, id))
+            end
           end
+          redis.call('HSET', KEYS[4], id, deadRecord(p, seq, att, now, ARGV[b + 6]))
+          redis.call('ZADD', KEYS[5], 0, deadMember(p, seq, id))
+          redis.call('ZADD', KEYS[7], now, id)
         end
-        redis.call('HSET', KEYS[4], id, deadRecord(p, seq, att, now, ARGV[b + 6]))
-        redis.call('ZADD', KEYS[5], 0, deadMember(p, seq, id))
-        redis.call('ZADD', KEYS[7], now, id)
-        terminal(p, seq, k, att)
+        done[p] = done[p] or {}
+        done[p][tonumber(seq)] = att
+        recs[k] = terminalRecord(att)
       else
         local delay = ARGV[b + 7]
         if delay == '' then delay = ARGV[3 + math.min(att, nd)] or '0' end
-        redis.call('HSET', KEYS[3], k, availableRecord(att))
-        redis.call('ZADD', KEYS[9 + 3 * j], now + tonumber(delay), seq)
+        recs[k] = availableRecord(att)
+        avail[#avail + 1] = k
+        avail[#avail + 1] = recs[k]
+        retries[j] = retries[j] or {}
+        retries[j][#retries[j] + 1] = now + tonumber(delay)
+        retries[j][#retries[j] + 1] = seq
         woke = true
       end
       out[#out + 1] = 'ok'
     end
   end
 end
+if #avail > 0 then chunked('HSET', KEYS[3], avail, 1000) end
+for j, list in pairs(retries) do chunked('ZADD', KEYS[9 + 3 * j], list, 1000) end
+-- The frontier of each partition with an event made terminal at frontier + 1 walks (one budget for
+-- the call); the terminal events it did not pass keep a T record.
+local terminals = {}
+for p, seqs in pairs(done) do
+  local s = position(KEYS[2], p)
+  if seqs[s.f + 1] then
+    -- Frontier + 1 is passed whatever the cursor says, as an ack there always was; the walk goes on below it.
+    redis.call('HDEL', KEYS[3], p .. ':' .. (s.f + 1))
+    local more
+    s.f, budget, more = walkFrontier(KEYS[3], p, s.f + 1, s.c, budget, seqs)
+    if more then cut = true end
+  end
+  for seq, att in pairs(seqs) do
+    if seq > s.f then
+      terminals[#terminals + 1] = p .. ':' .. seq
+      terminals[#terminals + 1] = terminalRecord(att)
+    end
+  end
+end
+if #terminals > 0 then chunked('HSET', KEYS[3], terminals, 1000) end
 for j, seqs in pairs(unleased) do chunked('ZREM', KEYS[8 + 3 * j], seqs, 1000) end
 saveFrontiers(KEYS[2])
 if woke then wake(KEYS[6]) end

@@ -54,7 +54,7 @@ import {
   staleRenewals,
 } from '../sql/settle-plan';
 import { query, Sql } from '../sql/statement';
-import { transactionManager } from '../sql/transaction';
+import { runHandlerWork, transactionManager } from '../sql/transaction';
 import { WakeBoard } from '../sql/wake-board';
 import { hostPort, urlTarget } from '../target';
 import { PG_INSTALL_LOCK, requirePgVersion, upgradePg } from './install';
@@ -702,17 +702,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       } catch (err) {
         throw mapDriverError(err, 'read', 'ackInTransaction');
       }
-      let commit: boolean;
-      try {
-        commit = await work(qr.manager);
-      } catch (err) {
-        await rollback();
-        throw err;
-      }
-      if (!commit) {
-        await rollback();
-        return { kind: 'rolled_back' };
-      }
+      if (!(await runHandlerWork(work, qr.manager, rollback))) return { kind: 'rolled_back' };
       const ordered = p.config.ordering === 'partition';
       let row: { acked: number; live: boolean } | undefined;
       try {

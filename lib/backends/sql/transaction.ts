@@ -24,3 +24,25 @@ export function transactionManager(manager: unknown, dataSource: TypeormDataSour
   }
   return m as TypeormEntityManager;
 }
+
+/**
+ * A transactional consumer's handler (ackInTransaction), run in the transaction
+ * the backend opened: a throw rolls back and is rethrown (retried as a handler
+ * failure); `false` (an outcome other than ack) rolls back. True: go on to the
+ * fenced ack and the commit.
+ */
+export async function runHandlerWork(
+  work: (manager: unknown) => Promise<boolean>,
+  manager: unknown,
+  rollback: () => Promise<unknown> | undefined,
+): Promise<boolean> {
+  let commit: boolean;
+  try {
+    commit = await work(manager);
+  } catch (err) {
+    await rollback();
+    throw err;
+  }
+  if (!commit) await rollback();
+  return commit;
+}

@@ -46,7 +46,7 @@ import { DbPartitionState, lagOf, retentionColumns, toDeadLetter, toEvent, toGro
 import { leasePosition, planLeases, planSettles, receiptMismatch, settled, staleLease } from '../sql/settle-plan';
 import type { Sql } from '../sql/statement';
 import { groupRemovalPlans } from '../sql/group-removal';
-import { transactionManager } from '../sql/transaction';
+import { runHandlerWork, transactionManager } from '../sql/transaction';
 import { WakeBoard } from '../sql/wake-board';
 import { eventBloom } from '../sql/bloom';
 import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES } from './checkpointer';
@@ -795,7 +795,6 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       } catch (err) {
         throw mapDriverError(err, 'read', 'ackInTransaction');
       }
-      let commit: boolean;
       try {
         const held = await this.locked(
           'write',
@@ -810,16 +809,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         await rollback();
         throw err;
       }
-      try {
-        commit = await work(qr.manager);
-      } catch (err) {
-        await rollback();
-        throw err;
-      }
-      if (!commit) {
-        await rollback();
-        return { kind: 'rolled_back' };
-      }
+      if (!(await runHandlerWork(work, qr.manager, rollback))) return { kind: 'rolled_back' };
       try {
         const live = await this.locked('write', 'ack', () => this.stmt(this.plans.ackHeld).run(...key, this.clock.now()).changes === 1);
         if (!live) {

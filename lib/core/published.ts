@@ -43,15 +43,6 @@ export function publishSettles(ops: SettleOp[], results: SettleResult[], maxAtte
   });
 }
 
-/**
- * `rheo:settle` for an ack written by the runtime itself, inside a transactional
- * consumer's transaction (it goes through no settle call): published once that
- * transaction committed, so metrics count it like any other ack.
- */
-export function publishAck(lease: Lease): void {
-  if (channels.settle.hasSubscribers) channels.settle.publish({ ...deliveryOf(lease), outcome: 'ack' });
-}
-
 export function groupKey(stream: string, group: string): string {
   return `${stream}\0${group}`;
 }

@@ -6,7 +6,7 @@
 import type { TransactionalAck } from '../backends/backend';
 import { RheoError } from '../core/errors';
 import type { Outcome } from '../core/outcomes';
-import { publishAck } from '../core/published';
+import { publishSettles, settlesObserved } from '../core/published';
 import type { Rheo } from '../core/rheo';
 import type { Lease } from '../core/types';
 import type { DeliveryControl, GroupHandler } from './group-types';
@@ -81,7 +81,8 @@ export async function runTransactional(
   });
   switch (result.kind) {
     case 'committed':
-      publishAck(lease);
+      // Written inside the handler's transaction, through no settle call: told like any other ack.
+      if (settlesObserved()) publishSettles([{ kind: 'ack', lease }], [{ ok: true }], new Map());
       return SETTLED_BY_HANDLER as unknown as Outcome;
     case 'rolled_back':
       return value;

@@ -561,15 +561,10 @@ export class Group extends EventEmitter<GroupEvents> {
     this.handlersRunning++;
     const control = new LazyDeliveryControl();
     entry.control = control;
-    let result: Promise<Outcome | void>;
-    if (!this.options.transactional && this.options.timeoutMs === undefined && !processChannel.hasSubscribers && tracing() === undefined) {
-      // The common case, with no one observing: the bare call, without the closures the wrappers below take.
-      try {
-        result = Promise.resolve((this.handler as GroupHandler)(lease, control));
-      } catch (err) {
-        result = Promise.reject(err);
-      }
-    } else result = this.wrapped(lease, control, entry);
+    // The common case, with no one observing: the bare call, without the closures the wrappers take.
+    const bare =
+      !this.options.transactional && this.options.timeoutMs === undefined && !processChannel.hasSubscribers && tracing() === undefined;
+    const result = bare ? settledCall(() => (this.handler as GroupHandler)(lease, control)) : this.wrapped(lease, control, entry);
     result.then(
       (value) => this.onHandled(entry, value),
       (err: unknown) => this.onHandlerThrew(entry, err),
@@ -579,14 +574,11 @@ export class Group extends EventEmitter<GroupEvents> {
   /** A handler call inside what observes or bounds it: its process span and `rheo:process`, a transaction, a timeout. */
   private wrapped(lease: Lease, control: LazyDeliveryControl, entry: InflightEntry): Promise<Outcome | void> {
     const run = (): Promise<Outcome | void> => {
-      let call: Promise<Outcome | void>;
-      try {
-        call = this.options.transactional
+      const call = settledCall(() =>
+        this.options.transactional
           ? runTransactional(this.rheo, lease, control, this.handler as GroupHandler, () => (entry.settling = true))
-          : Promise.resolve((this.handler as GroupHandler)(lease, control));
-      } catch (err) {
-        call = Promise.reject(err);
-      }
+          : (this.handler as GroupHandler)(lease, control),
+      );
       return this.options.timeoutMs === undefined ? call : this.bounded(call, control, [lease]);
     };
     const invoke = () => processSpan(lease, this.options.group, run);
@@ -598,12 +590,7 @@ export class Group extends EventEmitter<GroupEvents> {
     this.handlersRunning++;
     const run = new BatchRun(entries.map((e) => e.lease));
     for (const entry of entries) entry.batch = run;
-    let call: Promise<Outcome | void>;
-    try {
-      call = Promise.resolve((this.handler as GroupBatchHandler)(run.leases, run));
-    } catch (err) {
-      call = Promise.reject(err);
-    }
+    const call = settledCall(() => (this.handler as GroupBatchHandler)(run.leases, run));
     const result = this.options.timeoutMs === undefined ? call : this.bounded(call, run.control, run.leases);
     result.then(
       (value) => this.onBatchEnded(entries, run, value, false),
@@ -851,4 +838,13 @@ function describeOutcome(m: ProcessMessage, outcome: Outcome | RheoError): void 
   }
   m.outcome = outcome.kind;
   if (outcome.kind !== 'ack') m.reason = outcome.reason;
+}
+
+/** A handler call as a promise: a synchronous throw becomes its rejection, so every outcome takes one path. */
+function settledCall<T>(call: () => T | Promise<T>): Promise<T> {
+  try {
+    return Promise.resolve(call());
+  } catch (err) {
+    return Promise.reject(err);
+  }
 }

@@ -7,9 +7,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import Redis from 'ioredis';
 import { Client } from 'pg';
 import { round } from './harness';
+import { deleteKeysUnder, REDIS_URL } from './redis-keys';
 
 type Harness = typeof import('./harness');
 type Lib = typeof import('../lib');
@@ -21,7 +21,6 @@ interface Checkout {
 }
 
 const PG_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const REDIS_URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const BACKENDS = ['memory', 'sqlite', 'postgres', 'redis'] as const;
 type BackendName = (typeof BACKENDS)[number];
 
@@ -51,16 +50,7 @@ async function round1(c: Checkout, backend: BackendName, events: number): Promis
   } else if (backend === 'redis') {
     // A fresh key prefix per round, its keys deleted after.
     store = lib.redisBackend({ url: REDIS_URL, prefix: name });
-    cleanup = async () => {
-      const r = new Redis(REDIS_URL);
-      let cursor = '0';
-      do {
-        const [next, keys] = await r.scan(cursor, 'MATCH', `${name}:*`, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length) await r.del(...keys);
-      } while (cursor !== '0');
-      r.disconnect();
-    };
+    cleanup = () => deleteKeysUnder(name);
   } else {
     store = lib.postgresBackend({ url: PG_URL, schema: name });
     cleanup = async () => {

@@ -4,15 +4,14 @@
 // 16 concurrent no-op handlers, 100 claimed at a time. PostgreSQL beside pg-boss
 // 10, Redis beside BullMQ 6 (bench/peers/*.ts: how each peer is driven). Each
 // line: ours, theirs, and `oursPerPeer` = ours / theirs.
-import Redis from 'ioredis';
 import { Client } from 'pg';
 import { postgresBackend, redisBackend, Rheo } from '../lib';
 import { benchAppend, benchConsume, emit, emitPeer, printTable } from './harness';
 import { benchBullmq } from './peers/bullmq';
 import { benchPgBoss } from './peers/pg-boss';
+import { deleteKeysUnder, REDIS_URL } from './redis-keys';
 
 const PG_URL = process.env.RHEO_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const REDIS_URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const N = Number(process.env.RHEO_BENCH_N ?? 20_000);
 const BATCH = 500;
 
@@ -55,14 +54,7 @@ async function redis(): Promise<void> {
     emitPeer('bullmq', 'consume', N, bull.consume, us.consume);
   } finally {
     await rheo.close();
-    const r = new Redis(REDIS_URL);
-    let cursor = '0';
-    do {
-      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await r.del(...keys);
-    } while (cursor !== '0');
-    r.disconnect();
+    await deleteKeysUnder(prefix);
   }
 }
 

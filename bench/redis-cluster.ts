@@ -15,6 +15,7 @@ import Redis, { Cluster } from 'ioredis';
 import { Group, Rheo, redisBackend } from '../lib';
 import { StreamKeys } from '../lib/backends/redis/keys';
 import { emit, payload, printTable, rate, round, timeIt } from './harness';
+import { deleteKeysUnder } from './redis-keys';
 
 const URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const CLUSTER_PORT = Number(process.env.RHEO_CLUSTER_PORT ?? 7100);
@@ -147,13 +148,7 @@ export async function main(args: string[] = []): Promise<void> {
 /** Delete the bench's keys (SCAN, never KEYS) on one server. */
 async function cleanup(redis: Redis, prefix: string, close = true): Promise<void> {
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      // One DEL per key: on a cluster node, keys of several slots cannot share a DEL.
-      for (const k of keys) await redis.del(k);
-    } while (cursor !== '0');
+    await deleteKeysUnder(prefix, redis);
   } finally {
     if (close) redis.disconnect();
   }

@@ -6,6 +6,7 @@ import { Rheo, redisBackend } from '../lib';
 import { minimalAppend, minimalConsume } from './minimal/redis';
 import { benchBullmq } from './peers/bullmq';
 import { benchAppend, benchConsume, emitLatency, emitPeer, emitVsRaw, payload, printTable, rate, timeIt } from './harness';
+import { deleteKeysUnder } from './redis-keys';
 
 const URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
 // RHEO_BENCH_N: a smaller run to check the bench prints (the figures are for the default).
@@ -59,15 +60,6 @@ async function rawConsume(redis: Redis, key: string): Promise<number> {
   return rate(N, ms);
 }
 
-async function cleanup(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
-}
-
 /** append N, consume N through a Group (maxDemand 100, concurrency 16), each next to raw ioredis and the minimal queue; BullMQ; latency idle (pollMs 1000) and while N drain. */
 export async function main(): Promise<void> {
   const prefix = `rheo-bench:${process.pid}`;
@@ -99,7 +91,7 @@ export async function main(): Promise<void> {
     printTable();
   } finally {
     await rheo.close();
-    await cleanup(redis, prefix);
+    await deleteKeysUnder(prefix, redis);
     redis.disconnect();
   }
 }

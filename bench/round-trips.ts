@@ -12,7 +12,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Redis from 'ioredis';
 import { Client } from 'pg';
 import { Group, type Lease, postgresBackend, redisBackend, Rheo, sqliteBackend } from '../lib';
 import { payload } from './harness';
@@ -20,9 +19,9 @@ import type { Counter } from './round-trips/counter';
 import { countRedisRoundTrips } from './round-trips/ioredis';
 import { countPgRoundTrips } from './round-trips/pg';
 import { countSqliteStatements } from './round-trips/sqlite';
+import { deleteKeysUnder, REDIS_URL } from './redis-keys';
 
 const PG_URL = process.env.RHEO_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const REDIS_URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const APPEND = 500;
 const CLAIM = 100;
 const STORES = ['postgres', 'redis', 'sqlite'] as const;
@@ -115,14 +114,7 @@ async function onRedis(): Promise<RoundTrips[]> {
     return await countRoundTrips(rheo, 'redis', counter, 4);
   } finally {
     await rheo.close();
-    const r = new Redis(REDIS_URL);
-    let cursor = '0';
-    do {
-      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await r.del(...keys);
-    } while (cursor !== '0');
-    r.disconnect();
+    await deleteKeysUnder(prefix);
   }
 }
 

@@ -5,15 +5,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Redis from 'ioredis';
 import { Client } from 'pg';
 import { MemoryBackend, postgresBackend, redisBackend, Rheo, sqliteBackend } from '../../lib';
+import { deleteKeysUnder, REDIS_URL } from '../redis-keys';
 
 export const PROFILED_STORES = ['memory', 'sqlite', 'postgres', 'redis'] as const;
 export type ProfiledStore = (typeof PROFILED_STORES)[number];
 
 const PG_URL = process.env.RHEO_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const REDIS_URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /** Partitions per store, as the throughput benches use. */
 export function partitionsOf(store: ProfiledStore): number {
@@ -44,14 +43,7 @@ export async function removeLocation(store: ProfiledStore, location: string): Pr
     await c.query(`DROP SCHEMA IF EXISTS "${location}" CASCADE`);
     await c.end();
   } else if (store === 'redis') {
-    const r = new Redis(REDIS_URL);
-    let cursor = '0';
-    do {
-      const [next, keys] = await r.scan(cursor, 'MATCH', `${location}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await r.del(...keys);
-    } while (cursor !== '0');
-    r.disconnect();
+    await deleteKeysUnder(location);
   } else if (store === 'sqlite') {
     rmSync(join(location, '..'), { recursive: true, force: true });
   }

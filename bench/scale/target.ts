@@ -3,13 +3,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Redis from 'ioredis';
 import { Client } from 'pg';
 import { MemoryBackend, postgresBackend, redisBackend, Rheo, sqliteBackend } from '../../lib';
 import type { BackendName } from './options';
+import { deleteKeysUnder, REDIS_URL } from '../redis-keys';
 
 export const PG_URL = process.env.RHEO_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const REDIS_URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 export interface ScaleTarget {
   rheo: Rheo;
@@ -47,7 +46,7 @@ export async function openTarget(name: BackendName): Promise<ScaleTarget> {
     }
     case 'redis': {
       const prefix = `rheo-scale:${process.pid}`;
-      return closing(new Rheo(redisBackend({ url: REDIS_URL, prefix })), () => dropKeys(prefix));
+      return closing(new Rheo(redisBackend({ url: REDIS_URL, prefix })), () => deleteKeysUnder(prefix));
     }
   }
 }
@@ -87,19 +86,4 @@ async function vacuumAnalyze(schema: string): Promise<void> {
 
 async function dropSchema(schema: string): Promise<void> {
   await withClient((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
-}
-
-async function dropKeys(prefix: string): Promise<void> {
-  const redis = new Redis(REDIS_URL);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      // UNLINK: a 1M-entry stream is freed in the background, not while Redis serves others.
-      if (keys.length) await redis.unlink(...keys);
-    } while (cursor !== '0');
-  } finally {
-    redis.disconnect();
-  }
 }

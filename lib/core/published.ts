@@ -2,7 +2,8 @@
 // (diagnostics.ts): leases handed out, redeliveries, settles and dead letters,
 // frontiers seen. Each publisher returns at once when nobody subscribes.
 import type { SettleOp, SettleResult } from '../backends/backend';
-import { channels, deliveryOf, type SettleOutcome } from './diagnostics';
+import { channels, deliveryOf } from './diagnostics';
+import { writtenOutcome } from './settle';
 import type { Lag, Lease } from './types';
 
 /** `rheo:lease` for a fetch that returned leases, and `rheo:redelivery` for each lease past its first attempt. */
@@ -27,12 +28,7 @@ export function publishSettles(ops: SettleOp[], results: SettleResult[], maxAtte
   ops.forEach((op, i) => {
     if (!results[i]?.ok) return;
     const lease = op.lease;
-    let outcome: SettleOutcome = 'ack';
-    if (op.kind === 'reject') outcome = 'reject';
-    else if (op.kind === 'nack') {
-      const max = maxAttempts.get(groupKey(lease.stream, lease.group));
-      outcome = max !== undefined && lease.attempt >= max ? 'dead_letter' : 'retry';
-    }
+    const outcome = writtenOutcome(op.kind, lease.attempt, maxAttempts.get(groupKey(lease.stream, lease.group)));
     const delivery = deliveryOf(lease);
     const reason = op.kind === 'ack' ? undefined : op.reason;
     if (channels.settle.hasSubscribers)

@@ -1,3 +1,4 @@
+import type { SettleOutcome } from './diagnostics';
 import { RheoError, toRheoError } from './errors';
 
 /**
@@ -21,4 +22,15 @@ export function classifySettleError(err: unknown): SettleFailure {
     default:
       return 'definite';
   }
+}
+
+/**
+ * What a written settle did, the rule every backend applies: an ack is `ack`, a
+ * reject `reject` (dead-lettered by the handler's decision), a nack on the group's
+ * last attempt (`attempt >= maxAttempts`) `dead_letter`, any other nack `retry`.
+ * `maxAttempts` unknown: a nack is reported as a retry.
+ */
+export function writtenOutcome(kind: 'ack' | 'nack' | 'reject', attempt: number, maxAttempts: number | undefined): SettleOutcome {
+  if (kind !== 'nack') return kind;
+  return maxAttempts !== undefined && attempt >= maxAttempts ? 'dead_letter' : 'retry';
 }

@@ -4,6 +4,7 @@
 // the store applies (the outcome's, or the group's backoff for that attempt).
 import { backoffDelay } from '../core/backoff';
 import type { Outcome } from '../core/outcomes';
+import { writtenOutcome } from '../core/settle';
 import type { GroupConfig, Lease } from '../core/types';
 import type { ResolvedGroupOptions } from '../runtime/options';
 import type { RheoConsumerSettingsSnapshot, RheoEventConsumer } from './rheo-events';
@@ -54,9 +55,12 @@ export type SettleReport =
 export function settleReport(lease: Lease, outcome: Outcome, config: GroupConfig): SettleReport | null {
   const maxAttempts = config.maxAttempts;
   if (outcome.kind === 'ack') return null;
-  if (outcome.kind === 'reject') return { kind: 'dead_letter', reason: outcome.reason, cause: 'rejected', maxAttempts };
-  if (lease.attempt >= maxAttempts) return { kind: 'dead_letter', reason: outcome.reason, cause: 'max_attempts', maxAttempts };
-  const delayMs = outcome.delayMs ?? backoffDelay(config.retry, lease.attempt);
+  const written = writtenOutcome(outcome.kind, lease.attempt, maxAttempts);
+  if (written !== 'retry') {
+    return { kind: 'dead_letter', reason: outcome.reason, cause: written === 'reject' ? 'rejected' : 'max_attempts', maxAttempts };
+  }
+  // A retry is a nack: its own delay, else the group's backoff for this attempt.
+  const delayMs = (outcome.kind === 'nack' ? outcome.delayMs : undefined) ?? backoffDelay(config.retry, lease.attempt);
   return { kind: 'retry', reason: outcome.reason, delayMs, maxAttempts };
 }
 

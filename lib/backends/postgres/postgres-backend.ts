@@ -32,6 +32,7 @@ import type {
   WaitRequest,
 } from '../backend';
 import { classifySettleError } from '../../core/settle';
+import { boolArray, intArray, textArray } from './arrays';
 import { createCapabilities } from '../capabilities';
 import { SqlBackendBase } from '../sql/base';
 import { isUniqueViolation, mapDriverError, StatementKind } from '../sql/errors';
@@ -451,19 +452,19 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     const params: unknown[] = [
       stream,
       events.map((e) => e.id).join(JSON_SEPARATOR),
-      events.map((e) => e.partition),
-      events.map((e) => e.timestamp.getTime()),
+      intArray(events.map((e) => e.partition)),
+      intArray(events.map((e) => e.timestamp.getTime())),
       events.map((e) => e.key ?? '').join(JSON_SEPARATOR),
       events.map((e) => e.type ?? '').join(JSON_SEPARATOR),
       events.map((e) => e.metadataJson).join(JSON_SEPARATOR),
       events.map((e) => e.payloadJson).join(JSON_SEPARATOR),
       this.channel,
-      batch.ranks,
-      batch.runningMax,
-      batch.partitions,
-      batch.counts,
-      batch.maxima,
-      events.map((e) => eventBloom(e.metadata, e.payload)),
+      intArray(batch.ranks),
+      intArray(batch.runningMax),
+      intArray(batch.partitions),
+      intArray(batch.counts),
+      intArray(batch.maxima),
+      intArray(events.map((e) => eventBloom(e.metadata, e.payload))),
     ];
     // Events without a delay take the statement they always took; a batch with one, its variant ($16, $17).
     const delayed = events.some((e) => e.deliverAt !== undefined);
@@ -595,11 +596,16 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     await fencedRounds(
       todo,
       (batch) => {
-        const cols: unknown[][] = [[], [], [], [], [], [], []];
-        for (const { i, lease: l, partition, sequence } of batch) {
-          [i, l.stream, l.group, partition, sequence, l.leaseId, l.receipt].forEach((v, c) => cols[c].push(v));
-        }
-        return this.q(this.plans.renew, [now, now + leaseMs, ...cols], 'write', 'renew');
+        const fenced = batch.map(({ i, lease: l, partition, sequence }) => ({
+          i,
+          stream: l.stream,
+          group: l.group,
+          partition,
+          sequence,
+          leaseId: l.leaseId,
+          receipt: l.receipt,
+        }));
+        return this.q(this.plans.renew, [now, now + leaseMs, ...fenceColumns(fenced)], 'write', 'renew');
       },
       (r) => {
         results[Number(r.i)] = r.receipt_ok
@@ -626,16 +632,16 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
           [
             now,
             ...fenceColumns(batch),
-            batch.map((p) => p.action),
+            textArray(batch.map((p) => p.action)),
             batch.map((p) => p.delayMs),
             batch.map((p) => p.reason),
-            batch.map((p) => p.maxAttempts),
-            groupIndex,
-            backoff.group,
-            backoff.attempt,
-            backoff.delay,
+            intArray(batch.map((p) => p.maxAttempts)),
+            intArray(groupIndex),
+            intArray(backoff.group),
+            intArray(backoff.attempt),
+            intArray(backoff.delay),
             this.channel,
-            batch.map((p) => p.ordered),
+            boolArray(batch.map((p) => p.ordered)),
           ],
           'write',
           'settle',
@@ -990,12 +996,12 @@ function fenceColumns(
   planned: Array<{ i: number; stream: string; group: string; partition: number; sequence: number; leaseId: string; receipt: string }>,
 ) {
   return [
-    planned.map((p) => p.i),
-    planned.map((p) => p.stream),
-    planned.map((p) => p.group),
-    planned.map((p) => p.partition),
-    planned.map((p) => p.sequence),
-    planned.map((p) => p.leaseId),
-    planned.map((p) => p.receipt),
+    intArray(planned.map((p) => p.i)),
+    textArray(planned.map((p) => p.stream)),
+    textArray(planned.map((p) => p.group)),
+    intArray(planned.map((p) => p.partition)),
+    intArray(planned.map((p) => p.sequence)),
+    textArray(planned.map((p) => p.leaseId)),
+    textArray(planned.map((p) => p.receipt)),
   ];
 }

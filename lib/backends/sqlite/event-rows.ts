@@ -1,5 +1,7 @@
+import type { EventMetadata, JsonValue, RheoEvent } from '../../core/types';
+import type { NewEvent } from '../backend';
 import type { SqliteStatement } from '../sql/external';
-import { EVENT_ROW_PARAMS, INSERT_ROWS } from './plans';
+import { EVENT_ROW_PARAMS, INSERT_ROWS, type RawEventRow } from './plans';
 
 /** The chunks `count` rows go in: the largest size of INSERT_ROWS that fits, repeatedly (500: 64 × 7, 32, 16, 4). */
 export function insertChunks(count: number): number[] {
@@ -68,4 +70,71 @@ export class EventRowWriter {
     if (this.next < this.chunks.length) this.params = new Array<unknown>(this.chunks[this.next] * EVENT_ROW_PARAMS);
     this.at = 0;
   }
+}
+
+/**
+ * A copy of a JSON value the facade validated (plain objects, arrays, finite
+ * numbers, strings, booleans, null: core's checkJsonValue): what
+ * `JSON.parse(JSON.stringify(value))` returns, about 3.5× cheaper than parsing the
+ * text back (an append returns fresh objects, sharing nothing with its input).
+ * -0 becomes 0 and a `__proto__` key stays an own property, as through JSON.
+ */
+export function copyJson(value: JsonValue): JsonValue {
+  if (typeof value !== 'object' || value === null) return value === 0 ? 0 : value;
+  if (Array.isArray(value)) {
+    const a = new Array<JsonValue>(value.length);
+    for (let i = 0; i < value.length; i++) a[i] = copyJson(value[i]);
+    return a;
+  }
+  const o: Record<string, JsonValue> = {};
+  for (const k of Object.keys(value)) {
+    if (k === '__proto__') Object.defineProperty(o, k, { value: copyJson(value[k]), enumerable: true, writable: true, configurable: true });
+    else o[k] = copyJson(value[k]);
+  }
+  return o;
+}
+
+/**
+ * What an append returns for a new event, its metadata and payload copied when the
+ * append began (see SqliteBackend.append), so they are what was serialised and
+ * stored even if the caller changes its objects while the append waits. Same
+ * fields, in the same order, as sql/rows.ts toEvent.
+ */
+export function appendedEvent(
+  stream: string,
+  e: NewEvent,
+  sequence: number,
+  ts: number,
+  copy: { metadata: EventMetadata; payload: JsonValue },
+): RheoEvent {
+  const event: RheoEvent = {
+    id: e.id,
+    stream,
+    partition: e.partition,
+    sequence,
+    timestamp: new Date(ts),
+    key: e.key,
+    type: e.type,
+    metadata: copy.metadata,
+    payload: copy.payload,
+  };
+  if (e.deliverAt !== undefined) event.deliverAt = new Date(e.deliverAt.getTime());
+  return event;
+}
+
+/** An event read as a raw row (plans.eventRunRaw): sql/rows.ts toEvent's fields, in its order. */
+export function eventFromRaw(stream: string, partition: number, r: RawEventRow): RheoEvent {
+  const event: RheoEvent = {
+    id: r[0],
+    stream,
+    partition,
+    sequence: r[1],
+    timestamp: new Date(r[2]),
+    key: r[3],
+    type: r[4],
+    metadata: JSON.parse(r[5]) as EventMetadata,
+    payload: JSON.parse(r[6]) as JsonValue,
+  };
+  if (r[7] !== null) event.deliverAt = new Date(r[7]);
+  return event;
 }

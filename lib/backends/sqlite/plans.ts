@@ -96,6 +96,10 @@ export const EVENT_ROW_PARAMS = 12;
 export const INSERT_ROWS = [64, 32, 16, 8, 4, 2, 1] as const;
 
 const EVENT_COLUMNS = `e.id, e.partition, e.sequence, e.ts, e.key, e.type, e.metadata, e.payload, e.deliver_at`;
+/** The columns of a raw event row (eventRunRaw): a partition's event without its partition. */
+const RAW_EVENT_COLUMNS = `e.id, e.sequence, e.ts, e.key, e.type, e.metadata, e.payload, e.deliver_at`;
+/** A raw event row (eventRunRaw), in RAW_EVENT_COLUMNS order: id, sequence, ts, key, type, metadata, payload, deliver_at. */
+export type RawEventRow = [string, number, number, string | null, string | null, string, string, number | null];
 
 /** The trim point of the row alias `x`'s partition (x has stream and partition columns). */
 const trimmedTo = (t: TableNames, x: string) =>
@@ -190,8 +194,13 @@ export function sqlitePlans(t: TableNames) {
     /** Park a delayed event the cursor passes before its time: available at attempt 0, due at its deliver_at (ADR 028). */
     parkDelayed: `
       INSERT INTO ${t.deliveries} (stream, group_name, partition, sequence, state, attempt, due_at) VALUES (?, ?, ?, ?, 'available', 0, ?)`,
-    eventRange: returning<DbEvent>(`
-      SELECT ${EVENT_COLUMNS} FROM ${t.events} e
+    /**
+     * The events of a claimed run, read as arrays (better-sqlite3's raw mode: no object per
+     * row, about 40% cheaper a row than named columns) in RAW_EVENT_COLUMNS order; the
+     * partition is the caller's. Run it through the backend's rawStmt.
+     */
+    eventRunRaw: returning<RawEventRow>(`
+      SELECT ${RAW_EVENT_COLUMNS} FROM ${t.events} e
       WHERE e.stream = ? AND e.partition = ? AND e.sequence BETWEEN ? AND ? ORDER BY e.sequence`),
     moveCursor: `UPDATE ${t.groupPartitions} SET cursor = ? WHERE stream = ? AND group_name = ? AND partition = ?`,
 
@@ -236,6 +245,19 @@ export function sqlitePlans(t: TableNames) {
     ackHeld: `
       DELETE FROM ${t.deliveries}
       WHERE stream = ? AND group_name = ? AND partition = ? AND sequence = ? AND lease_id = ? AND state = 'leased' AND due_at > ?
+        AND sequence > ${trimmedTo(t, t.deliveries)}`,
+    /**
+     * The live leases of a run of consecutive sequences of a group partition, as raw rows
+     * [sequence, lease_id] (a settle's ackRange checks each against its op, then ackRange deletes them).
+     */
+    liveInRange: returning<[number, string]>(`
+      SELECT sequence, lease_id FROM ${t.deliveries}
+      WHERE stream = ? AND group_name = ? AND partition = ? AND sequence BETWEEN ? AND ? AND state = 'leased' AND due_at > ?
+        AND sequence > ${trimmedTo(t, t.deliveries)}`),
+    /** Delete what liveInRange returned, under the same conditions (same transaction: the same rows). */
+    ackRange: `
+      DELETE FROM ${t.deliveries}
+      WHERE stream = ? AND group_name = ? AND partition = ? AND sequence BETWEEN ? AND ? AND state = 'leased' AND due_at > ?
         AND sequence > ${trimmedTo(t, t.deliveries)}`,
     retry: `
       UPDATE ${t.deliveries} SET state = 'available', lease_id = NULL, due_at = ?, reason = ?

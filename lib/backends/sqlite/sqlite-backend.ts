@@ -8,8 +8,10 @@ import { checkObject } from '../../core/validate';
 import type {
   AppendOptions,
   DeadLetter,
+  EventMetadata,
   GroupConfig,
   GroupInfo,
+  JsonValue,
   Lag,
   Lease,
   Retention,
@@ -43,7 +45,7 @@ import { checkCommonOptions, InstallMode } from '../sql/options';
 import { copyGroupConfig } from '../copies';
 import { claimPastDelays, type ClaimRound } from '../delays';
 import { DbPartitionState, lagOf, retentionColumns, toDeadLetter, toEvent, toGroup, toStream } from '../sql/rows';
-import { leasePosition, planLeases, planSettles, receiptMismatch, settled, staleLease } from '../sql/settle-plan';
+import { leasePosition, planLeases, planSettles, receiptMismatch, settled, staleLease, type PlannedSettle } from '../sql/settle-plan';
 import type { Sql } from '../sql/statement';
 import { groupRemovalPlans } from '../sql/group-removal';
 import { runHandlerWork, transactionManager } from '../sql/transaction';
@@ -51,11 +53,11 @@ import { WakeBoard } from '../sql/wake-board';
 import { eventBloom } from '../sql/bloom';
 import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES } from './checkpointer';
 import { ConnectionGate } from './connection-gate';
-import { EventRowWriter } from './event-rows';
+import { appendedEvent, copyJson, eventFromRaw, EventRowWriter } from './event-rows';
 import { requireSqliteVersion, upgradeSqlite } from './install';
 import { checkLockTimeout, LockWaiter, SQLITE_BUSY_TIMEOUT_MS } from './locks';
 import { Pacer } from './pacer';
-import { DbPartitionMarks, sqlitePlans } from './plans';
+import { DbPartitionMarks, sqlitePlans, type RawEventRow } from './plans';
 import { sqliteFilteredQuery } from './query';
 import { sqliteRetentionPlans } from './retention-plans';
 import { lastBefore } from './time-lookup';
@@ -86,6 +88,38 @@ export interface SqliteBackendSettings {
 }
 
 type Plans = ReturnType<typeof sqlitePlans>;
+
+/** better-sqlite3's statement in raw mode: rows as arrays of their columns (rawStmt). */
+interface RawStatement<Row> extends SqliteStatement<Row> {
+  raw(on: boolean): RawStatement<Row>;
+}
+
+/** A settle's answers so far: per op (undefined: stale, filled in by settled()), and the streams to wake. */
+type Settled = { results: Array<SettleResult | undefined>; woken: Set<string> };
+
+/** The shortest run of acks settled by range (ackRange); shorter runs go lease by lease. */
+const MIN_RANGE_ACK = 4;
+
+/**
+ * Where the run of range-ackable ops starting at planned[from] ends (exclusive): acks whose
+ * receipt is their lease id, on one group partition, at consecutive sequences. A run of one
+ * when planned[from] is anything else.
+ */
+function ackRunEnd(planned: PlannedSettle[], from: number): number {
+  const a = planned[from];
+  let end = from + 1;
+  if (a.action !== 'ack' || a.receipt !== a.leaseId) return end;
+  for (; end < planned.length; end++) {
+    const b = planned[end];
+    const prev = planned[end - 1];
+    if (b.action !== 'ack' || b.receipt !== b.leaseId || b.sequence !== prev.sequence + 1) break;
+    if (b.partition !== a.partition || b.group !== a.group || b.stream !== a.stream) break;
+  }
+  return end;
+}
+
+/** An appended event's metadata and payload, copied as the append began (see append). */
+type JsonCopy = { metadata: EventMetadata; payload: JsonValue };
 
 /** An insert refused because the stream already holds an event with that id (UNIQUE (stream, id)). */
 function isDuplicateId(err: unknown): boolean {
@@ -120,6 +154,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   private readonly plans: Plans;
   private db: SqliteDatabase | null = null;
   private readonly statements = new Map<string, SqliteStatement>();
+  /** The statements run in raw mode (rows as arrays), apart from `statements`: a statement's mode is its own. */
+  private readonly rawStatements = new Map<string, SqliteStatement>();
   private readonly board = new WakeBoard();
   private readonly locks: LockWaiter;
   private readonly pacer = new Pacer();
@@ -219,6 +255,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     await this.checkpointer?.close();
     this.checkpointer = null;
     this.statements.clear();
+    this.rawStatements.clear();
     this.db = null;
     if (this.settings.owned && this.ds.isInitialized) await this.ds.destroy().catch(() => undefined);
   }
@@ -234,6 +271,16 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     if (!s) {
       s = this.conn().prepare(sql);
       this.statements.set(sql, s);
+    }
+    return s as SqliteStatement<Row>;
+  }
+
+  /** {@link stmt} in raw mode: `all` returns each row as an array of its columns (no object per row). */
+  private rawStmt<Row>(sql: Sql<Row>): SqliteStatement<Row> {
+    let s = this.rawStatements.get(sql);
+    if (!s) {
+      s = (this.conn().prepare(sql) as RawStatement<unknown>).raw(true);
+      this.rawStatements.set(sql, s);
     }
     return s as SqliteStatement<Row>;
   }
@@ -408,6 +455,13 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   // ---------------------------------------------------------------- the log
 
   async append(stream: string, events: NewEvent[], options: AppendOptions): Promise<RheoEvent[]> {
+    // Copied before the first await: the facade serialised these objects just before this call, so the
+    // copies are what gets stored even if the caller changes them while the append waits (the returned
+    // events share nothing with the input, as parsing the stored text back gave, at a third of its cost).
+    const copies = events.map((e): JsonCopy => ({
+      metadata: copyJson(e.metadata as JsonValue) as EventMetadata,
+      payload: copyJson(e.payload),
+    }));
     const info = await this.mustStream(stream);
     if (options.manager !== undefined) {
       const m = transactionManager(options.manager, this.ds);
@@ -426,12 +480,14 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       // repeats folded (the first occurrence is stored, later ones get the same event) and ids looked up.
       try {
         return this.conn()
-          .transaction(() => this.insertEvents(stream, events, false))
+          .transaction(() => this.insertEvents(stream, events, copies, false))
           .immediate();
       } catch (err) {
         if (!isDuplicateId(err)) throw err;
         const { unique, indexOf } = this.dedupe(events, info.partitions);
-        return this.inInputOrder(this.insertEvents(stream, unique, true), indexOf);
+        const uniqueCopies: JsonCopy[] = [];
+        indexOf.forEach((u, i) => (uniqueCopies[u] ??= copies[i]));
+        return this.inInputOrder(this.insertEvents(stream, unique, uniqueCopies, true), indexOf);
       }
     });
     // Inside a caller's transaction the events are not committed yet: waking now would only cost one empty fetch.
@@ -443,8 +499,9 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
    * Store a batch (inside the caller's transaction): sequences allocated per partition in
    * partition order, each event's running timestamp maximum and query filter bits with it.
    * With `lookup`, ids already stored return the stored event (idempotent append).
+   * `copies[i]` is batch[i]'s metadata and payload for the returned event.
    */
-  private insertEvents(stream: string, batch: NewEvent[], lookup: boolean): RheoEvent[] {
+  private insertEvents(stream: string, batch: NewEvent[], copies: JsonCopy[], lookup: boolean): RheoEvent[] {
     const p = this.plans;
     const out = new Array<RheoEvent>(batch.length);
     const fresh: number[] = [];
@@ -477,20 +534,9 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       tsMax.set(e.partition, max);
       const deliverAt = e.deliverAt === undefined ? null : e.deliverAt.getTime();
       if (deliverAt !== null) lastDelayed.set(e.partition, sequence);
-      const row = {
-        id: e.id,
-        partition: e.partition,
-        sequence,
-        ts,
-        key: e.key,
-        type: e.type,
-        metadata: e.metadataJson,
-        payload: e.payloadJson,
-        deliver_at: deliverAt,
-      };
       const bloom = eventBloom(e.metadata, e.payload);
-      rows.row(stream, e.partition, sequence, e.id, ts, e.key, e.type, row.metadata, row.payload, max, bloom, deliverAt);
-      out[i] = toEvent(stream, row);
+      rows.row(stream, e.partition, sequence, e.id, ts, e.key, e.type, e.metadataJson, e.payloadJson, max, bloom, deliverAt);
+      out[i] = appendedEvent(stream, e, sequence, ts, copies[i]);
     }
     for (const [partition, sequence] of lastDelayed) this.stmt(p.markDelayed).run(sequence, stream, partition);
     return out;
@@ -594,6 +640,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         if (!took) break;
       }
       // Claim per partition: due deliveries one by one (each has its own attempt), fresh events as one run.
+      // One expiry Date for the round: the facade gives every lease its own copy (core's issueLease).
+      const expires = new Date(expiresAt);
       const lease = (leaseId: string, attempt: number, event: RheoEvent): Lease => ({
         leaseId,
         receipt: leaseId,
@@ -602,7 +650,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         consumerId: req.consumerId,
         attempt,
         leasedAt: new Date(now),
-        expiresAt: new Date(expiresAt),
+        expiresAt: expires,
         event,
       });
       let parked = 0;
@@ -633,9 +681,9 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
               run = i + 1;
             }
           });
-          for (const row of this.stmt(p.eventRange).all(stream, partition, first, last)) {
-            const i = Number(row.sequence) - first;
-            if (fresh[i].parkAt === undefined) fresh[i].lease = lease(ids[i], 1, toEvent(stream, row));
+          for (const row of this.rawStmt(p.eventRunRaw).all(stream, partition, first, last)) {
+            const i = (row as RawEventRow)[1] - first;
+            if (fresh[i].parkAt === undefined) fresh[i].lease = lease(ids[i], 1, eventFromRaw(stream, partition, row));
           }
           this.stmt(p.moveCursor).run(last + 1, stream, group, partition);
         }
@@ -692,43 +740,76 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     const { planned, answered } = planSettles(ops, (s, g) => this.cachedGroup(s, g));
     const { results, woken } = await this.write('settle', () => {
       // Errors are built only for the ops that fail (a RheoError captures a stack: not free on the hot path).
-      const results: Array<SettleResult | undefined> = new Array(ops.length);
-      const woken = new Set<string>();
-      const p = this.plans;
-      for (const s of planned) {
-        if (s.action === 'ack' && s.receipt === s.leaseId) {
-          // The common case in one statement: only a live lease with this id is deleted.
-          const { changes } = this.stmt(p.ackHeld).run(s.stream, s.group, s.partition, s.sequence, s.leaseId, now);
-          if (changes === 1) {
-            results[s.i] = { ok: true };
-            if (s.ordered) woken.add(s.stream);
-          }
-          continue;
+      const done: Settled = { results: new Array(ops.length), woken: new Set<string>() };
+      for (let at = 0; at < planned.length;) {
+        const end = ackRunEnd(planned, at);
+        if (end - at < MIN_RANGE_ACK || !this.ackRange(planned, at, end, now, done)) {
+          for (let i = at; i < end; i++) this.settleOne(planned[i], ops, now, done);
         }
-        const held = this.stmt(p.held).get(s.stream, s.group, s.partition, s.sequence, s.leaseId, now);
-        if (!held) continue;
-        if (s.receipt !== held.lease_id) {
-          results[s.i] = { ok: false, error: receiptMismatch(ops[s.i].kind) };
-          continue;
-        }
-        const key = [s.stream, s.group, s.partition, s.sequence];
-        // The stored attempt decides, never the caller's copy of the lease.
-        if (s.action === 'ack') this.stmt(p.ack).run(...key);
-        else if (s.action === 'reject' || held.attempt >= s.maxAttempts) {
-          // Out of the deliveries (the hot path never reads a dead letter), into the dead letters.
-          this.stmt(p.ack).run(...key);
-          this.stmt(p.dead).run(...key, held.attempt, s.reason, now, s.stream, s.partition, s.sequence);
-        } else {
-          this.stmt(p.retry).run(now + (s.delayMs ?? backoffDelay(s.retry, held.attempt)), s.reason, ...key);
-          woken.add(s.stream);
-        }
-        if (s.ordered) woken.add(s.stream); // the next event of an ordered partition is free: no append announces it
-        results[s.i] = { ok: true };
+        at = end;
       }
-      return { results, woken };
+      return done;
     });
     for (const stream of woken) this.wake(stream);
     return settled(results, answered, (i) => ops[i].kind);
+  }
+
+  /**
+   * Ack the run planned[from, to) (ackRunEnd: consecutive sequences of one group
+   * partition, each receipt its lease id) in two statements instead of one per
+   * lease: read the run's live leases, and when every one of them carries its op's
+   * lease id (always, unless a lease was lost and its event leased again), delete
+   * the range under the same conditions, so exactly the rows the per-lease ackHeld
+   * would delete. False (nothing changed) when a lease id differs: the caller
+   * settles the run lease by lease. Measured 1.3 against 1.8 µs per ack.
+   */
+  private ackRange(planned: PlannedSettle[], from: number, to: number, now: number, done: Settled): boolean {
+    const first = planned[from];
+    const last = planned[to - 1].sequence;
+    const { stream, group, partition } = first;
+    const live = this.rawStmt(this.plans.liveInRange).all(stream, group, partition, first.sequence, last, now);
+    for (const [sequence, leaseId] of live) if (planned[from + sequence - first.sequence].leaseId !== leaseId) return false;
+    if (live.length > 0) this.stmt(this.plans.ackRange).run(stream, group, partition, first.sequence, last, now);
+    for (const [sequence] of live) {
+      const s = planned[from + sequence - first.sequence];
+      done.results[s.i] = { ok: true };
+      if (s.ordered) done.woken.add(s.stream);
+    }
+    return true;
+  }
+
+  /** Settle one planned op (inside settle's transaction): fenced by the live lease; an ack in one statement. */
+  private settleOne(s: PlannedSettle, ops: SettleOp[], now: number, done: Settled): void {
+    const p = this.plans;
+    const { results, woken } = done;
+    if (s.action === 'ack' && s.receipt === s.leaseId) {
+      // The common case in one statement: only a live lease with this id is deleted.
+      const { changes } = this.stmt(p.ackHeld).run(s.stream, s.group, s.partition, s.sequence, s.leaseId, now);
+      if (changes === 1) {
+        results[s.i] = { ok: true };
+        if (s.ordered) woken.add(s.stream);
+      }
+      return;
+    }
+    const held = this.stmt(p.held).get(s.stream, s.group, s.partition, s.sequence, s.leaseId, now);
+    if (!held) return;
+    if (s.receipt !== held.lease_id) {
+      results[s.i] = { ok: false, error: receiptMismatch(ops[s.i].kind) };
+      return;
+    }
+    const key = [s.stream, s.group, s.partition, s.sequence];
+    // The stored attempt decides, never the caller's copy of the lease.
+    if (s.action === 'ack') this.stmt(p.ack).run(...key);
+    else if (s.action === 'reject' || held.attempt >= s.maxAttempts) {
+      // Out of the deliveries (the hot path never reads a dead letter), into the dead letters.
+      this.stmt(p.ack).run(...key);
+      this.stmt(p.dead).run(...key, held.attempt, s.reason, now, s.stream, s.partition, s.sequence);
+    } else {
+      this.stmt(p.retry).run(now + (s.delayMs ?? backoffDelay(s.retry, held.attempt)), s.reason, ...key);
+      woken.add(s.stream);
+    }
+    if (s.ordered) woken.add(s.stream); // the next event of an ordered partition is free: no append announces it
+    results[s.i] = { ok: true };
   }
 
   /**

@@ -60,6 +60,7 @@ export abstract class SqlBackendBase {
 
   protected rememberGroup(config: GroupConfig): GroupConfig {
     this.groups.set(`${config.stream}\u0000${config.group}`, config);
+    this.lastGroup = null;
     return config;
   }
 
@@ -67,10 +68,22 @@ export abstract class SqlBackendBase {
   protected forgetGroup(stream: string, group: string): void {
     this.groups.delete(`${stream}\u0000${group}`);
     this.rotation.delete(`${stream}\u0000${group}`);
+    this.lastGroup = null;
   }
 
+  /**
+   * The group cachedGroup found last. A settle looks its group up once per op, and
+   * the ops of a batch nearly always name one group: comparing two strings is
+   * cheaper than building the map's key for each. Cleared whenever the map changes.
+   */
+  private lastGroup: GroupConfig | null = null;
+
   protected cachedGroup(stream: string, group: string): GroupConfig | null {
-    return this.groups.get(`${stream}\u0000${group}`) ?? null;
+    const last = this.lastGroup;
+    if (last !== null && last.group === group && last.stream === stream) return last;
+    const found = this.groups.get(`${stream}\u0000${group}`) ?? null;
+    if (found !== null) this.lastGroup = found;
+    return found;
   }
 
   /** The stream as stored now, retention included (read every time: see the class comment). */

@@ -95,6 +95,11 @@ function json<T>(text: string): T {
   return JSON.parse(text) as T;
 }
 
+/** An event's metadata from its stored text: most events carry none, and '{}' needs no parser to become a fresh empty object. */
+export function metadataOf(text: string): EventMetadata {
+  return text === '{}' ? {} : json<EventMetadata>(text);
+}
+
 export function toEvent(stream: string, r: DbEvent): RheoEvent {
   const event: RheoEvent = {
     id: r.id,
@@ -104,7 +109,7 @@ export function toEvent(stream: string, r: DbEvent): RheoEvent {
     timestamp: new Date(Number(r.ts)),
     key: r.key,
     type: r.type,
-    metadata: json<EventMetadata>(r.metadata),
+    metadata: metadataOf(r.metadata),
     payload: json<JsonValue>(r.payload),
   };
   // Only a delayed event has it: events without a delay read exactly as before.

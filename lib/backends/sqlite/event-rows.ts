@@ -1,6 +1,7 @@
 import type { EventMetadata, JsonValue, RheoEvent } from '../../core/types';
 import type { NewEvent } from '../backend';
 import type { SqliteStatement } from '../sql/external';
+import { metadataOf } from '../sql/rows';
 import { EVENT_ROW_PARAMS, INSERT_ROWS, type RawEventRow } from './plans';
 
 /** The chunks `count` rows go in: the largest size of INSERT_ROWS that fits, repeatedly (500: 64 × 7, 32, 16, 4). */
@@ -132,7 +133,7 @@ export function eventFromRaw(stream: string, partition: number, r: RawEventRow):
     timestamp: new Date(r[2]),
     key: r[3],
     type: r[4],
-    metadata: JSON.parse(r[5]) as EventMetadata,
+    metadata: metadataOf(r[5]),
     payload: JSON.parse(r[6]) as JsonValue,
   };
   if (r[7] !== null) event.deliverAt = new Date(r[7]);

@@ -671,7 +671,10 @@ function appendFreshPlan(t: TableNames, delayed: boolean): string {
 /**
  * The claim statement. Parameters: $1 stream, $2 group, $3 partitions (int[]),
  * $4 now, $5 limit, $6 first partition of the round-robin, $7 partition count,
- * $8 consumer id, $9 lease ms.
+ * $8 consumer id, $9 lease ms, $10 the lease id base: a new random id per call,
+ * the lease of the n-th chosen row is `<base>.<n>` (unique as the base is; one
+ * random id per claim instead of a gen_random_uuid() per row, which cost about
+ * 1.2 µs of server time a row against 0.2 µs for the concatenation).
  *
  * Candidates per partition, in sequence order: deliveries that are due (nacked and
  * past their delay, or whose lease expired), locked with SKIP LOCKED so that two
@@ -781,7 +784,7 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered'): string {
         LIMIT $5
       ), leased AS (
         UPDATE ${t.deliveries} d
-        SET state = 'leased', attempt = d.attempt + 1, lease_id = gen_random_uuid()::text, consumer_id = $8,
+        SET state = 'leased', attempt = d.attempt + 1, lease_id = $10::text || '.' || c.pos, consumer_id = $8,
             leased_at = $4, due_at = $4 + $9
         FROM chosen c
         WHERE c.fresh = 0 AND d.ctid = c.row_id AND d.due_at <= $4
@@ -791,7 +794,7 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered'): string {
         -- attempt 0, due at its deliver_at (no lease id: the final SELECT returns it without its event).
         INSERT INTO ${t.deliveries} (stream, group_name, partition, sequence, state, attempt, lease_id, consumer_id, leased_at, due_at)
         SELECT $1, $2, partition, sequence, CASE WHEN park_at IS NULL THEN 'leased' ELSE 'available' END,
-               CASE WHEN park_at IS NULL THEN 1 ELSE 0 END, CASE WHEN park_at IS NULL THEN gen_random_uuid()::text END,
+               CASE WHEN park_at IS NULL THEN 1 ELSE 0 END, CASE WHEN park_at IS NULL THEN $10::text || '.' || pos END,
                CASE WHEN park_at IS NULL THEN $8 END, CASE WHEN park_at IS NULL THEN $4 END, COALESCE(park_at, $4 + $9)
         FROM chosen WHERE fresh = 1
         ON CONFLICT DO NOTHING

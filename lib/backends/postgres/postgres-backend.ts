@@ -33,6 +33,7 @@ import type {
 } from '../backend';
 import { classifySettleError } from '../../core/settle';
 import { boolArray, intArray, textArray } from './arrays';
+import { newId } from '../../core/ids';
 import { createCapabilities } from '../capabilities';
 import { SqlBackendBase } from '../sql/base';
 import { isUniqueViolation, mapDriverError, StatementKind } from '../sql/errors';
@@ -556,6 +557,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
         info.partitions,
         req.consumerId,
         req.leaseMs,
+        newId(),
       ];
       const rows =
         g.ordering === 'partition'

@@ -6,8 +6,8 @@ import type { NewEvent } from '../backend';
  * have them). `key`, `type` and `deliverAt` (ms; a delayed event's, layout 3)
  * are stored only when present. Partition and
  * sequence are not stored in the entry: they are the log key and the entry id
- * (`0-<sequence>`). The append script writes these names, fetch and settle read `i`,
- * inspect reads `t`.
+ * (`0-<sequence>`). The append script writes these names; fetch reads them all (and
+ * answers them as JSON, see {@link FetchedLeases}), settle reads `i`, inspect reads `t`.
  */
 export const ENTRY_FIELDS = {
   id: 'i',
@@ -67,6 +67,57 @@ export function eventFromEntry(stream: string, partition: number, sequence: numb
     payload: JSON.parse(payload) as JsonValue,
   };
   if (deliverAt !== null) event.deliverAt = new Date(deliverAt);
+  return event;
+}
+
+/**
+ * The leases of a fetch script reply (scripts/fetch.ts), from its JSON texts: one
+ * JSON.parse of its strings and one of its rows joined, per call, instead of RESP
+ * arrays and a parse of metadata and payload per entry. `strings` holds
+ * STRINGS_PER_LEASE per lease: event id, key ('' = none), type ('' = none), lease
+ * id; `rows` holds VALUES_PER_LEASE per lease: partition, sequence, attempt,
+ * timestamp (ms), metadata, payload (as the append's JSON.stringify wrote them, now
+ * parsed), deliverAt (ms, null when none).
+ */
+export interface FetchedLeases {
+  count: number;
+  strings: string[];
+  rows: unknown[];
+}
+
+const STRINGS_PER_LEASE = 4;
+const VALUES_PER_LEASE = 7;
+
+/** The leases of a fetch reply: its strings JSON at 3, then one JSON row text per lease. */
+export function fetchedLeases(reply: unknown[]): FetchedLeases {
+  if (reply.length < 5) return { count: 0, strings: [], rows: [] };
+  const strings = JSON.parse(String(reply[3])) as string[];
+  const rows = JSON.parse(`[${reply.slice(4).join(',')}]`) as unknown[];
+  return { count: strings.length / STRINGS_PER_LEASE, strings, rows };
+}
+
+/** Lease n's lease id and attempt (see {@link FetchedLeases}). */
+export function leaseOf(f: FetchedLeases, n: number): { leaseId: string; attempt: number } {
+  return { leaseId: f.strings[n * STRINGS_PER_LEASE + 3], attempt: f.rows[n * VALUES_PER_LEASE + 2] as number };
+}
+
+/** Lease n's event (see {@link FetchedLeases}): the same object {@link eventFromEntry} builds. */
+export function eventOfLease(stream: string, f: FetchedLeases, n: number): RheoEvent {
+  const s = n * STRINGS_PER_LEASE;
+  const r = n * VALUES_PER_LEASE;
+  const v = f.rows;
+  const event: RheoEvent = {
+    id: f.strings[s],
+    stream,
+    partition: v[r] as number,
+    sequence: v[r + 1] as number,
+    timestamp: new Date(v[r + 3] as number),
+    key: f.strings[s + 1] || null,
+    type: f.strings[s + 2] || null,
+    metadata: v[r + 4] as EventMetadata,
+    payload: v[r + 5] as JsonValue,
+  };
+  if (v[r + 6] !== null) event.deliverAt = new Date(v[r + 6] as number);
   return event;
 }
 

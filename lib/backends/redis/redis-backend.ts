@@ -20,7 +20,16 @@ import type {
   WaitRequest,
 } from '../backend';
 import { createCapabilities } from '../capabilities';
-import { appendArgs, appendDelayArgs, eventFromEntry, parseDeadRecord } from './codec';
+import {
+  appendArgs,
+  appendDelayArgs,
+  eventFromEntry,
+  eventOfLease,
+  fetchedLeases,
+  type FetchedLeases,
+  leaseOf,
+  parseDeadRecord,
+} from './codec';
 import { ClusterWakeListeners, isCluster, nodeKey, slotOwner } from './cluster';
 import {
   BLOCKER_OVERRIDES,
@@ -860,37 +869,37 @@ export class RedisBackend implements Backend {
     const now = this.clock.now();
     const call = (want: number): ScriptCall => ({ name: 'fetch', keys, args: [now, want, req.leaseMs, newId(), ...parts] });
     const first = call(Math.min(FETCH_PER_CALL, req.limit));
-    const answers: unknown[][] = [(await this.runScript('write', 'fetch', keys, first.args, req)) as unknown[]];
+    const answers: FetchAnswer[] = [fetchAnswer(await this.runScript('write', 'fetch', keys, first.args, req))];
     // The first call's wake id: wait() then wakes for anything written since this fetch began.
-    this.lastWake.set(groupId(req.stream, req.group), String(answers[0][0]));
-    if (leasesIn(answers[0]) === first.args[1] && req.limit > FETCH_PER_CALL) {
+    this.lastWake.set(groupId(req.stream, req.group), answers[0].wakeId);
+    if (answers[0].leases.count === first.args[1] && req.limit > FETCH_PER_CALL) {
       const rest: ScriptCall[] = [];
       for (let left = req.limit - FETCH_PER_CALL; left > 0; left -= FETCH_PER_CALL) rest.push(call(Math.min(FETCH_PER_CALL, left)));
       const replies = await this.withMappedErrors('write', () => this.scripts.runPipelined(rest));
       for (const [err, reply] of replies) {
         if (err) throw this.explain(mapRedisError(err, 'write'), req.stream, req.group);
-        answers.push(reply as unknown[]);
+        answers.push(fetchAnswer(reply));
       }
     }
     const leases: Lease[] = [];
     let pending = false;
     let parked = 0;
     for (const out of answers) {
-      if (Number(out[1]) === 1) pending = true;
-      parked += Number(out[2]);
-      for (let i = 3; i + 4 < out.length; i += 5) {
-        const partition = Number(out[i]);
-        const sequence = Number(out[i + 1]);
+      pending ||= out.pending;
+      parked += out.parked;
+      for (let n = 0; n < out.leases.count; n++) {
+        const event = eventOfLease(req.stream, out.leases, n);
+        const { leaseId, attempt } = leaseOf(out.leases, n);
         leases.push({
-          leaseId: String(out[i + 2]),
-          receipt: entryId(sequence),
+          leaseId,
+          receipt: entryId(event.sequence),
           stream: req.stream,
           group: req.group,
           consumerId: req.consumerId,
-          attempt: Number(out[i + 3]),
+          attempt,
           leasedAt: new Date(now),
           expiresAt: new Date(now + req.leaseMs),
-          event: eventFromEntry(req.stream, partition, sequence, out[i + 4]),
+          event,
         });
       }
     }
@@ -915,7 +924,10 @@ export class RedisBackend implements Backend {
   /**
    * Bulk ops: grouped by (stream, group), cut into script calls of at most
    * OPS_PER_CALL ops, all sent in one pipeline (one round trip), the per-op
-   * answers mapped back. `build` returns an op's script args. A settle whose
+   * answers mapped back. `build` returns an op's values: a call's ops go as ONE
+   * JSON text after the `head` args (one argument to encode and to convert, not
+   * five to eight per op), and the script numbers the partitions' KEYS slots by
+   * first appearance, as done here. A settle whose
    * frontier walk was cut short is finished (tidy) before this returns, so lag
    * is exact once a settle resolved.
    */
@@ -923,7 +935,7 @@ export class RedisBackend implements Backend {
     items: T[],
     name: 'renew' | 'settle' | 'release',
     head: (now: number, cfg: GroupConfig) => Array<string | number>,
-    build: (item: T, slot: number) => Array<string | number>,
+    build: (item: T) => OpValue[],
     ok: (now: number) => R,
     fail: (error: RheoError) => R,
   ): Promise<R[]> {
@@ -962,12 +974,13 @@ export class RedisBackend implements Backend {
       for (let from = 0; from < valid.length; from += OPS_PER_CALL) {
         const index = valid.slice(from, from + OPS_PER_CALL);
         const slots = new Map<number, number>();
-        const args = head(now, cfg);
+        const ops: OpValue[] = [];
         for (const i of index) {
           const { partition } = items[i].lease.event;
           if (!slots.has(partition)) slots.set(partition, slots.size);
-          for (const a of build(items[i], slots.get(partition)!)) args.push(a);
+          for (const v of build(items[i])) ops.push(v);
         }
+        const args = [...head(now, cfg), JSON.stringify(ops)];
         const parts = [...slots.keys()];
         calls.push({ name, keys: bulkKeys(name, k, g, parts), args, index, stream, group, parts });
       }
@@ -1016,7 +1029,7 @@ export class RedisBackend implements Backend {
       leases.map((lease) => ({ lease })),
       'renew',
       (now) => [now, leaseMs],
-      ({ lease }, slot) => [slot, lease.event.partition, lease.event.sequence, lease.leaseId, lease.receipt],
+      ({ lease }) => leaseOpValues(lease),
       (now) => ({ ok: true, expiresAt: new Date(now + leaseMs) }),
       (error) => ({ ok: false, error }),
     );
@@ -1031,16 +1044,7 @@ export class RedisBackend implements Backend {
         const delays = Array.from({ length: cfg.maxAttempts }, (_, i) => backoffDelay(cfg.retry, i + 1));
         return [now, SLICE, delays.length, ...delays];
       },
-      (op, slot) => [
-        op.kind === 'ack' ? 'a' : op.kind === 'nack' ? 'n' : 'r',
-        slot,
-        op.lease.event.partition,
-        op.lease.event.sequence,
-        op.lease.leaseId,
-        op.lease.receipt,
-        op.kind === 'ack' ? '' : op.reason,
-        op.kind === 'nack' && op.delayMs !== undefined ? op.delayMs : '',
-      ],
+      settleOpValues,
       () => ({ ok: true }),
       (error) => ({ ok: false, error }),
     );
@@ -1051,7 +1055,7 @@ export class RedisBackend implements Backend {
       leases.map((lease) => ({ lease })),
       'release',
       (now) => [now],
-      ({ lease }, slot) => [slot, lease.event.partition, lease.event.sequence, lease.leaseId, lease.receipt],
+      ({ lease }) => leaseOpValues(lease),
       () => ({ ok: true }),
       (error) => ({ ok: false, error }),
     );
@@ -1453,7 +1457,48 @@ export function redisBackend(options: RedisBackendOptions = {}): RedisBackend {
   return new RedisBackend(options);
 }
 
-/** How many leases a fetch script's answer holds: after the wake id and the pending flag, five fields each. */
-function leasesIn(out: unknown[]): number {
-  return Math.floor((out.length - 3) / 5);
+/** One value of a bulk op (see bulk): an element of its call's JSON text. */
+type OpValue = string | number | boolean | null;
+
+/**
+ * A lease as the renew, release and settle scripts take it (scripts/renew.ts):
+ * partition, sequence (strings, as they name keys), receiptOk, leaseId. The receipt
+ * is compared here; the script still answers receipt_mismatch only for a lease that
+ * fenced. The lease id is made well-formed as UTF-8 encoding of an argument made it
+ * (a lone surrogate becomes U+FFFD): cjson.decode refuses a lone surrogate escape.
+ */
+function leaseOpValues(lease: Lease<unknown>): OpValue[] {
+  const seq = String(lease.event.sequence);
+  return [String(lease.event.partition), seq, lease.receipt === `0-${seq}`, wellFormed(lease.leaseId)];
+}
+
+/**
+ * One settle op's values (scripts/settle.ts), by kind: ack `a` then the lease's
+ * values (leaseOpValues); reject `r`, the lease's, reason; nack `n`, the lease's,
+ * reason, delayMs (null = the group's backoff).
+ */
+function settleOpValues(op: SettleOp): OpValue[] {
+  const lease = leaseOpValues(op.lease);
+  if (op.kind === 'ack') return ['a', ...lease];
+  const reason = wellFormed(op.reason ?? '');
+  if (op.kind === 'reject') return ['r', ...lease, reason];
+  return ['n', ...lease, reason, op.delayMs ?? null];
+}
+
+/** `s` as UTF-8 encoding would carry it: a lone surrogate replaced by U+FFFD. */
+function wellFormed(s: string): string {
+  return typeof s === 'string' ? s.toWellFormed() : String(s);
+}
+
+/** A fetch script reply (scripts/fetch.ts): its header, and its leases parsed from their JSON texts. */
+interface FetchAnswer {
+  wakeId: string;
+  pending: boolean;
+  parked: number;
+  leases: FetchedLeases;
+}
+
+function fetchAnswer(reply: unknown): FetchAnswer {
+  const out = reply as unknown[];
+  return { wakeId: String(out[0]), pending: Number(out[1]) === 1, parked: Number(out[2]), leases: fetchedLeases(out) };
 }

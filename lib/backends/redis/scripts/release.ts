@@ -13,8 +13,11 @@
  * KEYS[6+2j]  avail   ZSET    its retry set (released ones added, due now)
  *
  * ARGV[1]  now  ms
- * then per lease (at b = 2 + 5i): ARGV[b] slot j, ARGV[b+1] partition, ARGV[b+2] sequence,
- * ARGV[b+3] leaseId, ARGV[b+4] receipt.
+ * ARGV[2]  ops  ONE JSON text, a flat array, per lease: partition, sequence (strings),
+ *               receiptOk (the receipt is 0-<sequence>: compared by the backend), leaseId
+ *               (leaseOpValues in ../redis-backend.ts). The slot j of a partition is its
+ *               order of first appearance among the leases (from 0), as the backend
+ *               declared the KEYS.
  *
  * Returns per lease 'ok' or a code: 'stale_lease' | 'receipt_mismatch' | 'stream_not_found' |
  * 'group_not_found', mapped to that RheoError code for that lease (RedisBackend.opError).
@@ -37,13 +40,17 @@ local now = ARGV[1]
 local out = {}
 local gone = missing(KEYS[1], KEYS[2])
 local unleased, due = {}, {}
-for b = 2, #ARGV, 5 do
+local ops = cjson.decode(ARGV[2])
+local slots, nslots = {}, 0
+for b = 1, #ops, 4 do
+  local p, seq, lid = ops[b], ops[b + 1], ops[b + 3]
+  if not slots[p] then slots[p] = nslots; nslots = nslots + 1 end
   if gone then
     out[#out + 1] = gone
   else
-    local j, p, seq, lid = tonumber(ARGV[b]), ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
+    local j = slots[p]
     -- No now: an expired lease is still ours to release while nobody claimed it since.
-    local att, why = fence(KEYS[3], p, seq, lid, ARGV[b + 4])
+    local att, why = fence(KEYS[3], p, seq, lid, ops[b + 2])
     if not att then
       out[#out + 1] = why
     else

@@ -10,8 +10,11 @@
  *
  * ARGV[1]  now      ms
  * ARGV[2]  leaseMs  the new lease duration from now
- * then per lease (at b = 3 + 5i): ARGV[b] slot j, ARGV[b+1] partition, ARGV[b+2] sequence,
- * ARGV[b+3] leaseId, ARGV[b+4] receipt.
+ * ARGV[3]  ops      ONE JSON text, a flat array, per lease: partition, sequence (strings),
+ *                   receiptOk (the receipt is 0-<sequence>: compared by the backend), leaseId
+ *                   (leaseOpValues in ../redis-backend.ts). The slot j of a partition is its
+ *                   order of first appearance among the leases (from 0), as the backend
+ *                   declared the KEYS.
  *
  * Returns per lease 'ok' or a code: 'stale_lease' | 'receipt_mismatch' | 'stream_not_found' |
  * 'group_not_found', each mapped to that RheoError code for that lease (RedisBackend.opError).
@@ -30,15 +33,18 @@ local now = tonumber(ARGV[1])
 local exp = now + tonumber(ARGV[2])
 local out = {}
 local gone = missing(KEYS[1], KEYS[2])
-for b = 3, #ARGV, 5 do
+local ops = cjson.decode(ARGV[3])
+local slots, nslots = {}, 0
+for b = 1, #ops, 4 do
+  local p, seq, lid = ops[b], ops[b + 1], ops[b + 3]
+  if not slots[p] then slots[p] = nslots; nslots = nslots + 1 end
   if gone then
     out[#out + 1] = gone
   else
-    local p, seq, lid = ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
-    local att, why = fence(KEYS[3], p, seq, lid, ARGV[b + 4], now)
+    local att, why = fence(KEYS[3], p, seq, lid, ops[b + 2], now)
     if att then
       redis.call('HSET', KEYS[3], p .. ':' .. seq, leasedRecord(att, lid, exp))
-      redis.call('ZADD', KEYS[4 + tonumber(ARGV[b])], exp, seq)
+      redis.call('ZADD', KEYS[4 + slots[p]], exp, seq)
       out[#out + 1] = 'ok'
     else
       out[#out + 1] = why

@@ -24,9 +24,17 @@
  * ARGV[3]     n       how many backoff delays follow
  * ARGV[4..3+n]        the group's delay after attempt 1..n (core's backoffDelay; n = maxAttempts);
  *                     a later attempt takes the n-th
- * then per op (at b = 4 + n + 8i): ARGV[b] kind (a ack | n nack | r reject), ARGV[b+1] slot j,
- * ARGV[b+2] partition, ARGV[b+3] sequence, ARGV[b+4] leaseId, ARGV[b+5] receipt,
- * ARGV[b+6] reason (reject, or a nack that dead-letters), ARGV[b+7] delayMs ('' = backoff).
+ * ARGV[4+n]           ops  ONE JSON text, a flat array (one argument, not eight per op: the
+ *                     client encodes, and the server converts, one), per op by kind:
+ *                       ack     'a', partition, sequence, receiptOk, leaseId
+ *                       reject  'r', partition, sequence, receiptOk, leaseId, reason
+ *                       nack    'n', partition, sequence, receiptOk, leaseId, reason (used when it
+ *                               dead-letters), delayMs (null = the backoff above)
+ *                     partition and sequence as strings; receiptOk true when the lease's receipt is
+ *                     the entry id 0-<sequence> (compared by the backend, answered after the fence).
+ *                     The slot j of a partition is its order of first appearance among the ops
+ *                     (from 0), as the backend declared the KEYS. Built by settleOpValues and
+ *                     leaseOpValues in ../redis-backend.ts.
  *
  * Returns per op 'ok' or a code: 'stale_lease' | 'receipt_mismatch' | 'stream_not_found' |
  * 'group_not_found' (mapped to that RheoError code for that op by RedisBackend.opError), then
@@ -54,6 +62,8 @@ export const SETTLE =
   LOG_ENTRY +
   WAKE +
   `
+-- How many values an op of each kind takes in the ops JSON (see ARGV).
+local OP_WIDTH = { a = 5, r = 6, n = 7 }
 local now = tonumber(ARGV[1])
 local budget = tonumber(ARGV[2])
 local nd = tonumber(ARGV[3])
@@ -67,9 +77,22 @@ local cut = false
 -- this call decided (a settled lease reads as terminal or available), so an op settling the same
 -- lease again in the same call is fenced as it would be by the stored record.
 local recs = {}
+-- The ops, decoded once: where each starts in ops, its record's field, its partition's slot j
+-- (numbered by first appearance, as the backend numbered the KEYS).
+local ops = cjson.decode(ARGV[4 + nd])
+local starts, fields, slots = {}, {}, {}
+local nslots = 0
+do
+  local b = 1
+  while b <= #ops do
+    local p = ops[b + 1]
+    starts[#starts + 1] = b
+    fields[#fields + 1] = p .. ':' .. ops[b + 2]
+    if not slots[p] then slots[p] = nslots; nslots = nslots + 1 end
+    b = b + OP_WIDTH[ops[b]]
+  end
+end
 if not gone then
-  local fields = {}
-  for b = 4 + nd, #ARGV, 8 do fields[#fields + 1] = ARGV[b + 2] .. ':' .. ARGV[b + 3] end
   for i = 1, #fields, 500 do
     local got = redis.call('HMGET', KEYS[3], unpack(fields, i, math.min(i + 499, #fields)))
     for n = 1, #got do recs[fields[i + n - 1]] = got[n] end
@@ -82,13 +105,13 @@ local done = {}
 -- Nacked: the available records (one HSET) and each partition's retry entries (one ZADD).
 local avail, retries = {}, {}
 local unleased = {}
-for b = 4 + nd, #ARGV, 8 do
+for o, b in ipairs(starts) do
   if gone then
     out[#out + 1] = gone
   else
-    local kind, j, p, seq, lid = ARGV[b], tonumber(ARGV[b + 1]), ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
-    local k = p .. ':' .. seq
-    local att, why = fenceRecord(recs[k], seq, lid, ARGV[b + 5], now)
+    local kind, p, seq, lid = ops[b], ops[b + 1], ops[b + 2], ops[b + 4]
+    local j, k = slots[p], fields[o]
+    local att, why = fenceRecord(recs[k], lid, ops[b + 3], now)
     if not att then
       out[#out + 1] = why
     else
@@ -108,7 +131,7 @@ for b = 4 + nd, #ARGV, 8 do
               redis.call('ZREM', KEYS[5], deadMember(oldP, oldSeq, id))
             end
           end
-          redis.call('HSET', KEYS[4], id, deadRecord(p, seq, att, now, ARGV[b + 6]))
+          redis.call('HSET', KEYS[4], id, deadRecord(p, seq, att, now, ops[b + 5]))
           redis.call('ZADD', KEYS[5], 0, deadMember(p, seq, id))
           redis.call('ZADD', KEYS[7], now, id)
         end
@@ -116,8 +139,8 @@ for b = 4 + nd, #ARGV, 8 do
         done[p][tonumber(seq)] = att
         recs[k] = terminalRecord(att)
       else
-        local delay = ARGV[b + 7]
-        if delay == '' then delay = ARGV[3 + math.min(att, nd)] or '0' end
+        local delay = ops[b + 6]
+        if delay == cjson.null then delay = ARGV[3 + math.min(att, nd)] or '0' end
         recs[k] = availableRecord(att)
         avail[#avail + 1] = k
         avail[#avail + 1] = recs[k]

@@ -8,7 +8,18 @@ import { Group, type JsonValue, type Rheo } from '../lib';
 /** One output line: a throughput figure or a latency figure. */
 export type BenchLine =
   /** `ratio` = ours / the raw table's figure; `vsMinimal` = ours / the minimal queue's figure. */
-  | { backend: string; op: string; events: number; eventsPerSec: number; ratio?: number; vsMinimal?: number; raw?: true }
+  | {
+      backend: string;
+      op: string;
+      events: number;
+      eventsPerSec: number;
+      ratio?: number;
+      vsMinimal?: number;
+      raw?: true;
+      /** With `--rounds`: how many paired rounds the figures are the medians of, and each round's ours / minimal. */
+      rounds?: number;
+      vsMinimalByRound?: number[];
+    }
   /** The minimal hand-written durable queue on the same store (bench/minimal/), same workload, same run. */
   | { backend: string; op: string; minimal: true; events: number; eventsPerSec: number }
   /** A peer library doing the same work in the same run; `oursPerPeer` = our figure / theirs. */
@@ -137,18 +148,74 @@ export function round(x: number): number {
   return Math.round(x * 100) / 100;
 }
 
+/** Events per second of the raw driver, the minimal queue and ours, measured one after another in one round. */
+export interface Trio {
+  raw: number;
+  minimal: number;
+  ours: number;
+}
+
+/** One round of a store bench: append, then consume (of what each appended). */
+export interface RoundFigures {
+  append: Trio;
+  consume: Trio;
+}
+
+/** `--rounds N` among a bench's arguments (default 3). */
+export function roundsOf(args: readonly string[]): number {
+  const at = args.indexOf('--rounds');
+  if (at < 0) return 3;
+  const n = Number(args[at + 1]);
+  if (!Number.isInteger(n) || n < 1 || n > 50) throw new Error('--rounds takes a whole number from 1 to 50');
+  return n;
+}
+
+function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
 /**
- * Emit the raw driver's figure for `op`, then the minimal queue's (when given),
- * then ours with its ratio to each (`ratio`: to raw; `vsMinimal`: to the minimal queue).
+ * Run `runRound` `n` times (round `k` works on streams, tables or keys of its own),
+ * then emit, for append and consume, each line's median over the rounds, with
+ * `ratio` and `vsMinimal` the medians of the per-round ratios. A round puts ours
+ * beside the raw driver and the minimal queue measured seconds apart, so a burst
+ * of load elsewhere on the machine skews one pair, not the figure: on the shared
+ * 2-core machine one run of each swung a ratio by a third. Returns the medians.
  */
-export function emitVsRaw(backend: string, op: string, events: number, ours: number, raw: number, minimal?: number): void {
-  emit({ backend, op, raw: true, events, eventsPerSec: raw });
-  if (minimal === undefined) {
-    emit({ backend, op, events, eventsPerSec: ours, ratio: round(ours / raw) });
-    return;
+export async function emitRounds(
+  backend: string,
+  events: number,
+  n: number,
+  runRound: (k: number) => Promise<RoundFigures>,
+): Promise<RoundFigures> {
+  const all: RoundFigures[] = [];
+  for (let k = 0; k < n; k++) all.push(await runRound(k));
+  const medians = {} as RoundFigures;
+  for (const op of ['append', 'consume'] as const) {
+    const trios = all.map((r) => r[op]);
+    const m: Trio = {
+      raw: Math.round(median(trios.map((t) => t.raw))),
+      minimal: Math.round(median(trios.map((t) => t.minimal))),
+      ours: Math.round(median(trios.map((t) => t.ours))),
+    };
+    medians[op] = m;
+    const byRound = trios.map((t) => round(t.ours / t.minimal));
+    emit({ backend, op, raw: true, events, eventsPerSec: m.raw, rounds: n });
+    emit({ backend, op, minimal: true, events, eventsPerSec: m.minimal });
+    emit({
+      backend,
+      op,
+      events,
+      eventsPerSec: m.ours,
+      ratio: round(median(trios.map((t) => t.ours / t.raw))),
+      vsMinimal: round(median(byRound)),
+      rounds: n,
+      vsMinimalByRound: byRound,
+    });
   }
-  emit({ backend, op, minimal: true, events, eventsPerSec: minimal });
-  emit({ backend, op, events, eventsPerSec: ours, ratio: round(ours / raw), vsMinimal: round(ours / minimal) });
+  return medians;
 }
 
 /** Emit a peer's figure for `op`, with ours / theirs. */
@@ -305,6 +372,9 @@ export function printTable(figures: BenchLine[] = lines): void {
               [
                 l.ratio === undefined ? '' : `${l.ratio.toFixed(2)} of raw`,
                 l.vsMinimal === undefined ? '' : `${l.vsMinimal.toFixed(2)} of minimal`,
+                l.vsMinimalByRound === undefined
+                  ? ''
+                  : `median of ${l.rounds} rounds: ${l.vsMinimalByRound.map((x) => x.toFixed(2)).join(' ')}`,
               ]
                 .filter(Boolean)
                 .join(', '),

@@ -4,7 +4,20 @@ import { Pool } from 'pg';
 import { Group, postgresBackend, Rheo } from '../lib';
 import { createMinimalQueue, minimalAppend, minimalConsume } from './minimal/postgres';
 import { benchPgBoss } from './peers/pg-boss';
-import { benchAppend, benchConsume, emit, emitLatency, emitPeer, emitVsRaw, payload, printTable, rate, round, timeIt } from './harness';
+import {
+  benchAppend,
+  benchConsume,
+  emit,
+  emitLatency,
+  emitPeer,
+  emitRounds,
+  payload,
+  printTable,
+  rate,
+  round,
+  roundsOf,
+  timeIt,
+} from './harness';
 
 const URL = process.env.RHEO_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 // RHEO_BENCH_N: a smaller run to check the bench prints (the figures are for the default).
@@ -13,8 +26,8 @@ const BATCH = 500;
 const CLAIM = 100;
 
 /** Raw append: multi-row INSERT of the same rows (same columns, keys and indexes) into a plain table. */
-async function rawAppend(pool: Pool, schema: string): Promise<number> {
-  await pool.query(`CREATE TABLE "${schema}".raw_events (
+async function rawAppend(pool: Pool, schema: string, k: number): Promise<number> {
+  await pool.query(`CREATE TABLE "${schema}".raw_events${k} (
     stream text NOT NULL, partition int NOT NULL, sequence bigint NOT NULL, id text NOT NULL, ts bigint NOT NULL,
     key text, type text, metadata json NOT NULL, payload json NOT NULL,
     PRIMARY KEY (stream, partition, sequence), UNIQUE (stream, id))`);
@@ -28,7 +41,7 @@ async function rawAppend(pool: Pool, schema: string): Promise<number> {
         params.push('raw', 0, j + 1, `id-${j}`, Date.now(), `k${j % 64}`, 'quote', '{}', JSON.stringify(payload(j)));
       }
       await pool.query(
-        `INSERT INTO "${schema}".raw_events (stream, partition, sequence, id, ts, key, type, metadata, payload) VALUES ${values.join(',')}`,
+        `INSERT INTO "${schema}".raw_events${k} (stream, partition, sequence, id, ts, key, type, metadata, payload) VALUES ${values.join(',')}`,
         params,
       );
     }
@@ -37,8 +50,8 @@ async function rawAppend(pool: Pool, schema: string): Promise<number> {
 }
 
 /** Raw consume: a SKIP LOCKED claim of 100, then one batch ack (delete), until the queue is empty. */
-async function rawConsume(pool: Pool, schema: string): Promise<number> {
-  const q = `"${schema}".raw_queue`;
+async function rawConsume(pool: Pool, schema: string, k: number): Promise<number> {
+  const q = `"${schema}".raw_queue${k}`;
   await pool.query(`CREATE TABLE ${q} (id bigint PRIMARY KEY, payload json NOT NULL, locked_until bigint NOT NULL DEFAULT 0)`);
   await pool.query(`INSERT INTO ${q} (id, payload) SELECT i, json_build_object('i', i) FROM generate_series(1, $1) i`, [N]);
   const { ms } = await timeIt(async () => {
@@ -84,7 +97,8 @@ async function benchConsumeBatch(rheo: Rheo, stream: string, group: string, n: n
  * append N in batches of 500, consume N through a Group (maxDemand 100, concurrency 16) and through a batch Group (size 100),
  * each next to the raw table and the minimal queue; pg-boss; latency idle (pollMs 1000) and while N drain.
  */
-export async function main(): Promise<void> {
+export async function main(args: string[] = []): Promise<void> {
+  const rounds = roundsOf(args);
   const schema = `rheo_bench_${process.pid}`;
   const pool = new Pool({ connectionString: URL, max: 4 });
   // The minimal queue's own pool, of our backend's default size (10).
@@ -92,30 +106,40 @@ export async function main(): Promise<void> {
   const rheo = new Rheo(postgresBackend({ url: URL, schema }));
   try {
     await rheo.init();
-    await rheo.createStream('bench');
-    await rheo.createGroup('bench', 'consumers');
-
-    const minimalQ = await createMinimalQueue(minimalPool, schema);
-
-    const rawA = await rawAppend(pool, schema);
-    const minA = await minimalAppend(minimalPool, minimalQ, N, BATCH);
-    const append = await benchAppend(rheo, 'bench', N, BATCH);
-    emitVsRaw('postgres', 'append', N, append.eventsPerSec, rawA, minA);
-
-    const rawC = await rawConsume(pool, schema);
-    const minC = await minimalConsume(minimalPool, minimalQ, N, { workers: 16, claim: CLAIM });
-    const consume = await benchConsume(rheo, 'bench', 'consumers', N, { maxDemand: 100, concurrency: 16 });
-    emitVsRaw('postgres', 'consume', N, consume.eventsPerSec, rawC, minC);
+    // Each round: a stream, a raw table pair and a minimal queue of its own.
+    const ours = await emitRounds('postgres', N, rounds, async (k) => {
+      const stream = `bench${k}`;
+      await rheo.createStream(stream);
+      await rheo.createGroup(stream, 'consumers');
+      const minimalQ = await createMinimalQueue(minimalPool, schema, k);
+      const append = {
+        raw: await rawAppend(pool, schema, k),
+        minimal: await minimalAppend(minimalPool, minimalQ, N, BATCH),
+        ours: (await benchAppend(rheo, stream, N, BATCH)).eventsPerSec,
+      };
+      const consume = {
+        raw: await rawConsume(pool, schema, k),
+        minimal: await minimalConsume(minimalPool, minimalQ, N, { workers: 16, claim: CLAIM }),
+        ours: (await benchConsume(rheo, stream, 'consumers', N, { maxDemand: 100, concurrency: 16 })).eventsPerSec,
+      };
+      return { append, consume };
+    });
 
     // The same N events again, through a batch handler (a group of its own, from the beginning).
-    await rheo.createGroup('bench', 'batch-consumers');
-    const batched = await benchConsumeBatch(rheo, 'bench', 'batch-consumers', N, CLAIM);
-    emit({ backend: 'postgres', op: `consume (batch ${CLAIM})`, events: N, eventsPerSec: batched, ratio: round(batched / rawC) });
+    await rheo.createGroup('bench0', 'batch-consumers');
+    const batched = await benchConsumeBatch(rheo, 'bench0', 'batch-consumers', N, CLAIM);
+    emit({
+      backend: 'postgres',
+      op: `consume (batch ${CLAIM})`,
+      events: N,
+      eventsPerSec: batched,
+      ratio: round(batched / ours.consume.raw),
+    });
 
-    // The peer on the same database, same N, same payloads.
+    // The peer on the same database, same N, same payloads (beside our medians).
     const boss = await benchPgBoss(URL, N, BATCH);
-    emitPeer('pg-boss', 'append', N, boss.append, append.eventsPerSec);
-    emitPeer('pg-boss', 'consume', N, boss.consume, consume.eventsPerSec);
+    emitPeer('pg-boss', 'append', N, boss.append, ours.append.ours);
+    emitPeer('pg-boss', 'consume', N, boss.consume, ours.consume.ours);
 
     await emitLatency(rheo, 'postgres', { backlog: N, batch: BATCH });
     printTable();

@@ -5,7 +5,7 @@ import Redis from 'ioredis';
 import { Rheo, redisBackend } from '../lib';
 import { minimalAppend, minimalConsume } from './minimal/redis';
 import { benchBullmq } from './peers/bullmq';
-import { benchAppend, benchConsume, emitLatency, emitPeer, emitVsRaw, payload, printTable, rate, timeIt } from './harness';
+import { benchAppend, benchConsume, emitLatency, emitPeer, emitRounds, payload, printTable, rate, roundsOf, timeIt } from './harness';
 import { deleteKeysUnder } from './redis-keys';
 
 const URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -61,30 +61,36 @@ async function rawConsume(redis: Redis, key: string): Promise<number> {
 }
 
 /** append N, consume N through a Group (maxDemand 100, concurrency 16), each next to raw ioredis and the minimal queue; BullMQ; latency idle (pollMs 1000) and while N drain. */
-export async function main(): Promise<void> {
+export async function main(args: string[] = []): Promise<void> {
+  const rounds = roundsOf(args);
   const prefix = `rheo-bench:${process.pid}`;
   const redis = new Redis(URL);
   const rheo = new Rheo(redisBackend({ url: URL, prefix }));
   try {
-    await rheo.createStream('bench', { partitions: PARTITIONS });
-    await rheo.createGroup('bench', 'consumers');
-    const rawKey = `${prefix}:raw`;
-    const minimalKey = `${prefix}:minimal`;
+    // Each round: a stream, a raw key and a minimal queue key of its own.
+    const ours = await emitRounds('redis', N, rounds, async (k) => {
+      const stream = `bench${k}`;
+      await rheo.createStream(stream, { partitions: PARTITIONS });
+      await rheo.createGroup(stream, 'consumers');
+      const rawKey = `${prefix}:raw${k}`;
+      const minimalKey = `${prefix}:minimal${k}`;
+      const append = {
+        raw: await rawAppend(redis, rawKey),
+        minimal: await minimalAppend(redis, minimalKey, N, BATCH),
+        ours: (await benchAppend(rheo, stream, N, BATCH)).eventsPerSec,
+      };
+      const consume = {
+        raw: await rawConsume(redis, rawKey),
+        minimal: await minimalConsume(redis, minimalKey, N, { workers: 16, claim: 100 }),
+        ours: (await benchConsume(rheo, stream, 'consumers', N, { maxDemand: 100, concurrency: 16 })).eventsPerSec,
+      };
+      return { append, consume };
+    });
 
-    const rawAppendRate = await rawAppend(redis, rawKey);
-    const minA = await minimalAppend(redis, minimalKey, N, BATCH);
-    const append = await benchAppend(rheo, 'bench', N, BATCH);
-    emitVsRaw('redis', 'append', N, append.eventsPerSec, rawAppendRate, minA);
-
-    const rawConsumeRate = await rawConsume(redis, rawKey);
-    const minC = await minimalConsume(redis, minimalKey, N, { workers: 16, claim: 100 });
-    const consume = await benchConsume(rheo, 'bench', 'consumers', N, { maxDemand: 100, concurrency: 16 });
-    emitVsRaw('redis', 'consume', N, consume.eventsPerSec, rawConsumeRate, minC);
-
-    // The peer on the same Redis, same N, same payloads.
+    // The peer on the same Redis, same N, same payloads (beside our medians).
     const bull = await benchBullmq(URL, N, BATCH);
-    emitPeer('bullmq', 'append', N, bull.append, append.eventsPerSec);
-    emitPeer('bullmq', 'consume', N, bull.consume, consume.eventsPerSec);
+    emitPeer('bullmq', 'append', N, bull.append, ours.append.ours);
+    emitPeer('bullmq', 'consume', N, bull.consume, ours.consume.ours);
 
     await emitLatency(rheo, 'redis', { backlog: N, batch: BATCH, partitions: PARTITIONS });
 

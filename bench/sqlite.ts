@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Rheo, sqliteBackend } from '../lib';
 import { minimalAppend, minimalConsume, openMinimalQueue } from './minimal/sqlite';
-import { benchAppend, benchConsume, emitLatency, emitVsRaw, payload, printTable, rate } from './harness';
+import { benchAppend, benchConsume, emitLatency, emitRounds, payload, printTable, rate, roundsOf } from './harness';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const Database = require('better-sqlite3') as new (file: string) => {
@@ -79,29 +79,38 @@ function rawConsume(file: string): number {
 }
 
 /** append N in batches of 500, consume N through a Group (maxDemand 100, concurrency 16), each next to the raw table and the minimal queue; latency idle (pollMs 1000) and while N drain. */
-export async function main(): Promise<void> {
+export async function main(args: string[] = []): Promise<void> {
+  const rounds = roundsOf(args);
   const dir = mkdtempSync(join(tmpdir(), 'rheo-bench-sqlite-'));
   const rheo = new Rheo(sqliteBackend({ database: join(dir, 'rheo.db') }));
-  const minimal = openMinimalQueue(join(dir, 'minimal.db'));
   try {
-    await rheo.createStream('bench');
-    await rheo.createGroup('bench', 'consumers');
-
-    const rawA = rawAppend(join(dir, 'raw-append.db'));
-    const minA = await minimalAppend(minimal, N, BATCH);
-    const append = await benchAppend(rheo, 'bench', N, BATCH);
-    emitVsRaw('sqlite', 'append', N, append.eventsPerSec, rawA, minA);
-
-    const rawC = rawConsume(join(dir, 'raw-consume.db'));
-    const minC = await minimalConsume(minimal, N, { workers: 16, claim: CLAIM });
-    const consume = await benchConsume(rheo, 'bench', 'consumers', N, { maxDemand: 100, concurrency: 16 });
-    emitVsRaw('sqlite', 'consume', N, consume.eventsPerSec, rawC, minC);
+    // Each round: a stream, raw databases and a minimal queue database of its own.
+    await emitRounds('sqlite', N, rounds, async (k) => {
+      const stream = `bench${k}`;
+      await rheo.createStream(stream);
+      await rheo.createGroup(stream, 'consumers');
+      const minimal = openMinimalQueue(join(dir, `minimal${k}.db`));
+      try {
+        const append = {
+          raw: rawAppend(join(dir, `raw-append${k}.db`)),
+          minimal: await minimalAppend(minimal, N, BATCH),
+          ours: (await benchAppend(rheo, stream, N, BATCH)).eventsPerSec,
+        };
+        const consume = {
+          raw: rawConsume(join(dir, `raw-consume${k}.db`)),
+          minimal: await minimalConsume(minimal, N, { workers: 16, claim: CLAIM }),
+          ours: (await benchConsume(rheo, stream, 'consumers', N, { maxDemand: 100, concurrency: 16 })).eventsPerSec,
+        };
+        return { append, consume };
+      } finally {
+        minimal.close();
+      }
+    });
 
     await emitLatency(rheo, 'sqlite', { backlog: N, batch: BATCH });
     printTable();
   } finally {
     await rheo.close();
-    minimal.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -19,9 +19,9 @@
 import type { Pool } from 'pg';
 import { payload, rate, timeIt } from '../harness';
 
-/** Create the table `"<schema>".minimal_queue` (dropped first if there). Returns its qualified name. */
-export async function createMinimalQueue(pool: Pool, schema: string): Promise<string> {
-  const q = `"${schema}".minimal_queue`;
+/** Create the table `"<schema>".minimal_queue<suffix>` (dropped first if there). Returns its qualified name. */
+export async function createMinimalQueue(pool: Pool, schema: string, suffix: string | number = ''): Promise<string> {
+  const q = `"${schema}".minimal_queue${suffix}`;
   await pool.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
   await pool.query(`DROP TABLE IF EXISTS ${q}`);
   await pool.query(
@@ -38,7 +38,7 @@ export async function minimalAppend(pool: Pool, q: string, n: number, batch: num
       for (let i = 0; i < n; i += batch) {
         const rows: string[] = [];
         for (let j = i; j < Math.min(n, i + batch); j++) rows.push(JSON.stringify(payload(j)));
-        await client.query({ name: 'minimal_append', text: `INSERT INTO ${q} (payload) SELECT unnest($1::jsonb[])`, values: [rows] });
+        await client.query({ name: `minimal_append:${q}`, text: `INSERT INTO ${q} (payload) SELECT unnest($1::jsonb[])`, values: [rows] });
       }
     });
     return rate(n, ms);
@@ -54,7 +54,7 @@ export async function minimalConsume(pool: Pool, q: string, n: number, options: 
   const worker = async () => {
     while (consumed < n) {
       const { rows } = await pool.query<{ id: string; payload: unknown }>({
-        name: 'minimal_claim',
+        name: `minimal_claim:${q}`,
         text: `WITH c AS (SELECT id FROM ${q} WHERE state = 'ready' ORDER BY id FOR UPDATE SKIP LOCKED LIMIT $1)
           UPDATE ${q} SET state = 'leased', lease_until = $2 FROM c WHERE ${q}.id = c.id RETURNING ${q}.id, ${q}.payload`,
         values: [options.claim, Date.now() + 30_000],
@@ -64,7 +64,11 @@ export async function minimalConsume(pool: Pool, q: string, n: number, options: 
         continue;
       }
       await Promise.all(rows.map((r) => handler(r.payload)));
-      await pool.query({ name: 'minimal_ack', text: `DELETE FROM ${q} WHERE id = ANY($1::bigint[])`, values: [rows.map((r) => r.id)] });
+      await pool.query({
+        name: `minimal_ack:${q}`,
+        text: `DELETE FROM ${q} WHERE id = ANY($1::bigint[])`,
+        values: [rows.map((r) => r.id)],
+      });
       consumed += rows.length;
     }
   };

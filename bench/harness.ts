@@ -16,9 +16,10 @@ export type BenchLine =
       ratio?: number;
       vsMinimal?: number;
       raw?: true;
-      /** With `--rounds`: how many paired rounds the figures are the medians of, and each round's ours / minimal. */
+      /** With `--rounds`: how many paired rounds the figures are the medians of, each round's ours / minimal, and the warm-up round's (not counted). */
       rounds?: number;
       vsMinimalByRound?: number[];
+      warmUpVsMinimal?: number;
     }
   /** The minimal hand-written durable queue on the same store (bench/minimal/), same workload, same run. */
   | { backend: string; op: string; minimal: true; events: number; eventsPerSec: number }
@@ -177,12 +178,15 @@ function median(values: number[]): number {
 }
 
 /**
- * Run `runRound` `n` times (round `k` works on streams, tables or keys of its own),
- * then emit, for append and consume, each line's median over the rounds, with
- * `ratio` and `vsMinimal` the medians of the per-round ratios. A round puts ours
- * beside the raw driver and the minimal queue measured seconds apart, so a burst
- * of load elsewhere on the machine skews one pair, not the figure: on the shared
- * 2-core machine one run of each swung a ratio by a third. Returns the medians.
+ * Run `runRound` once as a warm-up, then `n` times (round `k` works on streams,
+ * tables or keys of its own), then emit, for append and consume, each line's
+ * median over the `n` rounds, with `ratio` and `vsMinimal` the medians of the
+ * per-round ratios. A round puts ours beside the raw driver and the minimal queue
+ * measured seconds apart, so a burst of load elsewhere on the machine skews one
+ * pair, not the figure: on the shared 2-core machine one run of each swung a ratio
+ * by a third. The warm-up round (its ratio is printed, not counted) carries the
+ * JIT's first compilations, which cost ours, a library, more than a minimal queue
+ * of forty lines: a service runs warm. Returns the medians.
  */
 export async function emitRounds(
   backend: string,
@@ -190,8 +194,9 @@ export async function emitRounds(
   n: number,
   runRound: (k: number) => Promise<RoundFigures>,
 ): Promise<RoundFigures> {
+  const warm = await runRound(0);
   const all: RoundFigures[] = [];
-  for (let k = 0; k < n; k++) all.push(await runRound(k));
+  for (let k = 1; k <= n; k++) all.push(await runRound(k));
   const medians = {} as RoundFigures;
   for (const op of ['append', 'consume'] as const) {
     const trios = all.map((r) => r[op]);
@@ -213,6 +218,7 @@ export async function emitRounds(
       vsMinimal: round(median(byRound)),
       rounds: n,
       vsMinimalByRound: byRound,
+      warmUpVsMinimal: round(warm[op].ours / warm[op].minimal),
     });
   }
   return medians;
@@ -374,7 +380,7 @@ export function printTable(figures: BenchLine[] = lines): void {
                 l.vsMinimal === undefined ? '' : `${l.vsMinimal.toFixed(2)} of minimal`,
                 l.vsMinimalByRound === undefined
                   ? ''
-                  : `median of ${l.rounds} rounds: ${l.vsMinimalByRound.map((x) => x.toFixed(2)).join(' ')}`,
+                  : `median of ${l.rounds} rounds: ${l.vsMinimalByRound.map((x) => x.toFixed(2)).join(' ')} (warm-up ${l.warmUpVsMinimal?.toFixed(2)})`,
               ]
                 .filter(Boolean)
                 .join(', '),

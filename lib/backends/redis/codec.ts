@@ -121,21 +121,89 @@ export function eventOfLease(stream: string, f: FetchedLeases, n: number): RheoE
   return event;
 }
 
-/** The append script's arguments for one event (scripts/append.ts). */
-export function appendArgs(e: NewEvent, slot: number): string[] {
-  return [e.id, String(slot), String(e.partition), String(e.timestamp.getTime()), e.key ?? '', e.type ?? '', e.metadataJson, e.payloadJson];
+/** What the append script needs, built once per batch (see scripts/append.ts). */
+export interface AppendCall {
+  /** The batch's partitions by first appearance: partition slot j is partitions[j] (its log is KEYS[4+j]). */
+  partitions: number[];
+  args: string[];
+  /** Whether an event of the batch is delayed (the stream must then be on the delayed layout). */
+  delayed: boolean;
+}
+
+const SMALL_PER_EVENT = 5;
+
+/**
+ * The append script's arguments: the small fields of every event as one JSON text
+ * (one argument and one cjson.decode for the batch instead of six arguments per
+ * event), then each event's metadata and payload texts as they are, then the
+ * delayed events' (index, deliverAt) pairs. Names go through toWellFormed, which is
+ * what UTF-8 encoding each as its own argument did (cjson.decode refuses a lone surrogate).
+ */
+export function appendArgs(events: NewEvent[]): AppendCall {
+  const small = new Array<string | number>(events.length * SMALL_PER_EVENT);
+  const args = new Array<string>(1 + 2 * events.length);
+  const seen = new Set<number>();
+  const partitions: number[] = [];
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i];
+    if (!seen.has(e.partition)) {
+      seen.add(e.partition);
+      partitions.push(e.partition);
+    }
+    const s = i * SMALL_PER_EVENT;
+    small[s] = e.id.toWellFormed();
+    small[s + 1] = e.partition;
+    small[s + 2] = String(e.timestamp.getTime());
+    small[s + 3] = e.key === null ? '' : e.key.toWellFormed();
+    small[s + 4] = e.type === null ? '' : e.type.toWellFormed();
+    args[1 + 2 * i] = e.metadataJson;
+    args[2 + 2 * i] = e.payloadJson;
+  }
+  args[0] = JSON.stringify(small);
+  const delays = appendDelayArgs(events);
+  for (const d of delays) args.push(d);
+  return { partitions, args, delayed: delays.length > 0 };
 }
 
 /**
  * The append script's trailing arguments: per delayed event of the batch, its
- * index in the batch (from 0) and its deliverAt (ms). None for a batch without
- * one, so such a batch sends exactly what it always did.
+ * index in the batch (from 0) and its deliverAt (ms). None for a batch without one.
  */
 export function appendDelayArgs(events: NewEvent[]): string[] {
   const out: string[] = [];
   events.forEach((e, i) => {
     if (e.deliverAt !== undefined) out.push(String(i), String(e.deliverAt.getTime()));
   });
+  return out;
+}
+
+/** Per event of an append: its new sequence, or for a stored id `[ref, entry fields]`, or just the ref `<p>:<seq>`. */
+export type AppendOutcome = number | string | [string, string[]];
+
+/**
+ * The append script's reply (first new sequence per partition slot, then index and
+ * answer of each event whose id was stored) expanded to one outcome per event: new
+ * events of a partition take its first sequence and the next ones, in batch order,
+ * as the script allocated them.
+ */
+export function appendOutcomes(reply: unknown[], events: NewEvent[], partitions: number[]): AppendOutcome[] {
+  const next = new Map<number, number>();
+  const firsts = reply[0] as number[];
+  partitions.forEach((p, j) => next.set(p, Number(firsts[j])));
+  const stored = new Map<number, string | [string, string[]]>();
+  for (let r = 1; r + 1 < reply.length; r += 2) stored.set(Number(reply[r]), reply[r + 1] as string | [string, string[]]);
+  const out = new Array<AppendOutcome>(events.length);
+  for (let i = 0; i < events.length; i++) {
+    const s = stored.get(i);
+    if (s !== undefined) {
+      out[i] = s;
+    } else {
+      const p = events[i].partition;
+      const seq = next.get(p)!;
+      next.set(p, seq + 1);
+      out[i] = seq;
+    }
+  }
   return out;
 }
 

@@ -22,7 +22,7 @@ import type {
 import { createCapabilities } from '../capabilities';
 import {
   appendArgs,
-  appendDelayArgs,
+  appendOutcomes,
   eventFromEntry,
   eventOfLease,
   fetchedLeases,
@@ -63,7 +63,7 @@ import { type ScriptCall, ScriptRunner } from './script-runner';
 import type { ScriptName } from './scripts';
 import { runTrim } from './trimming';
 import { WakeListener } from './wake-listener';
-import { copyGroupConfig, copyStreamInfo } from '../copies';
+import { copyGroupConfig, copyJson, copyStreamInfo } from '../copies';
 import { claimPastDelays } from '../delays';
 import { hostPort, urlTarget } from '../target';
 
@@ -687,6 +687,9 @@ export class RedisBackend implements Backend {
   // ------------------------------------------------------------ the log
 
   async append(stream: string, events: NewEvent[]): Promise<RheoEvent[]> {
+    // The returned events' metadata and payloads, copied before the first await: what the facade
+    // serialised just before this call, whatever the caller changes while the append waits.
+    const copies = events.map((e) => ({ metadata: copyJson(e.metadata), payload: copyJson(e.payload) }));
     const P = await this.partitions(stream);
     // Validate the whole batch before writing anything, so a batch is all or nothing.
     for (const e of events) {
@@ -695,22 +698,14 @@ export class RedisBackend implements Backend {
     }
     if (events.length === 0) return [];
     const k = this.keys(stream);
-    const slots = new Map<number, number>();
-    const args: string[] = [String(events.length)];
-    for (const e of events) {
-      if (!slots.has(e.partition)) slots.set(e.partition, slots.size);
-      args.push(...appendArgs(e, slots.get(e.partition)!));
-    }
-    const delays = appendDelayArgs(events);
-    if (delays.length > 0) {
-      await this.recordDelayedLayout();
-      args.push(...delays);
-    }
-    const keys = [k.meta, k.ids, k.wake, ...[...slots.keys()].map((p) => k.log(p))];
+    const call = appendArgs(events);
+    if (call.delayed) await this.recordDelayedLayout();
+    const keys = [k.meta, k.ids, k.wake, ...call.partitions.map((p) => k.log(p))];
     // Per event: its new sequence, or for a known id `[ref, fields]` (read in the same step), or just the
     // ref when the stored event's partition was not among this call's keys (read here; see scripts/append.ts).
     for (let attempt = 1; ; attempt++) {
-      const result = (await this.runScript('write', 'append', keys, args, { stream })) as Array<number | string | [string, string[]]>;
+      const reply = (await this.runScript('write', 'append', keys, call.args, { stream })) as unknown[];
+      const result = appendOutcomes(reply, events, call.partitions);
       if (this.durability) await this.confirmReplicas(stream, events[0], result[0], this.durability);
       const known = new Map<string, RheoEvent>();
       for (const r of result) {
@@ -730,7 +725,7 @@ export class RedisBackend implements Backend {
         const r = result[i];
         if (typeof r !== 'number') {
           const stored = known.get(Array.isArray(r) ? r[0] : r)!;
-          const copy = { ...stored, metadata: { ...stored.metadata }, payload: structuredClone(stored.payload) };
+          const copy = { ...stored, metadata: copyJson(stored.metadata), payload: copyJson(stored.payload) };
           if (stored.deliverAt) copy.deliverAt = new Date(stored.deliverAt.getTime());
           return copy;
         }
@@ -742,8 +737,8 @@ export class RedisBackend implements Backend {
           timestamp: new Date(e.timestamp.getTime()),
           key: e.key,
           type: e.type,
-          metadata: structuredClone(e.metadata),
-          payload: structuredClone(e.payload),
+          metadata: copies[i].metadata,
+          payload: copies[i].payload,
         };
         if (e.deliverAt !== undefined) event.deliverAt = new Date(e.deliverAt.getTime());
         return event;

@@ -42,7 +42,7 @@ import { mapDriverError, type StatementKind } from '../sql/errors';
 import type { SqliteDatabase, SqliteDriver, SqliteStatement, TypeormDataSource, TypeormModule } from '../sql/external';
 import { sqliteTables } from '../sql/names';
 import { checkCommonOptions, InstallMode } from '../sql/options';
-import { copyGroupConfig } from '../copies';
+import { copyGroupConfig, copyJson } from '../copies';
 import { claimPastDelays, type ClaimRound } from '../delays';
 import { DbPartitionState, lagOf, retentionColumns, toDeadLetter, toEvent, toGroup, toStream } from '../sql/rows';
 import { leasePosition, planLeases, planSettles, receiptMismatch, settled, staleLease, type PlannedSettle } from '../sql/settle-plan';
@@ -53,7 +53,7 @@ import { WakeBoard } from '../sql/wake-board';
 import { eventBloom } from '../sql/bloom';
 import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES } from './checkpointer';
 import { ConnectionGate } from './connection-gate';
-import { appendedEvent, copyJson, eventFromRaw, EventRowWriter } from './event-rows';
+import { appendedEvent, eventFromRaw, EventRowWriter } from './event-rows';
 import { requireSqliteVersion, upgradeSqlite } from './install';
 import { checkLockTimeout, LockWaiter, SQLITE_BUSY_TIMEOUT_MS } from './locks';
 import { Pacer } from './pacer';
@@ -459,7 +459,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     // copies are what gets stored even if the caller changes them while the append waits (the returned
     // events share nothing with the input, as parsing the stored text back gave, at a third of its cost).
     const copies = events.map((e): JsonCopy => ({
-      metadata: copyJson(e.metadata as JsonValue) as EventMetadata,
+      metadata: copyJson(e.metadata),
       payload: copyJson(e.payload),
     }));
     const info = await this.mustStream(stream);

@@ -61,7 +61,7 @@ import { WakeBoard } from '../sql/wake-board';
 import { hostPort, urlTarget } from '../target';
 import { PG_INSTALL_LOCK, requirePgVersion, upgradePg } from './install';
 import { listenerClientConfig, PgListener } from './listener';
-import { DbAppended, type DbFenced, JSON_SEPARATOR, pgPlans } from './plans';
+import { DbAppended, type DbClaimed, type DbFenced, JSON_SEPARATOR, pgPlans } from './plans';
 import { eventBloom, queryBloom } from '../sql/bloom';
 import { pgQuery } from './query-plan';
 import { pgRetentionPlans } from './retention-plans';
@@ -566,7 +566,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
               await query(qr, this.plans.lockGroupPartitions, [req.stream, req.group, partitions]);
               return query(qr, this.plans.fetchOrdered, params);
             })
-          : await this.q(this.plans.fetch, params, 'write', 'fetch');
+          : await this.claimFresh(params);
       const leases: Lease[] = [];
       for (const r of rows) {
         // A row without a lease id is a delayed event the claim parked.
@@ -585,6 +585,20 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       }
       return { leases, parked: rows.length - leases.length };
     });
+  }
+
+  /**
+   * The claim of a group without partition ordering: the fast statement, or, if its
+   * insert of fresh deliveries met a row (plans.ts, claimPlan: never expected), the
+   * guarded one, which leaves such an event to its row. The fast one failed whole.
+   */
+  private async claimFresh(params: unknown[]): Promise<DbClaimed[]> {
+    try {
+      return await this.q(this.plans.fetch, params, 'write', 'fetch');
+    } catch (err) {
+      if (!(err instanceof RheoError && isUniqueViolation(err.cause))) throw err;
+      return this.q(this.plans.fetchGuarded, params, 'write', 'fetch');
+    }
   }
 
   async renew(leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]> {

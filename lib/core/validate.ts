@@ -136,12 +136,42 @@ function checkJsonValue(path: JsonPath, value: unknown, depth: number, seen: Set
 }
 
 /**
+ * True when `value` is a plain object whose keys are well-formed and whose values are
+ * all valid JSON scalars: what checkJsonValue accepts without recursing, tested
+ * without its path, cycle set or per-key bookkeeping. The usual payload has this
+ * shape; anything else (a nested value, or an error to report) takes the full walk,
+ * which decides and reports exactly as before.
+ */
+function isFlatJsonObject(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return false;
+  for (const k of Object.keys(value)) {
+    if (!k.isWellFormed()) return false;
+    const v = (value as Record<string, unknown>)[k];
+    switch (typeof v) {
+      case 'string':
+        if (!v.isWellFormed()) return false;
+        break;
+      case 'number':
+        if (!Number.isFinite(v)) return false;
+        break;
+      case 'boolean':
+        break;
+      default:
+        if (v !== null) return false;
+    }
+  }
+  return true;
+}
+
+/**
  * A JSON value whose serialised size is at most `maxBytes`. Returns the JSON text,
  * which backends store as is: the append path serialises each payload once.
  */
 export function checkPayload(field: string, value: unknown, maxBytes: number): string {
   if (value === undefined) throw RheoError.invalid(field, 'is required');
-  checkJsonValue(new JsonPath(field), value, 0, new Set());
+  if (!isFlatJsonObject(value)) checkJsonValue(new JsonPath(field), value, 0, new Set());
   const json = JSON.stringify(value as JsonValue);
   // A UTF-16 code unit is at most 3 UTF-8 bytes: a text that short is under the limit without counting.
   if (json.length * 3 <= maxBytes) return json;

@@ -4,7 +4,7 @@ import type { SqliteStatement } from '../sql/external';
 import { metadataOf } from '../sql/rows';
 import { EVENT_ROW_PARAMS, INSERT_ROWS, type RawEventRow } from './plans';
 
-/** The chunks `count` rows go in: the largest size of INSERT_ROWS that fits, repeatedly (500: 64 × 7, 32, 16, 4). */
+/** The chunks `count` rows go in: the largest size of INSERT_ROWS that fits, repeatedly (500: 128 × 3, 64, 32, 16, 4). */
 export function insertChunks(count: number): number[] {
   const chunks: number[] = [];
   for (const size of INSERT_ROWS) for (; count >= size; count -= size) chunks.push(size);
@@ -21,19 +21,22 @@ export class EventRowWriter {
   private next = 0;
   private params: unknown[] = [];
   private at = 0;
+  /** The statement's named parameter: the stream of every row. */
+  private readonly named: { stream: string };
 
-  /** `count` rows in all; `statement(n)` is the prepared INSERT of n rows. */
+  /** `count` rows of `stream` in all; `statement(n)` is the prepared INSERT of n rows. */
   constructor(
+    stream: string,
     count: number,
     private readonly statement: (rows: number) => SqliteStatement,
   ) {
+    this.named = { stream };
     this.chunks = insertChunks(count);
     this.startChunk();
   }
 
-  // The columns of plans.insertEvents, in order (a fixed list, not rest parameters: this runs once per event).
+  // The columns of plans.insertEvents after the stream, in order (a fixed list, not rest parameters: this runs once per event).
   row(
-    stream: string,
     partition: number,
     sequence: number,
     id: string,
@@ -48,7 +51,6 @@ export class EventRowWriter {
   ): void {
     const p = this.params;
     let i = this.at;
-    p[i++] = stream;
     p[i++] = partition;
     p[i++] = sequence;
     p[i++] = id;
@@ -62,13 +64,15 @@ export class EventRowWriter {
     p[i++] = deliverAt;
     this.at = i;
     if (i === p.length) {
-      this.statement(this.chunks[this.next++]).run(p);
+      this.statement(this.chunks[this.next++]).run(p, this.named);
       this.startChunk();
     }
   }
 
+  /** A chunk the size of the last reuses its array: the statement has bound (copied) the values already. */
   private startChunk(): void {
-    if (this.next < this.chunks.length) this.params = new Array<unknown>(this.chunks[this.next] * EVENT_ROW_PARAMS);
+    const size = this.chunks[this.next] * EVENT_ROW_PARAMS;
+    if (this.next < this.chunks.length && size !== this.params.length) this.params = new Array<unknown>(size);
     this.at = 0;
   }
 }

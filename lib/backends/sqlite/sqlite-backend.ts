@@ -510,32 +510,34 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       if (known) out[i] = toEvent(stream, known);
       else fresh.push(i);
     });
-    const counts = new Map<number, number>();
-    for (const i of fresh) counts.set(batch[i].partition, (counts.get(batch[i].partition) ?? 0) + 1);
-    const next = new Map<number, number>();
-    // Per partition, the running timestamp maximum (ts_max), continued from its last event when that is still there.
-    const tsMax = new Map<number, number>();
+    // Per partition (arrays indexed by partition, not Maps: read and written once per event), its count,
+    // its next sequence and its running timestamp maximum (ts_max).
+    const counts: number[] = [];
+    for (const i of fresh) counts[batch[i].partition] = (counts[batch[i].partition] ?? 0) + 1;
+    const next: number[] = [];
+    const tsMax: number[] = [];
     const allocate = this.stmt(p.allocate);
-    for (const [partition, n] of [...counts].sort((a, b) => a[0] - b[0])) {
+    // In partition order (an array's index order).
+    counts.forEach((n, partition) => {
       const { hwm } = allocate.get(n, stream, partition)!;
-      next.set(partition, hwm - n + 1);
+      next[partition] = hwm - n + 1;
+      // ts_max continues from the partition's last event when that is still there.
       const last = hwm > n ? this.stmt(p.tsMaxAt).get(stream, partition, hwm - n)?.ts_max : undefined;
-      tsMax.set(partition, last ?? -Infinity);
-    }
-    const rows = new EventRowWriter(fresh.length, (n) => this.stmt(p.insertEvents.get(n)!));
+      tsMax[partition] = last ?? -Infinity;
+    });
+    const rows = new EventRowWriter(stream, fresh.length, (n) => this.stmt(p.insertEvents.get(n)!));
     // Per partition, its last delayed event of the batch: the partition's delayed_to mark moves there.
     const lastDelayed = new Map<number, number>();
     for (const i of fresh) {
       const e = batch[i];
-      const sequence = next.get(e.partition)!;
-      next.set(e.partition, sequence + 1);
+      const sequence = next[e.partition]++;
       const ts = e.timestamp.getTime();
-      const max = Math.max(tsMax.get(e.partition)!, ts);
-      tsMax.set(e.partition, max);
+      const max = Math.max(tsMax[e.partition], ts);
+      tsMax[e.partition] = max;
       const deliverAt = e.deliverAt === undefined ? null : e.deliverAt.getTime();
       if (deliverAt !== null) lastDelayed.set(e.partition, sequence);
       const bloom = eventBloom(e.metadata, e.payload);
-      rows.row(stream, e.partition, sequence, e.id, ts, e.key, e.type, e.metadataJson, e.payloadJson, max, bloom, deliverAt);
+      rows.row(e.partition, sequence, e.id, ts, e.key, e.type, e.metadataJson, e.payloadJson, max, bloom, deliverAt);
       out[i] = appendedEvent(stream, e, sequence, ts, copies[i]);
     }
     for (const [partition, sequence] of lastDelayed) this.stmt(p.markDelayed).run(sequence, stream, partition);

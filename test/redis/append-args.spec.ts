@@ -6,9 +6,9 @@
 // absent or present with awkward characters.
 import Redis from 'ioredis';
 import { ManualClock, Rheo, redisBackend } from '../../lib';
-import type { JsonValue, RheoEvent } from '../../lib';
+import type { JsonValue } from '../../lib';
 import type { NewEvent } from '../../lib/backends/backend';
-import { deleteKeys, freshPrefix, REDIS_URL } from './support';
+import { deleteKeys, expectSameEvent, freshPrefix, readBack, REDIS_URL } from './support';
 
 const prefix = freshPrefix('appendargs');
 const clock = new ManualClock(Date.UTC(2026, 0, 1));
@@ -21,16 +21,6 @@ afterAll(async () => {
   admin.disconnect();
   await deleteKeys(prefix);
 });
-
-async function readBack(e: RheoEvent): Promise<RheoEvent> {
-  const [got] = await rheo.read(e.stream, { partition: e.partition, afterSequence: e.sequence - 1, limit: 1 });
-  return got;
-}
-
-function expectSame(actual: RheoEvent, expected: RheoEvent): void {
-  expect(actual).toEqual(expected);
-  expect(Object.keys(actual)).toEqual(Object.keys(expected));
-}
 
 function newEvent(id: string, partition: number, extra: Partial<NewEvent> = {}): NewEvent {
   const payload = extra.payload ?? { id };
@@ -77,18 +67,18 @@ describe('redis append arguments and reply', () => {
       'b@1:2',
       'e@1:3',
     ]);
-    expectSame(out[1], s1);
-    expectSame(out[5], s3);
+    expectSameEvent(out[1], s1);
+    expectSameEvent(out[5], s3);
     expect(out[3]).toEqual(out[0]);
     expect(out[3]).not.toBe(out[0]);
-    for (const e of out) expectSame(e, await readBack(e));
+    for (const e of out) expectSameEvent(e, await readBack(rheo, e));
     // The same batch again: every id is stored now, nothing new is written.
     const again = await rheo.appendBatch<JsonValue>('mix', [
       { id: 'e', partition: 1, payload: 0 },
       { id: 'old-3', partition: 3, payload: 0 },
     ]);
-    expectSame(again[0], out[8]);
-    expectSame(again[1], s3);
+    expectSameEvent(again[0], out[8]);
+    expectSameEvent(again[1], s3);
     const next = await rheo.append('mix', { id: 'f', partition: 1, payload: 6 });
     expect(next.sequence).toBe(4);
   });
@@ -108,14 +98,14 @@ describe('redis append arguments and reply', () => {
       ['d2', 2, 'back\\slash', 'line\u2028sep', clock.now() + 1000],
       ['n2', 2, null, null, null],
     ]);
-    for (const e of out) expectSame(e, await readBack(e));
+    for (const e of out) expectSameEvent(e, await readBack(rheo, e));
     // Duplicates of delayed events answer them with their deliverAt.
     const dup = await rheo.appendBatch('delay', [
       { id: 'd1', payload: 0 },
       { id: 'd2', payload: 0 },
     ]);
-    expectSame(dup[0], out[1]);
-    expectSame(dup[1], out[2]);
+    expectSameEvent(dup[0], out[1]);
+    expectSameEvent(dup[1], out[2]);
   });
 
   it('stores names with control characters and returns copies of the input payload', async () => {
@@ -130,7 +120,7 @@ describe('redis append arguments and reply', () => {
     expect(Object.getOwnPropertyNames(e.payload)).toEqual(['z', 'list', '__proto__']);
     expect(e.payload).not.toBe(payload);
     expect((e.payload as { list: unknown[] }).list).not.toBe((payload as { list: unknown[] }).list);
-    const stored = await readBack(e);
+    const stored = await readBack(rheo, e);
     expect([stored.id, stored.key, stored.type]).toEqual([e.id, e.key, e.type]);
   });
 });

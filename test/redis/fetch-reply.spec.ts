@@ -4,9 +4,9 @@
 // a read (RESP, eventFromEntry) returns it: same values, same fields in the same order.
 import Redis from 'ioredis';
 import { ManualClock, Rheo, redisBackend } from '../../lib';
-import type { JsonValue, RheoEvent } from '../../lib';
+import type { JsonValue } from '../../lib';
 import { escapeName } from '../../lib/backends/redis/keys';
-import { deleteKeys, freshPrefix, REDIS_URL } from './support';
+import { deleteKeys, expectSameEvent, freshPrefix, readBack, REDIS_URL } from './support';
 
 const prefix = freshPrefix('fetchreply');
 const clock = new ManualClock(Date.UTC(2026, 0, 1));
@@ -31,19 +31,6 @@ const AWKWARD = [
   '{"not":"json"',
   '[1,2]',
 ];
-
-/** The event as a read returns it (RESP entry fields, eventFromEntry): the reference. */
-async function readBack(e: RheoEvent): Promise<RheoEvent> {
-  const [got] = await rheo.read(e.stream, { partition: e.partition, afterSequence: e.sequence - 1, limit: 1 });
-  return got;
-}
-
-/** Same values, same own keys in the same order (what JSON.stringify or a snapshot would see). */
-function expectSame(actual: RheoEvent, expected: RheoEvent): void {
-  expect(actual).toEqual(expected);
-  expect(Object.keys(actual)).toEqual(Object.keys(expected));
-  expect(actual.timestamp).toBeInstanceOf(Date);
-}
 
 describe('redis fetch reply (one JSON text)', () => {
   it('delivers ids, keys, types, metadata and payloads with awkward characters exactly as appended', async () => {
@@ -73,7 +60,7 @@ describe('redis fetch reply (one JSON text)', () => {
     for (const lease of leases) {
       const want = byId.get(lease.event.id)!;
       expect(want).toBeDefined();
-      expectSame(lease.event, await readBack(want));
+      expectSameEvent(lease.event, await readBack(rheo, want));
       expect(lease.event).toEqual(want);
       expect(lease.receipt).toBe(`0-${want.sequence}`);
       expect(lease.attempt).toBe(1);
@@ -83,7 +70,7 @@ describe('redis fetch reply (one JSON text)', () => {
     const again = await rheo.fetch('awk', 'g', { limit: 100 });
     expect(again).toHaveLength(inputs.length);
     for (const lease of again) {
-      expectSame(lease.event, await readBack(byId.get(lease.event.id)!));
+      expectSameEvent(lease.event, await readBack(rheo, byId.get(lease.event.id)!));
       expect(lease.attempt).toBe(2);
     }
     const results = await rheo.settleMany(again.map((lease) => ({ kind: 'ack' as const, lease })));
@@ -110,7 +97,7 @@ describe('redis fetch reply (one JSON text)', () => {
     ]);
     const [lease] = await rheo.fetch('ctl', 'g', { limit: 10 });
     expect(lease.event).toMatchObject({ id: `id${odd}`, key: `k${odd}`, type: `t${odd}`, metadata, payload: odd });
-    expectSame(lease.event, await readBack(lease.event));
+    expectSameEvent(lease.event, await readBack(rheo, lease.event));
     await rheo.ack(lease);
   });
 
@@ -123,14 +110,14 @@ describe('redis fetch reply (one JSON text)', () => {
     const first = await rheo.fetch('later', 'g', { limit: 10 });
     expect(first.map((l) => l.event.id)).toEqual(['now']);
     expect('deliverAt' in first[0].event).toBe(false);
-    expectSame(first[0].event, await readBack(first[0].event));
+    expectSameEvent(first[0].event, await readBack(rheo, first[0].event));
     clock.advance(60_000);
     const [lease] = await rheo.fetch('later', 'g', { limit: 10 });
     expect(lease.event.id).toBe('d');
     expect(lease.event.deliverAt).toEqual(at);
     expect(lease.event.deliverAt).toBeInstanceOf(Date);
-    expectSame(lease.event, delayed);
-    expectSame(lease.event, await readBack(delayed));
+    expectSameEvent(lease.event, delayed);
+    expectSameEvent(lease.event, await readBack(rheo, delayed));
     await rheo.settleMany([...first, lease].map((l) => ({ kind: 'ack' as const, lease: l })));
   });
 
@@ -145,7 +132,7 @@ describe('redis fetch reply (one JSON text)', () => {
     const [lease] = await rheo.fetch('big', 'g', { limit: 10 });
     expect(lease.event.sequence).toBe(big);
     expect(lease.receipt).toBe(`0-${big}`);
-    expectSame(lease.event, e);
+    expectSameEvent(lease.event, e);
     await rheo.ack(lease);
     expect((await rheo.lag('big', 'g')).lag).toBe(0);
   });

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
 import { SCRIPTS } from '../../lib/backends/redis/scripts';
+import type { Rheo, RheoEvent } from '../../lib';
 
 /** The machine's Redis; override with RHEO_REDIS_URL. */
 export const REDIS_URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -96,4 +97,17 @@ export class SlowScripts {
       this.admin.disconnect();
     }
   }
+}
+
+/** `e` as a read returns it (RESP entry fields, eventFromEntry): the reference the hot paths' encodings are held to. */
+export async function readBack(rheo: Rheo, e: RheoEvent): Promise<RheoEvent> {
+  const [got] = await rheo.read(e.stream, { partition: e.partition, afterSequence: e.sequence - 1, limit: 1 });
+  return got;
+}
+
+/** Same values, same own keys in the same order (what JSON.stringify or a snapshot would see), a Date timestamp. */
+export function expectSameEvent(actual: RheoEvent, expected: RheoEvent): void {
+  expect(actual).toEqual(expected);
+  expect(Object.keys(actual)).toEqual(Object.keys(expected));
+  expect(actual.timestamp).toBeInstanceOf(Date);
 }

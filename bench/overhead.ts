@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Client } from 'pg';
+import { dropSchema, PG_URL } from './pg-schema';
 import { round } from './harness';
 import { deleteKeysUnder, REDIS_URL } from './redis-keys';
 
@@ -20,7 +20,6 @@ interface Checkout {
   harness: Harness;
 }
 
-const PG_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const BACKENDS = ['memory', 'sqlite', 'postgres', 'redis'] as const;
 type BackendName = (typeof BACKENDS)[number];
 
@@ -53,12 +52,7 @@ async function round1(c: Checkout, backend: BackendName, events: number): Promis
     cleanup = () => deleteKeysUnder(name);
   } else {
     store = lib.postgresBackend({ url: PG_URL, schema: name });
-    cleanup = async () => {
-      const pg = new Client({ connectionString: PG_URL });
-      await pg.connect();
-      await pg.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
-      await pg.end();
-    };
+    cleanup = () => dropSchema(name);
   }
   const rheo = new lib.Rheo(store);
   try {

@@ -4,14 +4,13 @@
 // 16 concurrent no-op handlers, 100 claimed at a time. PostgreSQL beside pg-boss
 // 10, Redis beside BullMQ 6 (bench/peers/*.ts: how each peer is driven). Each
 // line: ours, theirs, and `oursPerPeer` = ours / theirs.
-import { Client } from 'pg';
+import { dropSchema, PG_URL } from './pg-schema';
 import { postgresBackend, redisBackend, Rheo } from '../lib';
 import { benchAppend, benchConsume, emit, emitPeer, printTable } from './harness';
 import { benchBullmq } from './peers/bullmq';
 import { benchPgBoss } from './peers/pg-boss';
 import { deleteKeysUnder, REDIS_URL } from './redis-keys';
 
-const PG_URL = process.env.RHEO_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const N = Number(process.env.RHEO_BENCH_N ?? 20_000);
 const BATCH = 500;
 
@@ -36,10 +35,7 @@ async function postgres(): Promise<void> {
     emitPeer('pg-boss', 'consume', N, boss.consume, us.consume);
   } finally {
     await rheo.close();
-    const c = new Client({ connectionString: PG_URL });
-    await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await c.end();
+    await dropSchema(schema);
   }
 }
 

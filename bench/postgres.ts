@@ -18,8 +18,8 @@ import {
   roundsOf,
   timeIt,
 } from './harness';
+import { PG_URL } from './pg-schema';
 
-const URL = process.env.RHEO_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 // RHEO_BENCH_N: a smaller run to check the bench prints (the figures are for the default).
 const N = Number(process.env.RHEO_BENCH_N ?? 20_000);
 const BATCH = 500;
@@ -100,10 +100,10 @@ async function benchConsumeBatch(rheo: Rheo, stream: string, group: string, n: n
 export async function main(args: string[] = []): Promise<void> {
   const rounds = roundsOf(args);
   const schema = `rheo_bench_${process.pid}`;
-  const pool = new Pool({ connectionString: URL, max: 4 });
+  const pool = new Pool({ connectionString: PG_URL, max: 4 });
   // The minimal queue's own pool, of our backend's default size (10).
-  const minimalPool = new Pool({ connectionString: URL, max: 10 });
-  const rheo = new Rheo(postgresBackend({ url: URL, schema }));
+  const minimalPool = new Pool({ connectionString: PG_URL, max: 10 });
+  const rheo = new Rheo(postgresBackend({ url: PG_URL, schema }));
   try {
     await rheo.init();
     // Each round: a stream, a raw table pair and a minimal queue of its own.
@@ -137,7 +137,7 @@ export async function main(args: string[] = []): Promise<void> {
     });
 
     // The peer on the same database, same N, same payloads (beside our medians).
-    const boss = await benchPgBoss(URL, N, BATCH);
+    const boss = await benchPgBoss(PG_URL, N, BATCH);
     emitPeer('pg-boss', 'append', N, boss.append, ours.append.ours);
     emitPeer('pg-boss', 'consume', N, boss.consume, ours.consume.ours);
 

@@ -12,7 +12,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from 'pg';
+import { dropSchema, PG_URL } from './pg-schema';
 import { Group, type Lease, postgresBackend, redisBackend, Rheo, sqliteBackend } from '../lib';
 import { payload } from './harness';
 import type { Counter } from './round-trips/counter';
@@ -21,7 +21,6 @@ import { countPgRoundTrips } from './round-trips/pg';
 import { countSqliteStatements } from './round-trips/sqlite';
 import { deleteKeysUnder, REDIS_URL } from './redis-keys';
 
-const PG_URL = process.env.RHEO_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const APPEND = 500;
 const CLAIM = 100;
 const STORES = ['postgres', 'redis', 'sqlite'] as const;
@@ -98,10 +97,7 @@ async function onPostgres(): Promise<RoundTrips[]> {
     return await countRoundTrips(rheo, 'postgres', counter, 1);
   } finally {
     await rheo.close();
-    const c = new Client({ connectionString: PG_URL });
-    await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await c.end();
+    await dropSchema(schema);
   }
 }
 

@@ -24,7 +24,8 @@ import { parseOptions, type ScaleOptions, short, USAGE } from './scale/options';
 import { appendVsPgBoss } from './scale/peer';
 import { queryPages } from './scale/query';
 import { errorMessage, progress, Report } from './scale/report';
-import { openTarget, PG_URL } from './scale/target';
+import { PG_URL } from './pg-schema';
+import { openTarget } from './scale/target';
 import { claimDuringTrim } from './scale/trim';
 
 const PARTITIONS = 4;

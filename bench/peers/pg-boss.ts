@@ -5,7 +5,7 @@
 // batch in one call. Two such loops of 50 keep 100 jobs outstanding, the same
 // bound as our maxDemand 100.
 import { randomBytes } from 'node:crypto';
-import { Client } from 'pg';
+import { dropSchema } from '../pg-schema';
 import PgBoss from 'pg-boss';
 import { payload, rate, timeIt } from '../harness';
 
@@ -46,9 +46,6 @@ export async function benchPgBoss(url: string, n: number, batch = 1000): Promise
     return { append: rate(n, append.ms), consume: rate(n, consume.ms) };
   } finally {
     await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
-    const c = new Client({ connectionString: url });
-    await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await c.end();
+    await dropSchema(schema, url);
   }
 }

@@ -5,14 +5,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from 'pg';
+import { dropSchema, PG_URL } from '../pg-schema';
 import { MemoryBackend, postgresBackend, redisBackend, Rheo, sqliteBackend } from '../../lib';
 import { deleteKeysUnder, REDIS_URL } from '../redis-keys';
 
 export const PROFILED_STORES = ['memory', 'sqlite', 'postgres', 'redis'] as const;
 export type ProfiledStore = (typeof PROFILED_STORES)[number];
-
-const PG_URL = process.env.RHEO_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 /** Partitions per store, as the throughput benches use. */
 export function partitionsOf(store: ProfiledStore): number {
@@ -38,10 +36,7 @@ export function openRheo(store: ProfiledStore, location: string): Rheo {
 /** Remove `location` and everything in it. */
 export async function removeLocation(store: ProfiledStore, location: string): Promise<void> {
   if (store === 'postgres') {
-    const c = new Client({ connectionString: PG_URL });
-    await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS "${location}" CASCADE`);
-    await c.end();
+    await dropSchema(location);
   } else if (store === 'redis') {
     await deleteKeysUnder(location);
   } else if (store === 'sqlite') {

@@ -7,8 +7,7 @@ import { Client } from 'pg';
 import { MemoryBackend, postgresBackend, redisBackend, Rheo, sqliteBackend } from '../../lib';
 import type { BackendName } from './options';
 import { deleteKeysUnder, REDIS_URL } from '../redis-keys';
-
-export const PG_URL = process.env.RHEO_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+import { dropSchema, PG_URL } from '../pg-schema';
 
 export interface ScaleTarget {
   rheo: Rheo;
@@ -82,8 +81,4 @@ async function vacuumAnalyze(schema: string): Promise<void> {
     const { rows } = await c.query<{ t: string }>(`SELECT tablename AS t FROM pg_tables WHERE schemaname = $1`, [schema]);
     for (const { t } of rows) await c.query(`VACUUM (ANALYZE) "${schema}"."${t.replace(/"/g, '""')}"`);
   });
-}
-
-async function dropSchema(schema: string): Promise<void> {
-  await withClient((c) => c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`));
 }

@@ -63,22 +63,23 @@ export async function benchAppend(rheo: Rheo, stream: string, n: number, batchSi
   return { ms, eventsPerSec: rate(n, ms) };
 }
 
-/** Consume `n` waiting events through a Group with a no-op handler; measured until the group's lag is 0. */
+/**
+ * Consume `n` waiting events through a Group with a no-op handler (a batch
+ * handler when `batch` is given); measured until the group's lag is 0.
+ */
 export async function benchConsume(
   rheo: Rheo,
   stream: string,
   group: string,
   n: number,
-  options: { maxDemand: number; concurrency: number; pollMs?: number },
+  options: { maxDemand?: number; concurrency?: number; pollMs?: number; batch?: { size: number; maxWaitMs: number } },
 ): Promise<{ ms: number; eventsPerSec: number }> {
   let settled = 0;
   let onAll!: () => void;
   const all = new Promise<void>((r) => (onAll = r));
-  const g = new Group(
-    rheo,
-    { stream, group, maxDemand: options.maxDemand, concurrency: options.concurrency, pollMs: options.pollMs ?? 50 },
-    async () => undefined,
-  );
+  const { batch, ...single } = options;
+  const run = { stream, group, pollMs: 50, ...single };
+  const g = batch ? new Group(rheo, { ...run, batch }, async () => undefined) : new Group(rheo, run, async () => undefined);
   g.on('settled', () => {
     if (++settled === n) onAll();
   });

@@ -1,7 +1,7 @@
 // PostgreSQL: the library next to the raw pg driver doing the same work.
 // RHEO_PG_URL overrides the machine's database. Runs in a throwaway schema.
 import { Pool } from 'pg';
-import { Group, postgresBackend, Rheo } from '../lib';
+import { postgresBackend, Rheo } from '../lib';
 import { createMinimalQueue, minimalAppend, minimalConsume } from './minimal/postgres';
 import { benchPgBoss } from './peers/pg-boss';
 import {
@@ -70,30 +70,6 @@ async function rawConsume(pool: Pool, schema: string, k: number): Promise<number
 }
 
 /**
- * Consume the same `n` waiting events through a batch Group (a no-op batch
- * handler, `batch: { size }`): one claim and one settleMany per batch instead
- * of settles coalesced from single handlers. Measured until the group's lag is 0.
- */
-async function benchConsumeBatch(rheo: Rheo, stream: string, group: string, n: number, size: number): Promise<number> {
-  let settled = 0;
-  let onAll!: () => void;
-  const all = new Promise<void>((r) => (onAll = r));
-  const g = new Group(rheo, { stream, group, pollMs: 50, batch: { size, maxWaitMs: 50 } }, async () => undefined);
-  g.on('settled', () => {
-    if (++settled === n) onAll();
-  });
-  g.on('settle_error', ({ error }) => console.error('settle error:', error.message));
-  g.on('fetch_error', (error) => console.error('fetch error:', error.message));
-  const { ms } = await timeIt(async () => {
-    g.start();
-    await all;
-    while ((await rheo.lag(stream, group)).lag > 0) await new Promise((r) => setTimeout(r, 1));
-  });
-  await g.drain(5000);
-  return rate(n, ms);
-}
-
-/**
  * append N in batches of 500, consume N through a Group (maxDemand 100, concurrency 16) and through a batch Group (size 100),
  * each next to the raw table and the minimal queue; pg-boss; latency idle (pollMs 1000) and while N drain.
  */
@@ -127,7 +103,8 @@ export async function main(args: string[] = []): Promise<void> {
 
     // The same N events again, through a batch handler (a group of its own, from the beginning).
     await rheo.createGroup('bench0', 'batch-consumers');
-    const batched = await benchConsumeBatch(rheo, 'bench0', 'batch-consumers', N, CLAIM);
+    // A batch handler: one claim and one settleMany per batch instead of settles coalesced from single handlers.
+    const batched = (await benchConsume(rheo, 'bench0', 'batch-consumers', N, { batch: { size: CLAIM, maxWaitMs: 50 } })).eventsPerSec;
     emit({
       backend: 'postgres',
       op: `consume (batch ${CLAIM})`,

@@ -706,14 +706,9 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
    * `ack_failed`, since writes and ack share it.
    */
   async ackInTransaction(lease: Lease<unknown>, work: (manager: unknown) => Promise<boolean>): Promise<TransactionalAck> {
-    await this.loadGroupsOf([lease]);
-    const { planned, answered } = planLeases(
-      [lease],
-      () => 'ack',
-      (s, g) => this.cachedGroup(s, g),
-    );
-    const p = planned[0];
-    if (!p) return { kind: 'ack_failed', error: answered.get(0)! };
+    const plan = await this.planTransactionalAck(lease);
+    if ('error' in plan) return { kind: 'ack_failed', error: plan.error };
+    const p = plan.planned;
     if (this.closed) throw new RheoError('backend_unavailable', 'the postgres backend is closed');
     const qr = this.ds.createQueryRunner();
     const rollback = () => (qr.isTransactionActive ? qr.rollbackTransaction().catch(() => undefined) : undefined);

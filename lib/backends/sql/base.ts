@@ -1,5 +1,6 @@
 import { RheoError } from '../../core/errors';
-import type { GroupConfig, RheoEvent, StreamInfo } from '../../core/types';
+import type { GroupConfig, Lease, RheoEvent, StreamInfo } from '../../core/types';
+import { planLeases, type PlannedLease } from './settle-plan';
 import type { NewEvent } from '../backend';
 import type { TypeormDataSource } from './external';
 import { copyGroupConfig, copyStreamInfo } from '../copies';
@@ -117,6 +118,23 @@ export abstract class SqlBackendBase {
    */
   protected async loadGroupsOf(leases: Iterable<{ stream: string; group: string }>): Promise<void> {
     for (const l of leases) if (!this.cachedGroup(l.stream, l.group)) await this.group(l.stream, l.group);
+  }
+
+  /**
+   * The one lease of a transactional consumer's ack, planned as an ack (planLeases:
+   * its delivery and its group's config), or the error that answers it without the
+   * store (a lease of no known group, a malformed position).
+   */
+  protected async planTransactionalAck(
+    lease: Lease<unknown>,
+  ): Promise<{ planned: PlannedLease & { config: GroupConfig } } | { error: RheoError }> {
+    await this.loadGroupsOf([lease]);
+    const { planned, answered } = planLeases(
+      [lease],
+      () => 'ack',
+      (s, g) => this.cachedGroup(s, g),
+    );
+    return planned[0] ? { planned: planned[0] } : { error: answered.get(0)! };
   }
 
   /** Read from the store (another process may have deleted the group), refreshing the cache. */

@@ -861,14 +861,9 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
    */
   async ackInTransaction(lease: Lease<unknown>, work: (manager: unknown) => Promise<boolean>): Promise<TransactionalAck> {
     await this.init();
-    await this.loadGroupsOf([lease]);
-    const { planned, answered } = planLeases(
-      [lease],
-      () => 'ack',
-      (s, g) => this.cachedGroup(s, g),
-    );
-    const p = planned[0];
-    if (!p) return { kind: 'ack_failed', error: answered.get(0)! };
+    const plan = await this.planTransactionalAck(lease);
+    if ('error' in plan) return { kind: 'ack_failed', error: plan.error };
+    const p = plan.planned;
     const key = [p.stream, p.group, p.partition, p.sequence, p.leaseId] as const;
     const acked = await this.gate.hold(async (): Promise<TransactionalAck> => {
       const qr = this.ds.createQueryRunner();

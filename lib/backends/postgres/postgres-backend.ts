@@ -49,6 +49,7 @@ import {
   backoffTable,
   leasePosition,
   planLeases,
+  type PlannedLease,
   planSettles,
   receiptMismatch,
   settled,
@@ -604,25 +605,14 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
   async renew(leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]> {
     const now = this.clock.now();
     const results: Array<RenewResult | undefined> = new Array(leases.length);
-    const todo: Array<{ i: number; lease: Lease<unknown>; partition: number; sequence: number }> = [];
-    leases.forEach((lease, i) => {
-      const pos = leasePosition(lease);
-      if (pos) todo.push({ i, lease, partition: pos.partition, sequence: pos.sequence });
+    const todo: PlannedLease[] = [];
+    leases.forEach((l, i) => {
+      const pos = leasePosition(l);
+      if (pos) todo.push({ i, stream: l.stream, group: l.group, ...pos, leaseId: l.leaseId, receipt: l.receipt });
     });
     await fencedRounds(
       todo,
-      (batch) => {
-        const fenced = batch.map(({ i, lease: l, partition, sequence }) => ({
-          i,
-          stream: l.stream,
-          group: l.group,
-          partition,
-          sequence,
-          leaseId: l.leaseId,
-          receipt: l.receipt,
-        }));
-        return this.q(this.plans.renew, [now, now + leaseMs, ...fenceColumns(fenced)], 'write', 'renew');
-      },
+      (batch) => this.q(this.plans.renew, [now, now + leaseMs, ...fenceColumns(batch)], 'write', 'renew'),
       (r) => {
         results[Number(r.i)] = r.receipt_ok
           ? { ok: true, expiresAt: new Date(now + leaseMs) }
@@ -1003,9 +993,7 @@ async function fencedRounds<P extends { i: number }, R extends DbFenced>(
   }
 }
 
-function fenceColumns(
-  planned: Array<{ i: number; stream: string; group: string; partition: number; sequence: number; leaseId: string; receipt: string }>,
-) {
+function fenceColumns(planned: PlannedLease[]) {
   return [
     intArray(planned.map((p) => p.i)),
     textArray(planned.map((p) => p.stream)),

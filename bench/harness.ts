@@ -137,7 +137,7 @@ export async function benchLatency(
   return { p50Ms: percentile(latencies, 0.5), p99Ms: percentile(latencies, 0.99), maxMs: percentile(latencies, 1) };
 }
 
-/** The `p` quantile (0..1) of `values`, nearest rank, rounded to 0.01 ms. */
+/** The `p` quantile (0..1) of `values`, nearest rank (the median of an even count is its lower middle), rounded to 0.01. */
 export function percentile(values: number[], p: number): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
@@ -172,12 +172,6 @@ export function roundsOf(args: readonly string[]): number {
   return n;
 }
 
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-}
-
 /**
  * Run `runRound` once as a warm-up, then `n` times (round `k` works on streams,
  * tables or keys of its own), then emit, for append and consume, each line's
@@ -202,9 +196,24 @@ export async function emitRounds(
   for (const op of ['append', 'consume'] as const) {
     const trios = all.map((r) => r[op]);
     const m: Trio = {
-      raw: Math.round(median(trios.map((t) => t.raw))),
-      minimal: Math.round(median(trios.map((t) => t.minimal))),
-      ours: Math.round(median(trios.map((t) => t.ours))),
+      raw: Math.round(
+        percentile(
+          trios.map((t) => t.raw),
+          0.5,
+        ),
+      ),
+      minimal: Math.round(
+        percentile(
+          trios.map((t) => t.minimal),
+          0.5,
+        ),
+      ),
+      ours: Math.round(
+        percentile(
+          trios.map((t) => t.ours),
+          0.5,
+        ),
+      ),
     };
     medians[op] = m;
     const byRound = trios.map((t) => round(t.ours / t.minimal));
@@ -215,8 +224,13 @@ export async function emitRounds(
       op,
       events,
       eventsPerSec: m.ours,
-      ratio: round(median(trios.map((t) => t.ours / t.raw))),
-      vsMinimal: round(median(byRound)),
+      ratio: round(
+        percentile(
+          trios.map((t) => t.ours / t.raw),
+          0.5,
+        ),
+      ),
+      vsMinimal: round(percentile(byRound, 0.5)),
       rounds: n,
       vsMinimalByRound: byRound,
       warmUpVsMinimal: round(warm[op].ours / warm[op].minimal),

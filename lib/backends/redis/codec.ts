@@ -169,7 +169,7 @@ export function appendArgs(events: NewEvent[]): AppendCall {
  * The append script's trailing arguments: per delayed event of the batch, its
  * index in the batch (from 0) and its deliverAt (ms). None for a batch without one.
  */
-export function appendDelayArgs(events: NewEvent[]): string[] {
+function appendDelayArgs(events: NewEvent[]): string[] {
   const out: string[] = [];
   events.forEach((e, i) => {
     if (e.deliverAt !== undefined) out.push(String(i), String(e.deliverAt.getTime()));

@@ -6,7 +6,8 @@
 // on one machine); with `durability: { replicas: 1 }` none may be.
 import { Group, Rheo, redisBackend, type RedisDurability, RheoError } from '../../lib';
 import { StreamKeys } from '../../lib/backends/redis/keys';
-import { killServer, TestCluster, until } from './failover-support';
+import { until } from '../support/until';
+import { killServer, TestCluster } from './failover-support';
 import { freshPrefix } from './support';
 
 const prefix = freshPrefix('failover');

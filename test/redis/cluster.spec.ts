@@ -8,6 +8,7 @@ import { layoutKey, registryKey, StreamKeys } from '../../lib/backends/redis/key
 import { SCRIPTS } from '../../lib/backends/redis/scripts';
 import { CLUSTER_NODES, deleteClusterKeys, ensureCluster, Master, masterOf, masters, moveSlot, nodeClient } from './cluster-support';
 import { freshPrefix } from './support';
+import { until } from '../support/until';
 
 // The Redis backend on a real Redis Cluster (3 masters, 3 replicas on 127.0.0.1:7100-7105),
 // started by this file when it is not up (scripts/redis-cluster.sh, as .ci/run does).
@@ -32,14 +33,6 @@ function streamOn(master: Master, base: string, p = prefix): string {
   for (let i = 0; ; i++) {
     const name = `${base}-${i}`;
     if (masterOf(all, slotOf(name, p)).id === master.id) return name;
-  }
-}
-
-async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
   }
 }
 

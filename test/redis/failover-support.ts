@@ -8,18 +8,10 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
+import { until } from '../support/until';
 
 /** The cluster helper's starter: RHEO_CLUSTER_PORT (first of 6 ports) and RHEO_CLUSTER_DIR choose where. */
 const CLUSTER_SCRIPT = join(__dirname, '..', '..', 'scripts', 'redis-cluster.sh');
-
-/** Poll `check` every 50 ms until it answers true; fail, naming `what`, after `timeoutMs`. */
-export async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 function portFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {

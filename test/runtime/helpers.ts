@@ -2,6 +2,7 @@ import { ManualClock, MemoryBackend, Rheo } from '../../lib';
 import type { GroupOptions } from '../../lib';
 import { type BatchOptions, Group, type GroupBatchHandler, type GroupHandler, type GroupRunOptions } from '../../lib';
 import { FaultyBackend } from '../support/faulty-backend';
+import { until as waitUntil } from '../support/until';
 
 let counter = 0;
 
@@ -48,14 +49,9 @@ export async function drainAll(): Promise<void> {
   await Promise.all(gs.map((g) => g.drain(1000)));
 }
 
-/** Resolve once `cond()` holds; fail after `timeoutMs` (a bound against hangs, not a timing assertion). */
-export async function until(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await cond()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
+/** test/support/until.ts's `until`, condition first, as the runtime tests call it (10 s, polled every 5 ms). */
+export function until(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  return waitUntil(what, cond, timeoutMs, 5);
 }
 
 /** A promise with its resolver, to hold a handler until the test lets it go. */

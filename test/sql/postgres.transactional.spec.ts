@@ -8,6 +8,7 @@ import { CHANNELS, Group, ManualClock, Rheo, RheoError, RheoRetry, typeormBacken
 import type { Lease } from '../../lib';
 import { ChannelRecorder } from '../support/channel-recorder';
 import { dropSchema, freshSchema, PG_URL } from './pg-helpers';
+import { until } from '../support/until';
 
 const schema = freshSchema('tx');
 
@@ -27,14 +28,6 @@ class PauseCommit implements EntitySubscriberInterface {
     const after = pauseAfterCommit;
     pauseAfterCommit = null;
     if (after) await after();
-  }
-}
-
-async function until(what: string, probe: () => Promise<boolean> | boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
   }
 }
 

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { DataSource, EntityManager } from 'typeorm';
 import { Group, ManualClock, Rheo, RheoRetry, sqliteBackend, typeormBackend } from '../../lib';
 import type { DeliveryControl, Lease, RheoError } from '../../lib';
+import { until } from '../support/until';
 
 const dir = mkdtempSync(join(tmpdir(), 'rheo-sqlite-tx-'));
 
@@ -23,14 +24,6 @@ interface RawConnection {
 }
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- untyped driver, loaded as the backend loads it
 const Database = require('better-sqlite3') as new (file: string, options?: { readonly?: boolean }) => RawConnection;
-
-async function until(what: string, probe: () => Promise<boolean> | boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 /** A few turns of the event loop (timers included): time for anything that could run to run. */
 const turns = () => new Promise((r) => setTimeout(r, 30));

@@ -4,23 +4,11 @@
 // and be stored, exactly as before: sequences in batch order per partition, an id
 // stored or repeated in the batch answering its stored event, delays, keys and types
 // absent or present with awkward characters.
-import Redis from 'ioredis';
-import { ManualClock, Rheo, redisBackend } from '../../lib';
 import type { JsonValue } from '../../lib';
 import type { NewEvent } from '../../lib/backends/backend';
-import { deleteKeys, expectSameEvent, freshPrefix, readBack, REDIS_URL } from './support';
+import { clockedRedis, expectSameEvent, readBack } from './support';
 
-const prefix = freshPrefix('appendargs');
-const clock = new ManualClock(Date.UTC(2026, 0, 1));
-const backend = redisBackend({ url: REDIS_URL, prefix, clock });
-const rheo = new Rheo(backend);
-const admin = new Redis(REDIS_URL);
-
-afterAll(async () => {
-  await rheo.close();
-  admin.disconnect();
-  await deleteKeys(prefix);
-});
+const { clock, backend, rheo } = clockedRedis('appendargs');
 
 function newEvent(id: string, partition: number, extra: Partial<NewEvent> = {}): NewEvent {
   const payload = extra.payload ?? { id };

@@ -2,23 +2,11 @@
 // strings through cjson.encode, metadata and payload embedded as stored, numbers as the
 // stored texts. Every event must come out of a fetch exactly as it was appended, and as
 // a read (RESP, eventFromEntry) returns it: same values, same fields in the same order.
-import Redis from 'ioredis';
-import { ManualClock, Rheo, redisBackend } from '../../lib';
 import type { JsonValue } from '../../lib';
 import { escapeName } from '../../lib/backends/redis/keys';
-import { deleteKeys, expectSameEvent, freshPrefix, readBack, REDIS_URL } from './support';
+import { clockedRedis, expectSameEvent, readBack } from './support';
 
-const prefix = freshPrefix('fetchreply');
-const clock = new ManualClock(Date.UTC(2026, 0, 1));
-const backend = redisBackend({ url: REDIS_URL, prefix, clock });
-const rheo = new Rheo(backend);
-const admin = new Redis(REDIS_URL);
-
-afterAll(async () => {
-  await rheo.close();
-  admin.disconnect();
-  await deleteKeys(prefix);
-});
+const { prefix, clock, backend, rheo, admin } = clockedRedis('fetchreply');
 
 /** Strings JSON must escape, and text outside ASCII (cjson passes UTF-8 bytes through as they are). */
 const AWKWARD = [

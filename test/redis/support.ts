@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
 import { SCRIPTS } from '../../lib/backends/redis/scripts';
-import type { Rheo, RheoEvent } from '../../lib';
+import { ManualClock, Rheo, redisBackend, type RheoEvent } from '../../lib';
 
 /** The machine's Redis; override with RHEO_REDIS_URL. */
 export const REDIS_URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -110,4 +110,22 @@ export function expectSameEvent(actual: RheoEvent, expected: RheoEvent): void {
   expect(actual).toEqual(expected);
   expect(Object.keys(actual)).toEqual(Object.keys(expected));
   expect(actual.timestamp).toBeInstanceOf(Date);
+}
+
+/**
+ * A Redis backend on a fresh key prefix with a manual clock, its facade and an
+ * admin connection, for one test file: all closed, and the keys deleted, after it.
+ */
+export function clockedRedis(label: string) {
+  const prefix = freshPrefix(label);
+  const clock = new ManualClock(Date.UTC(2026, 0, 1));
+  const backend = redisBackend({ url: REDIS_URL, prefix, clock });
+  const rheo = new Rheo(backend);
+  const admin = new Redis(REDIS_URL);
+  afterAll(async () => {
+    await rheo.close();
+    admin.disconnect();
+    await deleteKeys(prefix);
+  });
+  return { prefix, clock, backend, rheo, admin };
 }

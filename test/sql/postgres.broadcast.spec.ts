@@ -1,29 +1,15 @@
-import { ManualClock, postgresBackend, Rheo } from '../../lib';
-import { raceLiveMember } from '../support/broadcast-race';
+import { postgresBackend, Rheo } from '../../lib';
 import { runBroadcastSuite } from '../support/broadcast-suite';
 import { dropSchema, freshSchema, PG_URL, pgDataSource } from './pg-helpers';
 
 // Each instance has its own pool and LISTEN connection.
 const schema = freshSchema('bc');
 
-// First, so the suite's cleanup (registered below) drops the schema after it.
-describe('postgres: a broadcast member that keeps beating never loses its group', () => {
-  it('to collectors on their own pools, sweeping at every step', async () => {
-    const clock = new ManualClock();
-    const rheos = Array.from({ length: 4 }, () => new Rheo(postgresBackend({ url: PG_URL, schema, clock, poolSize: 2 })));
-    try {
-      await rheos[0].createStream('bc-race');
-      expect(new Set(await raceLiveMember(rheos, clock, 'bc-race'))).toEqual(new Set(['held']));
-    } finally {
-      for (const r of rheos) await r.close();
-    }
-  }, 120_000);
-});
-
 runBroadcastSuite({
   name: 'postgres',
   backend: { name: 'postgres', options: { url: PG_URL, schema, poolSize: 3 } },
   rheo: new Rheo(postgresBackend({ url: PG_URL, schema })),
+  racer: (clock) => new Rheo(postgresBackend({ url: PG_URL, schema, clock, poolSize: 2 })),
   async leftovers(stream, group, job) {
     const ds = await pgDataSource(1);
     try {

@@ -8,7 +8,8 @@
 import { ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
 import type { Rheo } from '../../lib';
-import { BroadcastMember } from '../../lib';
+import { BroadcastMember, ManualClock } from '../../lib';
+import { raceLiveMember } from './broadcast-race';
 import { BACKEND_ENV } from './backend-from-env';
 import type { BroadcastChildConfig, BroadcastChildMessage } from './broadcast-child';
 
@@ -19,6 +20,8 @@ export interface BroadcastTarget {
   backend: { name: string; options: Record<string, unknown> };
   /** The parent's own facade on the same store. */
   rheo: Rheo;
+  /** Another facade on the same store, on connections of its own, reading `clock` (the race of collectors). */
+  racer(clock: ManualClock): Rheo;
   /** What the store still holds of `group` of `stream` and of the heartbeat job `job`, by kind (rows, keys). */
   leftovers(stream: string, group: string, job: string): Promise<Record<string, number>>;
   /** Drop the store's test data after the facade closed. */
@@ -86,6 +89,20 @@ async function stop(i: Instance): Promise<void> {
 export function runBroadcastSuite(target: BroadcastTarget): void {
   const { rheo } = target;
   const instances: Instance[] = [];
+
+  // First, so the suite's cleanup (registered below) removes the store's data after it.
+  describe(`${target.name}: a broadcast member that keeps beating never loses its group`, () => {
+    it('to collectors on their own connections, sweeping at every step', async () => {
+      const clock = new ManualClock();
+      const rheos = Array.from({ length: 4 }, () => target.racer(clock));
+      try {
+        await rheos[0].createStream('bc-race');
+        expect(new Set(await raceLiveMember(rheos, clock, 'bc-race'))).toEqual(new Set(['held']));
+      } finally {
+        for (const r of rheos) await r.close();
+      }
+    }, 120_000);
+  });
 
   describe(`${target.name}: broadcast consumers in several processes`, () => {
     beforeAll(() => rheo.init());

@@ -1,32 +1,16 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { ExecutionContext, INestApplication } from '@nestjs/common';
+import type { ExecutionContext } from '@nestjs/common';
 import request from 'supertest';
-import { createApp } from '../../sample/bootstrap';
 import { LocalOnlyGuard } from '../../sample/local-only.guard';
 import { MARKET_EVENTS } from '../../sample/market';
+import { sampleApp } from '../e2e/support';
 
 // The sample app mounts the dashboard at /rheo with actions, for this machine only.
 
 describe('the sample app’s dashboard', () => {
-  let app: INestApplication;
-  const dir = mkdtempSync(join(tmpdir(), 'rheo-sample-dashboard-'));
-
-  beforeAll(async () => {
-    process.env.RHEO_SAMPLE_DB = join(dir, 'rheo.db');
-    app = await createApp(false);
-    await app.startAllMicroservices();
-  });
-
-  afterAll(async () => {
-    await app.close();
-    delete process.env.RHEO_SAMPLE_DB;
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const app = sampleApp('sample-dashboard');
 
   it('serves the page and the overview, with the local consumers’ states', async () => {
-    const http = request(app.getHttpServer());
+    const http = request(app().getHttpServer());
     const page = await http.get('/rheo').expect(200);
     expect(page.text).toContain('data-read-only="false"');
     const overview = await http.get('/rheo/api/overview').expect(200);

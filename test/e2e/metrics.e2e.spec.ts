@@ -1,7 +1,4 @@
 import { channel } from 'node:diagnostics_channel';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Controller, Get, Header, type INestApplication, Inject } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
@@ -21,10 +18,9 @@ import {
   RheoRetry,
   RheoServer,
 } from '../../lib';
-import { createApp } from '../../sample/bootstrap';
 import { MARKET_EVENTS } from '../../sample/market';
 import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
-import { waitFor } from './support';
+import { sampleApp, waitFor } from './support';
 
 // The /metrics of issue 11: a known workload on PostgreSQL, scraped over HTTP
 // the way Prometheus does, with exact counter values and lag 0 at the end.
@@ -252,23 +248,10 @@ describe('two apps in one process on the default registry', () => {
 });
 
 describe("the sample app's /metrics", () => {
-  const dir = mkdtempSync(join(tmpdir(), 'rheo-sample-metrics-'));
-  let app: INestApplication;
-
-  beforeAll(async () => {
-    process.env.RHEO_SAMPLE_DB = join(dir, 'rheo.db');
-    app = await createApp(false);
-    await app.startAllMicroservices();
-  });
-
-  afterAll(async () => {
-    await app?.close();
-    delete process.env.RHEO_SAMPLE_DB;
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const app = sampleApp('sample-metrics');
 
   it('serves the Prometheus text format with the counters of what it consumed', async () => {
-    const http = request(app.getHttpServer());
+    const http = request(app().getHttpServer());
     settles = 0;
     await http
       .post('/events')

@@ -1,34 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { INestApplication } from '@nestjs/common';
 import request from 'supertest';
 import { RheoClient } from '../../lib';
-import { createApp } from '../../sample/bootstrap';
 import { MARKET_EVENTS } from '../../sample/market';
 import { StatsService } from '../../sample/stats.service';
-import { waitFor } from './support';
+import { sampleApp, waitFor } from './support';
 
 describe('the sample app', () => {
-  let app: INestApplication;
-
-  const dir = mkdtempSync(join(tmpdir(), 'rheo-sample-'));
-
-  beforeAll(async () => {
-    // The sample runs on SQLite; this run gets its own file.
-    process.env.RHEO_SAMPLE_DB = join(dir, 'rheo.db');
-    app = await createApp(false);
-    await app.startAllMicroservices();
-  });
-
-  afterAll(async () => {
-    await app.close();
-    delete process.env.RHEO_SAMPLE_DB;
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const app = sampleApp('sample');
 
   it('runs on SQLite: appends over HTTP, both groups consume every event, the poison one is dead-lettered, /health is up', async () => {
-    const http = request(app.getHttpServer());
+    const http = request(app().getHttpServer());
     const one = await http
       .post('/events')
       .send({ type: 'trade', payload: { instrument: 'EURUSD', price: 1.1, qty: 1000 } })
@@ -43,10 +23,10 @@ describe('the sample app', () => {
       const lag = (await http.get('/events/lag').expect(200)).body;
       return lag.risk === 0 && lag.surveillance === 0;
     });
-    expect(app.get(RheoClient).unwrap().backend.name).toBe('sqlite');
-    const stats = app.get(StatsService);
+    expect(app().get(RheoClient).unwrap().backend.name).toBe('sqlite');
+    const stats = app().get(StatsService);
     expect(stats.handled).toEqual({ risk: 50, surveillance: 49 });
-    const dead = await app.get(RheoClient).deadLetters(MARKET_EVENTS, 'surveillance');
+    const dead = await app().get(RheoClient).deadLetters(MARKET_EVENTS, 'surveillance');
     expect(dead).toEqual([expect.objectContaining({ attempt: 1, reason: 'price must be positive, got 0' })]);
     const health = await http.get('/health').expect(200);
     expect(health.body.info.rheo.groups['market-events/surveillance']).toMatchObject({ lag: 0, deadLetters: 1 });

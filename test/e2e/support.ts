@@ -1,6 +1,10 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { INestApplication, INestMicroservice, ModuleMetadata } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { RheoServer } from '../../lib';
+import { createApp } from '../../sample/bootstrap';
 
 /** Poll `probe` until it returns a truthy value; fails with `what` after `timeoutMs`. */
 export async function waitFor<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 10_000): Promise<NonNullable<T>> {
@@ -34,4 +38,25 @@ export async function startHybrid(module: ModuleMetadata): Promise<INestApplicat
 export async function createMicroservice(module: ModuleMetadata): Promise<INestMicroservice> {
   const ref = await Test.createTestingModule(module).compile();
   return ref.createNestMicroservice({ strategy: ref.get(RheoServer), logger: false });
+}
+
+/**
+ * The sample app (sample/bootstrap.ts) on a SQLite file of its own (RHEO_SAMPLE_DB),
+ * started before the enclosing describe's tests and closed, its file removed, after
+ * them. Call inside a describe; returns the running app.
+ */
+export function sampleApp(label: string): () => INestApplication {
+  const dir = mkdtempSync(join(tmpdir(), `rheo-${label}-`));
+  let app: INestApplication | undefined;
+  beforeAll(async () => {
+    process.env.RHEO_SAMPLE_DB = join(dir, 'rheo.db');
+    app = await createApp(false);
+    await app.startAllMicroservices();
+  });
+  afterAll(async () => {
+    await app?.close();
+    delete process.env.RHEO_SAMPLE_DB;
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return () => app!;
 }

@@ -15,14 +15,13 @@ import {
   Rheo,
   RheoConsumer,
   RheoContext,
-  RheoError,
   RheoHealthIndicator,
   RheoModule,
   type RheoModuleOptions,
   RheoServer,
   sqliteBackend,
 } from '../../lib';
-import { createMicroservice, waitFor } from './support';
+import { createMicroservice, startupError as startupErrorOf, waitFor } from './support';
 
 /** Event ids each app instance handled, per consumer: the broadcast one and an ordinary one. */
 const seen = new Map<string, { cache: string[]; audit: string[] }>();
@@ -129,24 +128,8 @@ describe('broadcast consumers in Nest apps', () => {
 });
 
 describe('bad broadcast options are refused at startup, naming the field and its source', () => {
-  /** Listen with `controller` and `options`; return the startup error after checking nothing was created. */
-  async function startupError(controller: unknown, options: Omit<RheoModuleOptions, 'backend' | 'streams'> = {}): Promise<RheoError> {
-    const backend = memoryBackend();
-    const app = await createMicroservice({
-      imports: [RheoModule.forRoot({ backend, streams: [{ name: 'prices' }], ...options })],
-      controllers: [controller as never],
-    });
-    let error: unknown;
-    try {
-      await app.listen();
-    } catch (err) {
-      error = err;
-    }
-    expect(await new Rheo(backend).listGroups('prices')).toEqual([]);
-    await app.close();
-    expect(error).toBeInstanceOf(RheoError);
-    return error as RheoError;
-  }
+  const startupError = (controller: unknown, options: Omit<RheoModuleOptions, 'backend' | 'streams'> = {}) =>
+    startupErrorOf('prices', controller, options);
 
   function consumer(options: object) {
     @Controller()

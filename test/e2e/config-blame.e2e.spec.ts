@@ -1,7 +1,7 @@
 import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
-import { memoryBackend, Rheo, RheoConsumer, RheoError, RheoModule, type JsonValue, type RheoModuleOptions } from '../../lib';
-import { createMicroservice } from './support';
+import { RheoConsumer, type JsonValue, type RheoModuleOptions } from '../../lib';
+import { startupError as startupErrorOf } from './support';
 
 @Controller()
 class BillingController {
@@ -27,24 +27,8 @@ class PollingController {
   }
 }
 
-/** Listen with `options` and return the startup error (after checking nothing was created). */
-async function startupError(controller: unknown, options: Omit<RheoModuleOptions, 'backend' | 'streams'>): Promise<RheoError> {
-  const backend = memoryBackend();
-  const app = await createMicroservice({
-    imports: [RheoModule.forRoot({ backend, streams: [{ name: 'orders' }], ...options })],
-    controllers: [controller as never],
-  });
-  let error: unknown;
-  try {
-    await app.listen();
-  } catch (err) {
-    error = err;
-  }
-  expect(await new Rheo(backend).listGroups('orders')).toEqual([]);
-  await app.close();
-  expect(error).toBeInstanceOf(RheoError);
-  return error as RheoError;
-}
+const startupError = (controller: unknown, options: Omit<RheoModuleOptions, 'backend' | 'streams'>) =>
+  startupErrorOf('orders', controller, options);
 
 describe('a bad consumer option names where the value came from', () => {
   it('the decorator: the plain option name, as before', async () => {

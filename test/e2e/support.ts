@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { INestApplication, INestMicroservice, ModuleMetadata } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { RheoServer } from '../../lib';
+import { memoryBackend, Rheo, RheoError, RheoModule, RheoServer, type RheoModuleOptions } from '../../lib';
 import { createApp } from '../../sample/bootstrap';
 
 /** Poll `probe` until it returns a truthy value; fails with `what` after `timeoutMs`. */
@@ -59,4 +59,31 @@ export function sampleApp(label: string): () => INestApplication {
     rmSync(dir, { recursive: true, force: true });
   });
   return () => app!;
+}
+
+/**
+ * Start a microservice on a memory backend declaring `stream`, with `controller`
+ * and the module `options`; return the error its startup failed with, after
+ * checking that the failed startup created no group.
+ */
+export async function startupError(
+  stream: string,
+  controller: unknown,
+  options: Omit<RheoModuleOptions, 'backend' | 'streams'> = {},
+): Promise<RheoError> {
+  const backend = memoryBackend();
+  const app = await createMicroservice({
+    imports: [RheoModule.forRoot({ backend, streams: [{ name: stream }], ...options })],
+    controllers: [controller as never],
+  });
+  let error: unknown;
+  try {
+    await app.listen();
+  } catch (err) {
+    error = err;
+  }
+  expect(await new Rheo(backend).listGroups(stream)).toEqual([]);
+  await app.close();
+  expect(error).toBeInstanceOf(RheoError);
+  return error as RheoError;
 }

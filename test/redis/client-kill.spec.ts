@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import { Group, Rheo, redisBackend } from '../../lib';
-import { deleteKeys, freshPrefix, REDIS_URL } from './support';
+import { appendRetrying, deleteKeys, freshPrefix, REDIS_URL } from './support';
 
 const prefix = freshPrefix('kill');
 const connectionName = `rheo-kill-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
@@ -83,17 +83,3 @@ it('CLIENT KILL of both connections mid-consumption: the group recovers and lose
   expect(info.deadLetters).toBe(0);
   await rheo.close();
 }, 120_000);
-
-/** appendBatch with explicit ids, retried on backend_unavailable / ambiguous (idempotent by id). */
-async function appendRetrying(rheo: Rheo, stream: string, batch: number): Promise<string[]> {
-  const inputs = Array.from({ length: 100 }, (_, i) => ({ id: `e-${batch}-${i}`, key: `k${i % 17}`, payload: { batch, i } }));
-  for (;;) {
-    try {
-      return (await rheo.appendBatch(stream, inputs)).map((e) => e.id);
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (code !== 'backend_unavailable' && code !== 'ambiguous') throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-}

@@ -7,7 +7,7 @@ import { mapRedisError } from '../../lib/backends/redis/errors';
 import { layoutKey, registryKey, StreamKeys } from '../../lib/backends/redis/keys';
 import { SCRIPTS } from '../../lib/backends/redis/scripts';
 import { CLUSTER_NODES, deleteClusterKeys, ensureCluster, Master, masterOf, masters, moveSlot, nodeClient } from './cluster-support';
-import { freshPrefix } from './support';
+import { appendRetrying, freshPrefix } from './support';
 import { until } from '../support/until';
 
 // The Redis backend on a real Redis Cluster (3 masters, 3 replicas on 127.0.0.1:7100-7105),
@@ -502,18 +502,4 @@ async function killConnections(name: string): Promise<number> {
     }
   }
   return n;
-}
-
-/** appendBatch with explicit ids, retried on backend_unavailable / ambiguous (idempotent by id). */
-async function appendRetrying(rheo: Rheo, stream: string, batch: number): Promise<string[]> {
-  const inputs = Array.from({ length: 100 }, (_, i) => ({ id: `${stream}-${batch}-${i}`, key: `k${i % 17}`, payload: { batch, i } }));
-  for (;;) {
-    try {
-      return (await rheo.appendBatch(stream, inputs)).map((e) => e.id);
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (code !== 'backend_unavailable' && code !== 'ambiguous') throw err;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
 }

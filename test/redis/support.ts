@@ -129,3 +129,21 @@ export function clockedRedis(label: string) {
   });
   return { prefix, clock, backend, rheo, admin };
 }
+
+/**
+ * appendBatch of 100 events with explicit ids (`<stream>-<batch>-<i>`), retried on
+ * backend_unavailable / ambiguous: idempotent by id, so a retry after a lost
+ * answer stores nothing twice. Returns the ids.
+ */
+export async function appendRetrying(rheo: Rheo, stream: string, batch: number): Promise<string[]> {
+  const inputs = Array.from({ length: 100 }, (_, i) => ({ id: `${stream}-${batch}-${i}`, key: `k${i % 17}`, payload: { batch, i } }));
+  for (;;) {
+    try {
+      return (await rheo.appendBatch(stream, inputs)).map((e) => e.id);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code !== 'backend_unavailable' && code !== 'ambiguous') throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}

@@ -14,44 +14,57 @@ import { deleteKeysUnder, REDIS_URL } from './redis-keys';
 const N = Number(process.env.RHEO_BENCH_N ?? 20_000);
 const BATCH = 500;
 
-/** Ours on `rheo`: append N, then consume them through a Group (maxDemand 100 × concurrency 16). */
-async function ours(rheo: Rheo, backend: string, partitions: number): Promise<{ append: number; consume: number }> {
-  await rheo.createStream('bench', { partitions });
-  await rheo.createGroup('bench', 'consumers');
-  const append = await benchAppend(rheo, 'bench', N, BATCH);
-  emit({ backend, op: 'append', events: N, eventsPerSec: append.eventsPerSec });
-  const consume = await benchConsume(rheo, 'bench', 'consumers', N, { maxDemand: 100, concurrency: 16 });
-  emit({ backend, op: 'consume', events: N, eventsPerSec: consume.eventsPerSec });
-  return { append: append.eventsPerSec, consume: consume.eventsPerSec };
+/** A store's side of the comparison: our facade on it, the peer driven on the same store, and what to remove after. */
+interface Store {
+  backend: string;
+  peer: string;
+  partitions: number;
+  rheo: Rheo;
+  runPeer(): Promise<{ append: number; consume: number }>;
+  cleanup(): Promise<unknown>;
 }
 
-async function postgres(): Promise<void> {
+/** Ours on the store (append N, then consume them through a Group of maxDemand 100 × concurrency 16), then the peer. */
+async function beside(s: Store): Promise<void> {
+  try {
+    await s.rheo.createStream('bench', { partitions: s.partitions });
+    await s.rheo.createGroup('bench', 'consumers');
+    const append = (await benchAppend(s.rheo, 'bench', N, BATCH)).eventsPerSec;
+    emit({ backend: s.backend, op: 'append', events: N, eventsPerSec: append });
+    const consume = (await benchConsume(s.rheo, 'bench', 'consumers', N, { maxDemand: 100, concurrency: 16 })).eventsPerSec;
+    emit({ backend: s.backend, op: 'consume', events: N, eventsPerSec: consume });
+    const theirs = await s.runPeer();
+    emitPeer(s.peer, 'append', N, theirs.append, append);
+    emitPeer(s.peer, 'consume', N, theirs.consume, consume);
+  } finally {
+    await s.rheo.close();
+    await s.cleanup();
+  }
+}
+
+function postgres(): Promise<void> {
   const schema = `rheo_peers_${process.pid}`;
-  const rheo = new Rheo(postgresBackend({ url: PG_URL, schema }));
-  try {
-    const us = await ours(rheo, 'postgres', 1);
-    const boss = await benchPgBoss(PG_URL, N, BATCH);
-    emitPeer('pg-boss', 'append', N, boss.append, us.append);
-    emitPeer('pg-boss', 'consume', N, boss.consume, us.consume);
-  } finally {
-    await rheo.close();
-    await dropSchema(schema);
-  }
+  return beside({
+    backend: 'postgres',
+    peer: 'pg-boss',
+    partitions: 1,
+    rheo: new Rheo(postgresBackend({ url: PG_URL, schema })),
+    runPeer: () => benchPgBoss(PG_URL, N, BATCH),
+    cleanup: () => dropSchema(schema),
+  });
 }
 
-async function redis(): Promise<void> {
+function redis(): Promise<void> {
   const prefix = `rheo-peers:${process.pid}`;
-  // Four partitions, as `npm run bench -- redis` uses.
-  const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
-  try {
-    const us = await ours(rheo, 'redis', 4);
-    const bull = await benchBullmq(REDIS_URL, N, BATCH);
-    emitPeer('bullmq', 'append', N, bull.append, us.append);
-    emitPeer('bullmq', 'consume', N, bull.consume, us.consume);
-  } finally {
-    await rheo.close();
-    await deleteKeysUnder(prefix);
-  }
+  return beside({
+    backend: 'redis',
+    peer: 'bullmq',
+    // Four partitions, as `npm run bench -- redis` uses.
+    partitions: 4,
+    rheo: new Rheo(redisBackend({ url: REDIS_URL, prefix })),
+    runPeer: () => benchBullmq(REDIS_URL, N, BATCH),
+    cleanup: () => deleteKeysUnder(prefix),
+  });
 }
 
 /** Both stores, or the one named. */

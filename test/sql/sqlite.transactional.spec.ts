@@ -13,6 +13,8 @@ import type { DeliveryControl, Lease, RheoError } from '../../lib';
 import { until } from '../support/until';
 
 const dir = mkdtempSync(join(tmpdir(), 'rheo-sqlite-tx-'));
+// After every describe: the second one's file lives in the same folder.
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** A second connection on the file (better-sqlite3 ships no types: the little of it used here). */
 interface RawConnection {
@@ -49,7 +51,6 @@ describe('sqlite: transactional consumers on a host DataSource', () => {
   afterAll(async () => {
     await rheo?.close();
     await ds?.destroy();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   async function setup(events: number): Promise<{ stream: string; table: string }> {

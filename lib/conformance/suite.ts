@@ -6,6 +6,7 @@ import { deadLetterCases } from './cases/dead-letters';
 import { delayedCases } from './cases/delayed';
 import { deleteGroupCases } from './cases/delete-group';
 import { encodingCases } from './cases/encoding';
+import { endingCases } from './cases/endings';
 import { fencingCases } from './cases/fencing';
 import { frontierCases } from './cases/frontier';
 import { groupCases } from './cases/groups';
@@ -77,6 +78,7 @@ export function runConformance(target: ConformanceTarget): void {
     fencingCases(ctx);
     retryCases(ctx);
     deadLetterCases(ctx);
+    endingCases(ctx);
     frontierCases(ctx);
     if (ctx.caps.guarantees.replay) replayCases(ctx);
     if (ctx.caps.guarantees.orderedPartitions) orderingCases(ctx);

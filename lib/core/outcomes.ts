@@ -48,13 +48,17 @@ export function reasonOf(err: unknown): string {
 }
 
 /**
- * `text` cut to {@link MAX_REASON_LENGTH} and made well-formed: a cut through a
- * surrogate pair (or a lone surrogate in a thrown message) would otherwise be
- * stored differently by each backend's UTF-8 encoder.
+ * `text` as every backend can store it, the one rule for reasons (docs/adr/035):
+ * cut to {@link MAX_REASON_LENGTH}, made well-formed (a cut through a surrogate
+ * pair, or a lone surrogate in a thrown message, would otherwise be stored
+ * differently by each backend's UTF-8 encoder), and each U+0000 replaced by
+ * U+FFFD (PostgreSQL's text refuses U+0000, and V8's JSON.parse messages quote
+ * the character they stopped at). What reads it back, on any backend, is this.
  */
 export function boundReason(text: string): string {
-  const cut = text.length > MAX_REASON_LENGTH ? text.slice(0, MAX_REASON_LENGTH) : text;
-  return cut.isWellFormed() ? cut : cut.toWellFormed();
+  let cut = text.length > MAX_REASON_LENGTH ? text.slice(0, MAX_REASON_LENGTH) : text;
+  if (!cut.isWellFormed()) cut = cut.toWellFormed();
+  return cut.includes('\u0000') ? cut.replaceAll('\u0000', '\uFFFD') : cut;
 }
 
 /**

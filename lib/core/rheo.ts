@@ -59,6 +59,7 @@ import type {
   TrimResult,
 } from './types';
 import { sendSpan } from './otel';
+import { settleEach } from './settle';
 import { FrontierWatch, groupKey, publishLeases, publishSettles, settlesObserved } from './published';
 import { checkDate, checkInt, checkName, checkObject } from './validate';
 
@@ -511,15 +512,18 @@ export class Rheo {
   }
 
   private settleChecked(ops: SettleOp[]): Promise<SettleResult[]> {
-    // The hot path: no extra promise between the runtime's settle batch and the store.
-    if (this.connected && !settlesObserved()) return this.backend.settle(ops);
+    // The hot path: no extra promise between the runtime's settle batch and the store (settleEach adds one
+    // only for a batch of several ops, to settle them one by one should one op break the batch).
+    if (this.connected && !settlesObserved()) return settleEach(this.settleOps, ops);
     return this.settleObserved(ops);
   }
+
+  private readonly settleOps = (ops: SettleOp[]): Promise<SettleResult[]> => this.backend.settle(ops);
 
   /** A settle whose outcomes someone listens to (or before the first connect). */
   private async settleObserved(ops: SettleOp[]): Promise<SettleResult[]> {
     await this.init();
-    if (!settlesObserved()) return this.backend.settle(ops);
+    if (!settlesObserved()) return settleEach(this.settleOps, ops);
     // Telling a retry from a dead letter needs each group's maxAttempts: read once per group, before the settle.
     for (const { lease } of ops) {
       const key = groupKey(lease.stream, lease.group);
@@ -527,7 +531,7 @@ export class Rheo {
       const cfg = await this.backend.getGroup(lease.stream, lease.group).catch(() => null);
       if (cfg) this.maxAttempts.set(key, cfg.maxAttempts);
     }
-    const results = await this.backend.settle(ops);
+    const results = await settleEach(this.settleOps, ops);
     publishSettles(ops, results, this.maxAttempts);
     return results;
   }

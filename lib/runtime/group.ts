@@ -20,7 +20,7 @@ import {
   type ResolvedGroupOptions,
   resolveGroupOptions,
 } from './options';
-import { ACK, bounded, nackAfterFailedAck, outcomeOfValue, SETTLED_BY_HANDLER, settleRequest } from './handler-result';
+import { ACK, bounded, nackAfterFailedSettle, outcomeOfValue, SETTLED_BY_HANDLER, settleRequest } from './handler-result';
 import { tracing } from '../core/otel-api';
 import { processSpan } from './process-span';
 import { ackFailureOf, checkTransactional, outcomeOfRun, runTransactional } from './transactional';
@@ -744,7 +744,8 @@ export class Group extends EventEmitter<GroupEvents> {
     this.settler.settle(settleRequest(entry.lease, outcome), (result) => this.onSettled(entry, outcome, result));
   }
 
-  private onSettled(entry: InflightEntry, outcome: Outcome, result: SettleResult): void {
+  /** `fallback`: this settle is the nack that followed a failed one, and is not followed again. */
+  private onSettled(entry: InflightEntry, outcome: Outcome, result: SettleResult, fallback = false): void {
     if (result.ok) {
       this.counters.settled++;
       this.release(entry);
@@ -756,11 +757,13 @@ export class Group extends EventEmitter<GroupEvents> {
     }
     const error = result.error;
     this.notify('settle_error', { lease: entry.lease, outcome, error });
-    // A failed ack that certainly did not happen is nacked so the event comes back
-    // at once; lost leases and unknown outcomes are left alone to expire.
-    if (outcome.kind === 'ack' && classifySettleError(error) === 'definite' && this.current !== 'stopped') {
-      const nack = nackAfterFailedAck(error);
-      this.settler.settle(settleRequest(entry.lease, nack), (r) => this.onSettled(entry, nack, r));
+    // A settle that certainly did not happen is followed by a nack carrying its error,
+    // which counts the attempt (a failed ack's comes back at once); lost leases and
+    // unknown outcomes, and a failed follow-up nack, are left to expire, which the
+    // next claim counts as an attempt too.
+    if (!fallback && classifySettleError(error) === 'definite' && this.current !== 'stopped') {
+      const nack = nackAfterFailedSettle(outcome, error);
+      this.settler.settle(settleRequest(entry.lease, nack), (r) => this.onSettled(entry, nack, r, true));
       return;
     }
     this.release(entry);

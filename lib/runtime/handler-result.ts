@@ -69,7 +69,18 @@ export function settleRequest(lease: Lease, outcome: Outcome): SettleRequest {
   }
 }
 
-/** The nack that follows an ack that definitely failed: the event comes back at once. */
-export function nackAfterFailedAck(error: RheoError): Outcome {
-  return { kind: 'nack', reason: boundedReason(`ack failed: ${error.message}`), delayMs: 0 };
+/**
+ * The nack that follows a settle that definitely failed (nothing of it was
+ * written): it records why, and counts the attempt, so a delivery whose settles
+ * keep failing is dead-lettered at `maxAttempts` with the error as its reason
+ * instead of coming back forever (docs/adr/035-every-delivery-ends.md). A failed
+ * ack comes back at once (the handler's work is done; only the ack is missing), a
+ * failed nack after the delay it asked for, a failed reject after the group's backoff.
+ */
+export function nackAfterFailedSettle(failed: Outcome, error: RheoError): Outcome {
+  const reason = boundedReason(`settle failed: ${error.code}: ${error.message}`);
+  if (failed.kind === 'ack') return { kind: 'nack', reason, delayMs: 0 };
+  return failed.kind === 'nack' && failed.delayMs !== undefined
+    ? { kind: 'nack', reason, delayMs: failed.delayMs }
+    : { kind: 'nack', reason };
 }

@@ -52,7 +52,7 @@ describe('Group: failed acks', () => {
     },
   );
 
-  it('a definitely failed ack is nacked at once ("ack failed: ...") and redelivered without waiting for expiry', async () => {
+  it('a definitely failed ack is nacked at once ("settle failed: ...") and redelivered without waiting for expiry', async () => {
     const { rheo, stream, group, backend } = await setup();
     await rheo.appendBatch(stream, events(1));
     backend.failSettle({ kind: 'ack', code: 'failed', applied: false });
@@ -66,7 +66,7 @@ describe('Group: failed acks', () => {
       { kind: 'nack', attempt: 1, answered: 'ok', delayMs: 0 },
       { kind: 'ack', attempt: 2, answered: 'ok', delayMs: undefined },
     ]);
-    expect(backend.settles[1].reason).toMatch(/^ack failed: injected fault/);
+    expect(backend.settles[1].reason).toMatch(/^settle failed: failed: injected fault/);
   });
 
   it('a stale ack (lease lost) is dropped without a nack', async () => {
@@ -82,17 +82,19 @@ describe('Group: failed acks', () => {
     expect(attempts).toEqual([1, 2]);
   });
 
-  it('a failed nack is reported and left to expire (never turned into something else)', async () => {
+  it('a definitely failed nack is followed by a nack carrying its error, once; one that fails too is left to expire', async () => {
     const { rheo, stream, group, backend, clock } = await setup({ group: { retry: { initialMs: 0 } } });
     await rheo.appendBatch(stream, events(1));
-    backend.failSettle({ kind: 'nack', code: 'failed', applied: false });
+    backend.failSettle({ kind: 'nack', code: 'failed', applied: false, times: 2 });
     const attempts: number[] = [];
     const g = startGroup(rheo, { stream, group, leaseMs: 1000, pollMs: 5 }, async (l) => {
       attempts.push(l.attempt);
       if (l.attempt === 1) throw new Error('first try fails');
     });
-    await until(() => backend.settles.length === 1 && g.inflight === 0, 'given up');
-    expect(backend.settles[0]).toMatchObject({ kind: 'nack', answered: 'failed' });
+    await until(() => backend.settles.length === 2 && g.inflight === 0, 'given up');
+    expect(backend.settles.map((s) => `${s.kind}:${s.answered}`)).toEqual(['nack:failed', 'nack:failed']);
+    expect(backend.settles[0].reason).toBe('first try fails');
+    expect(backend.settles[1].reason).toMatch(/^settle failed: failed: injected fault: nack answered failed/);
     clock.advance(1000);
     await until(async () => (await rheo.lag(stream, group)).lag === 0, 'redelivered after expiry and acked');
     expect(attempts).toEqual([1, 2]);

@@ -62,6 +62,7 @@ export class FaultyBackend implements Backend {
   private settleFaults: Array<Required<Omit<SettleFault, 'kind' | 'eventId'>> & Pick<SettleFault, 'kind' | 'eventId'>> = [];
   private lostOnRenew = new Map<string, { times: number; code: RheoErrorCode }>();
   private renewCallFaults: Array<{ code: RheoErrorCode; times: number }> = [];
+  private settleCallFaults: Array<{ code: RheoErrorCode; times: number; eventId?: string }> = [];
   private waitDisabled = false;
   private waitSpurious = false;
 
@@ -88,6 +89,15 @@ export class FaultyBackend implements Backend {
   /** Answer matching settle ops with an error, applied underneath or not. */
   failSettle(f: SettleFault): this {
     this.settleFaults.push({ times: 1, ...f });
+    return this;
+  }
+
+  /**
+   * The next `times` settle calls (default forever) that carry an op on event `eventId` (any call when absent)
+   * throw `code` as a whole, applying nothing: what one statement for the whole batch does when one op breaks it.
+   */
+  failSettleCall(f: { code: RheoErrorCode; eventId?: string; times?: number }): this {
+    this.settleCallFaults.push({ times: Number.POSITIVE_INFINITY, ...f });
     return this;
   }
 
@@ -150,6 +160,11 @@ export class FaultyBackend implements Backend {
 
   async settle(ops: SettleOp[]): Promise<SettleResult[]> {
     this.calls.settle++;
+    const whole = this.take(this.settleCallFaults, (f) => f.eventId === undefined || ops.some((op) => op.lease.event.id === f.eventId));
+    if (whole) {
+      for (const op of ops) this.settles.push({ ...this.record(op), answered: whole.code });
+      throw fault(whole.code, 'settle');
+    }
     const planned = ops.map((op) =>
       this.take(
         this.settleFaults,
@@ -168,16 +183,19 @@ export class FaultyBackend implements Backend {
         if (f.applied) k++;
         result = { ok: false, error: fault(f.code, op.kind) };
       }
-      this.settles.push({
-        kind: op.kind,
-        eventId: op.lease.event.id,
-        attempt: op.lease.attempt,
-        reason: op.kind === 'ack' ? undefined : op.reason,
-        delayMs: op.kind === 'nack' ? op.delayMs : undefined,
-        answered: result.ok ? 'ok' : result.error.code,
-      });
+      this.settles.push({ ...this.record(op), answered: result.ok ? 'ok' : result.error.code });
       return result;
     });
+  }
+
+  private record(op: SettleOp): Omit<SettleRecord, 'answered'> {
+    return {
+      kind: op.kind,
+      eventId: op.lease.event.id,
+      attempt: op.lease.attempt,
+      reason: op.kind === 'ack' ? undefined : op.reason,
+      delayMs: op.kind === 'nack' ? op.delayMs : undefined,
+    };
   }
 
   async release(leases: Lease<unknown>[]): Promise<SettleResult[]> {

@@ -2,6 +2,7 @@ import { backoffDelay } from '../../core/backoff';
 import { Clock, systemClock } from '../../core/clock';
 import { RheoError, toRheoError } from '../../core/errors';
 import { newId } from '../../core/ids';
+import { leaseExpiredReason } from '../../core/settle';
 import type {
   DeadLetter,
   EventMetadata,
@@ -377,10 +378,17 @@ export class MemoryBackend implements Backend {
     return { leases, parked };
   }
 
-  /** Lease one event; null when it is a delayed event reached before its time, which is parked instead. */
+  /**
+   * Lease one event; null when it is a delayed event reached before its time, which is parked instead, or when
+   * its lease expired on the group's last attempt, which dead-letters it (docs/adr/035-every-delivery-ends.md).
+   */
   private claim(req: FetchRequest, s: MemStream, g: MemGroup, p: number, seq: number, now: number): Lease | null {
     const part = g.parts[p];
     let d = part.deliveries.get(seq);
+    if (d && d.state === 'leased' && d.attempt >= g.config.maxAttempts) {
+      this.bury(g, part, s.log[p].get(seq)!.id, p, d, leaseExpiredReason(d.attempt, g.config.maxAttempts), now);
+      return null;
+    }
     if (!d) {
       d = { sequence: seq, state: 'available', attempt: 0, leaseId: null, consumerId: null, leasedAt: 0, expiresAt: 0, availableAt: 0 };
       part.deliveries.set(seq, d);
@@ -449,15 +457,9 @@ export class MemoryBackend implements Backend {
         } else if (op.kind === 'reject' || d.attempt >= g.config.maxAttempts) {
           // The stored delivery is the truth, never the caller's copy of the lease.
           const p = op.lease.event.partition;
-          d.state = 'dead';
-          g.deadOrder = null;
-          g.dead.set(this.streams.get(op.lease.stream)!.log[p].get(seq)!.id, {
-            partition: p,
-            sequence: seq,
-            reason: op.reason,
-            attempt: d.attempt,
-            at: now,
-          });
+          this.bury(g, part, this.streams.get(op.lease.stream)!.log[p].get(seq)!.id, p, d, op.reason, now);
+          if (g.config.ordering === 'partition') woken.add(this.streams.get(op.lease.stream)!);
+          return { ok: true };
         } else {
           d.state = 'available';
           d.leaseId = null;
@@ -476,6 +478,15 @@ export class MemoryBackend implements Backend {
     });
     for (const s of woken) this.wake(s);
     return results;
+  }
+
+  /** Dead-letter a delivery and walk the frontier past it. */
+  private bury(g: MemGroup, part: GroupPartition, eventId: string, p: number, d: Delivery, reason: string, now: number): void {
+    d.state = 'dead';
+    g.deadOrder = null;
+    g.dead.set(eventId, { partition: p, sequence: d.sequence, reason, attempt: d.attempt, at: now });
+    part.open.delete(d.sequence);
+    advance(part);
   }
 
   async release(leases: Lease<unknown>[]): Promise<SettleResult[]> {

@@ -67,6 +67,30 @@ describe('redis backend: connections', () => {
     expect(await code(owned.ping())).toBe('backend_unavailable');
   });
 
+  it('a server nobody listens on: every call fails backend_unavailable naming host:port and the cause, as PostgreSQL does', async () => {
+    // 6399: a closed port (nothing of the test setup listens there).
+    for (const backend of [
+      redisBackend({ url: 'redis://127.0.0.1:6399', prefix }),
+      redisBackend({ options: { host: '127.0.0.1', port: 6399 }, prefix }),
+    ]) {
+      const rheo = new Rheo(backend);
+      try {
+        for (const call of [() => rheo.init(), () => rheo.append('orders', { payload: 1 }), () => rheo.ping()]) {
+          const err = await call().then(
+            () => null,
+            (e: unknown) => e,
+          );
+          expect(err).toBeInstanceOf(RheoError);
+          expect(err).toMatchObject({ code: 'backend_unavailable' });
+          expect((err as RheoError).message).toContain('127.0.0.1:6399');
+          expect((err as RheoError).message).toMatch(/ECONNREFUSED/);
+        }
+      } finally {
+        await rheo.close();
+      }
+    }
+  });
+
   it('maps a command timeout: ambiguous for a write, backend_unavailable for a read', async () => {
     // Setup and checks go through a backend with the default 5 s timeout; only the probes use 100 ms.
     const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));

@@ -29,16 +29,36 @@ const CONNECTION_DOWN =
   /Connection is closed|Stream isn't writeable|max retries per request|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|connect ETIMEDOUT|Socket closed|Redis is already connecting|None of startup nodes is available|Cluster isn't ready|Too many Cluster redirections|Failed to refresh slots cache|Cluster is ended/i;
 
 /**
+ * Where a backend's connection goes and why it last failed: ioredis answers a call on a
+ * connection that never came up with `Connection is closed.`, the refusal itself
+ * (`connect ECONNREFUSED 127.0.0.1:6399`) reaching only its `error` event.
+ */
+export interface RedisLink {
+  /** `at host:port` or `cluster host:port, ...`: how an outage names the server. */
+  where(): string;
+  /** The connection's last error while it is down, else undefined. */
+  lastError(): Error | undefined;
+}
+
+/** `redis at host:port is unavailable: <message> (<the connection's error>)`. */
+function unavailable(message: string, err: unknown, link: RedisLink | undefined): RheoError {
+  const last = link?.lastError()?.message;
+  const cause = last && last !== message ? ` (${last})` : '';
+  return new RheoError('backend_unavailable', `redis ${link ? `${link.where()} ` : ''}is unavailable: ${message}${cause}`, { cause: err });
+}
+
+/**
  * Map anything ioredis (or a script) throws to a RheoError:
  * - `RHEO:<code>[:<detail>]` raised by our scripts -> that code (for `invalid_argument`, the detail is the field);
- * - connection refused / closed / not writeable / retries exhausted -> `backend_unavailable`;
+ * - connection refused / closed / not writeable / retries exhausted -> `backend_unavailable`, naming the
+ *   server and the connection's last error when `link` is given;
  * - "Command timed out" -> `ambiguous` for a write (it may have happened), `backend_unavailable` for a read;
  * - a cluster that cannot serve the key now (no node reachable, redirections exhausted, a
  *   MOVED/ASK/TRYAGAIN/CLUSTERDOWN ioredis stopped following) -> `backend_unavailable`;
  * - a server that cannot serve (LOADING, READONLY, ...) -> `backend_unavailable`;
  * - anything else -> `failed`.
  */
-export function mapRedisError(err: unknown, kind: CallKind): RheoError {
+export function mapRedisError(err: unknown, kind: CallKind, link?: RedisLink): RheoError {
   if (err instanceof RheoError) return err;
   const e = err as { message?: unknown; code?: unknown; name?: unknown } | null;
   const message = typeof e?.message === 'string' ? e.message : String(err);
@@ -57,7 +77,7 @@ export function mapRedisError(err: unknown, kind: CallKind): RheoError {
   }
   const code = typeof e?.code === 'string' ? e.code : '';
   if (e?.name === 'MaxRetriesPerRequestError' || CONNECTION_DOWN.test(message) || CONNECTION_DOWN.test(code)) {
-    return new RheoError('backend_unavailable', `redis is unavailable: ${message}`, { cause: err });
+    return unavailable(message, err, link);
   }
   if (UNAVAILABLE_REPLIES.test(message)) return new RheoError('backend_unavailable', `redis cannot serve: ${message}`, { cause: err });
   return new RheoError('failed', `redis: ${message}`, { cause: err });

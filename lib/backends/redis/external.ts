@@ -58,7 +58,8 @@ export interface RedisCommands {
   readonly status: string;
   connect(): Promise<void>;
   disconnect(): void;
-  on(event: 'error' | 'close' | 'end', listener: (...args: unknown[]) => void): unknown;
+  /** `ready`: connected (again). */
+  on(event: 'error' | 'close' | 'end' | 'ready', listener: (...args: unknown[]) => void): unknown;
   once(event: 'error' | 'close' | 'end', listener: (...args: unknown[]) => void): unknown;
   pipeline(): RedisPipeline;
   evalsha(sha: string, numKeys: number, keysAndArgs: string[]): Promise<unknown>;

@@ -4,6 +4,7 @@ import { RheoError } from '../../core/errors';
 import { newId } from '../../core/ids';
 import type { DeadLetter, GroupConfig, GroupInfo, Lag, Lease, Retention, RheoEvent, StreamInfo, TrimResult } from '../../core/types';
 import type {
+  AppendedEvents,
   Backend,
   BackendDescription,
   CreateGroupRequest,
@@ -19,6 +20,7 @@ import type {
   TrimRequest,
   WaitRequest,
 } from '../backend';
+import { appended } from '../../core/appended';
 import { createCapabilities } from '../capabilities';
 import {
   appendArgs,
@@ -41,7 +43,7 @@ import {
   sleep,
 } from './connection';
 import { runCountDeadLetters } from './dead-letter-count';
-import { CallKind, mapRedisError, scriptDetail } from './errors';
+import { CallKind, mapRedisError, type RedisLink, scriptDetail } from './errors';
 import type {
   RedisClient,
   RedisClientOptions,
@@ -189,6 +191,10 @@ export class RedisBackend implements Backend {
   };
   private ready?: Promise<void>;
   private closed = false;
+  /** The owned connection's last error while it is down (ioredis reports a refusal only as an event). */
+  private connectionError?: Error;
+  /** What an outage message names: the server and that error (errors.ts). */
+  private readonly link: RedisLink = { where: () => this.where(), lastError: () => this.connectionError };
   /**
    * Partition counts, creation times and group configs never change once created, so
    * they are cached. A stream's retention can (setRetention, from any process): it is
@@ -274,16 +280,46 @@ export class RedisBackend implements Backend {
         redisOptions: { ...CREATED_CLUSTER_DEFAULTS.redisOptions, ...given.redisOptions },
       };
       this.client = new Cluster(this.options.cluster, opts);
-      this.client.on('error', () => undefined);
+      this.watchConnection(this.client);
     }
     if (!this.client) {
       const IORedis = loadIoredis();
       const opts = { ...CREATED_CLIENT_DEFAULTS, ...this.options.options };
       this.client = this.options.url ? new IORedis(this.options.url, opts) : new IORedis(opts);
-      // Failures surface through each call as RheoError; this keeps ioredis from logging them as unhandled.
-      this.client.on('error', () => undefined);
+      this.watchConnection(this.client);
     }
     return this.client;
+  }
+
+  /**
+   * Failures surface through each call as RheoError (the listener keeps ioredis from
+   * logging them as unhandled); the last one is kept for those messages until the
+   * connection is ready again.
+   */
+  private watchConnection(client: RedisClient | RedisCluster): void {
+    client.on('error', (err) => {
+      this.connectionError = err as Error;
+    });
+    client.on('ready', () => {
+      this.connectionError = undefined;
+    });
+  }
+
+  /** `at host:port[, db n]` or `cluster host:port, ...`: the server(s), never credentials. */
+  private where(): string {
+    if (this.options.cluster !== undefined) {
+      const given = Array.isArray(this.options.cluster)
+        ? this.options.cluster.map((n) => clusterNodeName(n))
+        : this.options.cluster.nodes('master').map(nodeKey);
+      const shown = given.length > 3 ? `${given.slice(0, 3).join(', ')} (+${given.length - 3})` : given.join(', ');
+      return `cluster ${shown || '(nodes not known yet)'}`;
+    }
+    // A borrowed ioredis client exposes the options it was built with (host, port, db).
+    const o: RedisClientOptions = this.options.options ?? (this.client as { options?: RedisClientOptions } | undefined)?.options ?? {};
+    const fromUrl = this.options.url ? urlTarget(this.options.url) : null;
+    const host = fromUrl?.host ?? hostPort(o.host, o.port, { host: 'localhost', port: 6379 });
+    const db = fromUrl?.database ?? (o.db === undefined ? undefined : String(o.db));
+    return `at ${host}${db && db !== '0' ? `, db ${db}` : ''}`;
   }
 
   /**
@@ -304,19 +340,7 @@ export class RedisBackend implements Backend {
 
   /** Host, port, database number and key prefix (never credentials); on a cluster, its startup nodes. */
   describe(): BackendDescription {
-    if (this.options.cluster !== undefined) {
-      const given = Array.isArray(this.options.cluster)
-        ? this.options.cluster.map((n) => clusterNodeName(n))
-        : this.options.cluster.nodes('master').map(nodeKey);
-      const shown = given.length > 3 ? `${given.slice(0, 3).join(', ')} (+${given.length - 3})` : given.join(', ');
-      return { target: `cluster ${shown || '(nodes not known yet)'}, prefix ${this.prefix}` };
-    }
-    // A borrowed ioredis client exposes the options it was built with (host, port, db).
-    const o: RedisClientOptions = this.options.options ?? (this.client as { options?: RedisClientOptions } | undefined)?.options ?? {};
-    const fromUrl = this.options.url ? urlTarget(this.options.url) : null;
-    const host = fromUrl?.host ?? hostPort(o.host, o.port, { host: 'localhost', port: 6379 });
-    const db = fromUrl?.database ?? (o.db === undefined ? undefined : String(o.db));
-    return { target: `${host}${db && db !== '0' ? `, db ${db}` : ''}, prefix ${this.prefix}` };
+    return { target: `${this.where().replace(/^at /, '')}, prefix ${this.prefix}` };
   }
 
   async init(): Promise<void> {
@@ -324,7 +348,7 @@ export class RedisBackend implements Backend {
     if (!this.ready) {
       this.ready = this.connect().catch((err) => {
         this.ready = undefined;
-        throw mapRedisError(err, 'read');
+        throw mapRedisError(err, 'read', this.link);
       });
     }
     return this.ready;
@@ -428,7 +452,9 @@ export class RedisBackend implements Backend {
       const masters = isCluster(c) ? c.nodes('master') : [];
       await (masters.length > 0 ? Promise.all(masters.map((m) => m.ping())) : c.ping());
     } catch (err) {
-      throw new RheoError('backend_unavailable', `redis did not answer: ${(err as Error).message}`, { cause: err });
+      const mapped = mapRedisError(err, 'read', this.link);
+      if (mapped.code === 'backend_unavailable') throw mapped;
+      throw new RheoError('backend_unavailable', `redis ${this.where()} did not answer: ${mapped.message}`, { cause: err });
     }
   }
 
@@ -448,7 +474,7 @@ export class RedisBackend implements Backend {
     try {
       return await fn();
     } catch (err) {
-      throw mapRedisError(err, kind);
+      throw mapRedisError(err, kind, this.link);
     }
   }
 
@@ -686,7 +712,7 @@ export class RedisBackend implements Backend {
 
   // ------------------------------------------------------------ the log
 
-  async append(stream: string, events: NewEvent[]): Promise<RheoEvent[]> {
+  async append(stream: string, events: NewEvent[]): Promise<AppendedEvents> {
     // The returned events' metadata and payloads, copied before the first await: what the facade
     // serialised just before this call, whatever the caller changes while the append waits.
     const copies = events.map((e) => ({ metadata: copyJson(e.metadata), payload: copyJson(e.payload) }));
@@ -696,7 +722,7 @@ export class RedisBackend implements Backend {
       if (!Number.isInteger(e.partition) || e.partition < 0 || e.partition >= P)
         throw RheoError.invalid('partition', `must be between 0 and ${P - 1}`);
     }
-    if (events.length === 0) return [];
+    if (events.length === 0) return appended([], 0);
     const k = this.keys(stream);
     const call = appendArgs(events);
     if (call.delayed) await this.recordDelayedLayout();
@@ -721,7 +747,9 @@ export class RedisBackend implements Backend {
         if (attempt < 3) continue;
         throw new RheoError('failed', `redis: appended events of stream "${stream}" were trimmed while they were read back`);
       }
-      return events.map((e, i) => {
+      // A known id (stored before, or earlier in this batch) is not a new sequence: a repeat.
+      const repeats = result.filter((r) => typeof r !== 'number').length;
+      const stored = events.map((e, i) => {
         const r = result[i];
         if (typeof r !== 'number') {
           const stored = known.get(Array.isArray(r) ? r[0] : r)!;
@@ -743,6 +771,7 @@ export class RedisBackend implements Backend {
         if (e.deliverAt !== undefined) event.deliverAt = new Date(e.deliverAt.getTime());
         return event;
       });
+      return appended(stored, repeats);
     }
   }
 
@@ -777,11 +806,12 @@ export class RedisBackend implements Backend {
       p.wait(replicas, timeoutMs);
       rows = (await p.exec()) ?? [];
     } catch (err) {
-      throw unconfirmed(`was not confirmed by ${replicas} replica(s) (${mapRedisError(err, 'write').message})`, err);
+      throw unconfirmed(`was not confirmed by ${replicas} replica(s) (${mapRedisError(err, 'write', this.link).message})`, err);
     }
     const [[readErr, ref] = [null, null], [waitErr, acked] = [null, null]] = rows;
     const failed = readErr ?? waitErr;
-    if (failed) throw unconfirmed(`was not confirmed by ${replicas} replica(s) (${mapRedisError(failed, 'write').message})`, failed);
+    if (failed)
+      throw unconfirmed(`was not confirmed by ${replicas} replica(s) (${mapRedisError(failed, 'write', this.link).message})`, failed);
     if (ref !== expected) {
       throw unconfirmed(
         `is gone from the master of its slot right after it was written (a failover lost it, or a trim took it at once): event "${first.id}" is not where the append put it`,
@@ -806,7 +836,7 @@ export class RedisBackend implements Backend {
     const rows = await this.withMappedErrors('read', async () => (await p.exec()) ?? []);
     for (const [i, ref] of refs.entries()) {
       const [err, entries] = rows[i] as [Error | null, RedisStreamEntry[]];
-      if (err) throw mapRedisError(err, 'read');
+      if (err) throw mapRedisError(err, 'read', this.link);
       if (!entries?.[0]) return false;
       const [part, seq] = ref.split(':').map(Number);
       known.set(ref, eventFromEntry(stream, part, seq, entries[0][1]));
@@ -872,7 +902,7 @@ export class RedisBackend implements Backend {
       for (let left = req.limit - FETCH_PER_CALL; left > 0; left -= FETCH_PER_CALL) rest.push(call(Math.min(FETCH_PER_CALL, left)));
       const replies = await this.withMappedErrors('write', () => this.scripts.runPipelined(rest));
       for (const [err, reply] of replies) {
-        if (err) throw this.explain(mapRedisError(err, 'write'), req.stream, req.group);
+        if (err) throw this.explain(mapRedisError(err, 'write', this.link), req.stream, req.group);
         answers.push(fetchAnswer(reply));
       }
     }
@@ -954,7 +984,7 @@ export class RedisBackend implements Backend {
         P = await this.partitions(stream);
         cfg = await this.config(stream, group);
       } catch (err) {
-        for (const i of indexes) results[i] = fail(mapRedisError(err, 'read'));
+        for (const i of indexes) results[i] = fail(mapRedisError(err, 'read', this.link));
         continue;
       }
       const k = this.keys(stream);
@@ -993,7 +1023,7 @@ export class RedisBackend implements Backend {
       const [err, reply] = answers[n];
       const codes = reply as Array<string | number>;
       c.index.forEach((i, j) => {
-        if (err) results[i] = fail(this.explain(mapRedisError(err, 'write'), c.stream, c.group));
+        if (err) results[i] = fail(this.explain(mapRedisError(err, 'write', this.link), c.stream, c.group));
         else if (codes[j] === 'ok') results[i] = ok(now);
         else results[i] = fail(this.opError(name, String(codes[j]), c.stream, c.group));
       });

@@ -5,6 +5,8 @@
 // (`runConformance({ name, create, unreachable })` inside a Jest test file).
 export type * from './backends/backend';
 export { createCapabilities } from './backends/capabilities';
+// Append (Backend.append): the stored events with how many were idempotent repeats.
+export { appended } from './core/appended';
 export type { Capabilities, CapabilitiesInput, Guarantees, Mechanisms } from './backends/capabilities';
 export { RheoError, isRheoError, toRheoError, RHEO_ERROR_CODES } from './core/errors';
 export type { RheoErrorCode, RheoErrorOptions } from './core/errors';

@@ -108,9 +108,11 @@ export class RheoAdmin implements RheoAdminOperations {
   }
 
   /**
-   * Without `cursor`, the latest `limit` events (default 100); with one, the
-   * events after it. `next` is always a cursor (a position per partition), so a
-   * follower polls with it and misses nothing, whichever partition moves.
+   * Without `cursor`, the newest `limit` events (default 100), newest last; with
+   * one, the events after it, oldest first. `next` is always a cursor (a position
+   * per partition), so a follower polls with it and misses nothing, whichever
+   * partition moves; under `where` it moves past the events the filter passed
+   * over too, so a poll reads only what was appended since the last.
    */
   async tail(
     stream: string,
@@ -118,13 +120,11 @@ export class RheoAdmin implements RheoAdminOperations {
   ): Promise<{ items: EventSummary[]; next: string | null }> {
     const { where, limit, cursor } = checkTailOptions(options);
     const info = await this.streamInfo(stream);
-    let page;
-    if (cursor === undefined) {
-      const [first] = await this.rheo.listGroups(stream);
-      page = await tailLatest(this.rheo, info, first?.group, where, limit);
-    } else {
-      page = await tailAfter(this.rheo, info, where, limit, decodeTailCursor(cursor, info.partitions));
-    }
+    const ends = async () => readHighWatermarks(this.rheo, info, (await this.rheo.listGroups(stream))[0]?.group);
+    const page =
+      cursor === undefined
+        ? await tailLatest(this.rheo, info, ends, where, limit)
+        : await tailAfter(this.rheo, info, ends, where, limit, decodeTailCursor(cursor, info.partitions));
     return { items: page.events.map(eventSummary), next: encodeTailCursor(page.positions) };
   }
 

@@ -3,15 +3,16 @@
 // several partitions: sequences are per partition, so a new event of a partition
 // that is behind sorts before the cursor and would never be shown. The tail
 // cursor therefore holds a position per partition (the last sequence seen in
-// each), and every page reads each partition after its own position.
+// each), and every page reads each partition after its own position. For the
+// same reason a page is ordered by time, not by (sequence, partition): the newest
+// `limit` events are the newest appended, whichever partition holds them.
 import { RheoError } from '../core/errors';
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../core/limits';
 import type { Rheo } from '../core/rheo';
 import type { QueryWhere, RheoEvent, StreamInfo } from '../core/types';
 import { checkInt, checkObject } from '../core/validate';
-import { readHighWatermarks } from './high-watermarks';
 
-/** One page of a tail: events in (sequence, partition) order, and each partition's position after it. */
+/** One page of a tail: events oldest first (see {@link mergeInTime}), and each partition's position after it. */
 export interface TailPage {
   events: RheoEvent[];
   positions: number[];
@@ -48,43 +49,96 @@ function partitionsOf(where: QueryWhere, info: StreamInfo): number[] {
   return Array.from({ length: info.partitions }, (_, p) => p);
 }
 
-const byPosition = (a: RheoEvent, b: RheoEvent) => a.sequence - b.sequence || a.partition - b.partition;
+/**
+ * Whether `a` was appended before `b`, for events of two partitions: the earlier
+ * timestamp; in one millisecond the lower id (generated ids are UUIDv7, which sort
+ * in the order they were made), then the lower partition. A sequence says nothing
+ * across partitions: a partition that is behind holds low sequences of new events.
+ */
+function before(a: RheoEvent, b: RheoEvent): boolean {
+  const t = a.timestamp.getTime() - b.timestamp.getTime();
+  if (t !== 0) return t < 0;
+  if (a.id !== b.id) return a.id < b.id;
+  return a.partition < b.partition;
+}
 
 /**
- * The latest `limit` matching events. Each partition's position becomes the
- * highest of its high watermark (read first, so nothing appended during the read
- * is jumped over) and the last event seen: a follow then never rescans events the
- * filter already passed over.
+ * The first `limit` events of per-partition lists, each list in the order it is
+ * taken from: at every step the head that `first` puts ahead of every other head.
+ * A partition's own events keep their sequence order (its head is its next one),
+ * and whatever is taken from a list is a prefix of it.
  */
-export async function tailLatest(
-  rheo: Rheo,
-  info: StreamInfo,
-  group: string | undefined,
-  where: QueryWhere,
-  limit: number,
-): Promise<TailPage> {
-  const positions = await readHighWatermarks(rheo, info, group);
+function mergeInTime(lists: RheoEvent[][], limit: number, first: (a: RheoEvent, b: RheoEvent) => boolean): RheoEvent[] {
+  const at = lists.map(() => 0);
+  const out: RheoEvent[] = [];
+  while (out.length < limit) {
+    let pick = -1;
+    for (let i = 0; i < lists.length; i++) {
+      const head = lists[i][at[i]];
+      if (head !== undefined && (pick < 0 || first(head, lists[pick][at[pick]]))) pick = i;
+    }
+    if (pick < 0) break;
+    out.push(lists[pick][at[pick]++]);
+  }
+  return out;
+}
+
+/** The partitions' high watermarks, read when a page needs them. */
+export type ReadEnds = () => Promise<number[]>;
+
+/**
+ * The newest `limit` matching events, newest last. Each partition's position
+ * becomes the highest of its high watermark (read first, so nothing appended
+ * during the read is jumped over) and the last event seen: a follow then never
+ * rescans events the filter already passed over.
+ */
+export async function tailLatest(rheo: Rheo, info: StreamInfo, ends: ReadEnds, where: QueryWhere, limit: number): Promise<TailPage> {
+  const positions = await ends();
   const found = await Promise.all(
     partitionsOf(where, info).map((partition) => rheo.query({ stream: info.name, where: { ...where, partition }, order: 'desc', limit })),
   );
   for (const events of found) for (const e of events) positions[e.partition] = Math.max(positions[e.partition], e.sequence);
-  const latest = found
-    .flat()
-    .sort((a, b) => byPosition(b, a))
-    .slice(0, limit);
-  return { events: latest.reverse(), positions };
+  const newest = mergeInTime(found, limit, (a, b) => before(b, a));
+  return { events: newest.reverse(), positions };
 }
 
-/** The first `limit` matching events after each partition's position; positions move past the events returned only. */
-export async function tailAfter(rheo: Rheo, info: StreamInfo, where: QueryWhere, limit: number, from: number[]): Promise<TailPage> {
+/**
+ * The first `limit` matching events after each partition's position, oldest
+ * first. A position moves past the events returned and, under a filter, past
+ * those it passed over: a partition whose every match up to its end was returned
+ * moves to the high watermark read before the query, so the next poll reads only
+ * what was appended since, however long nothing matched.
+ */
+export async function tailAfter(
+  rheo: Rheo,
+  info: StreamInfo,
+  ends: ReadEnds,
+  where: QueryWhere,
+  limit: number,
+  from: number[],
+): Promise<TailPage> {
+  const partitions = partitionsOf(where, info);
+  const filtered = Object.entries(where).some(([k, v]) => k !== 'partition' && v !== undefined);
+  const end = filtered ? await ends() : null;
   const found = await Promise.all(
-    partitionsOf(where, info).map((partition) =>
+    partitions.map((partition) =>
       rheo.query({ stream: info.name, where: { ...where, partition }, afterSequence: from[partition], order: 'asc', limit }),
     ),
   );
-  // Each partition's list is ascending, so the first `limit` of the merge is a prefix of each: no gap is left behind.
-  const events = found.flat().sort(byPosition).slice(0, limit);
+  // Taken lists are prefixes of each partition's list: no gap is left behind.
+  const events = mergeInTime(found, limit, before);
   const positions = [...from];
-  for (const e of events) positions[e.partition] = e.sequence;
+  const taken = new Map<number, number>();
+  for (const e of events) {
+    positions[e.partition] = e.sequence;
+    taken.set(e.partition, (taken.get(e.partition) ?? 0) + 1);
+  }
+  if (end !== null) {
+    partitions.forEach((partition, i) => {
+      // A short list is every match up to the partition's end (at least `end`); all of it shown: nothing below is left.
+      const all = found[i].length < limit && (taken.get(partition) ?? 0) === found[i].length;
+      if (all) positions[partition] = Math.max(positions[partition], end[partition]);
+    });
+  }
   return { events, positions };
 }

@@ -46,6 +46,16 @@ export interface NewEvent {
   deliverAt?: Date;
 }
 
+/**
+ * What `Backend.append` returns: the stored events, in input order, and
+ * `repeats`, how many of them this call did not write: an id the stream held
+ * already, or one given again later in the same batch (an idempotent repeat).
+ * The facade reports appended events as `length - repeats` and the repeats apart
+ * (the `rheo:append` message, the metrics). A backend that leaves it out has
+ * every event reported as written.
+ */
+export type AppendedEvents = RheoEvent[] & { repeats?: number };
+
 /** A start position resolved by the facade: per partition, the last sequence to skip, or a time. */
 export type ResolvedStart =
   { kind: 'beginning' } | { kind: 'end' } | { kind: 'after'; sequences: Record<number, number> | number } | { kind: 'at'; time: Date };
@@ -203,8 +213,11 @@ export interface Backend {
    */
   deleteGroup(stream: string, group: string): Promise<void>;
 
-  /** Append in order; atomic for the whole batch. Returns the stored events, in input order. */
-  append(stream: string, events: NewEvent[], options: AppendOptions): Promise<RheoEvent[]>;
+  /**
+   * Append in order; atomic for the whole batch. Returns the stored events, in
+   * input order, with `repeats` set (see {@link AppendedEvents}).
+   */
+  append(stream: string, events: NewEvent[], options: AppendOptions): Promise<AppendedEvents>;
   read(request: ReadRequest): Promise<RheoEvent[]>;
   query(request: QueryRequest): Promise<RheoEvent[]>;
 

@@ -45,6 +45,12 @@ export interface OperationMessage {
   group?: string;
   /** Known at start: events appended, leases renewed or settled; by `asyncEnd`: events a query returned, leases fetched, events replayed, redriven, trimmed or purged. */
   count?: number;
+  /**
+   * append and appendBatch, by `asyncEnd`: how many of `count` were idempotent repeats (an id the
+   * stream held already, or one given twice in the batch), so not written; absent when the backend
+   * does not tell.
+   */
+  repeats?: number;
   /** The single lease's or event's identity (ack, nack, reject, renew of one lease; append of one event after `asyncEnd`). */
   eventId?: string;
   partition?: number;

@@ -2,6 +2,7 @@
 // exact JSON-ready result, on memory and on SQLite (a real store), on a test clock
 // so times and ages are exact.
 import { ManualClock, Rheo, RheoAdmin, RheoError } from '../../lib';
+import type { QueryRequest } from '../../lib/backends/backend';
 import { CLOCKED_BACKENDS, removeTempFiles } from '../support/clocked-backends';
 
 const T0 = '2026-01-01T00:00:00.000Z';
@@ -196,6 +197,48 @@ describe.each(CLOCKED_BACKENDS)('RheoAdmin on $name', ({ make }) => {
       await rheo.append('orders', { id: 'o7', partition: 1, type: 'placed', payload: {} });
       expect((await admin.tail('orders', { where: { type: 'paid' }, cursor: paid.next! })).items.map((e) => e.id)).toEqual(['o6']);
       expect((await admin.tail('orders', { where: { partition: 1 }, limit: 2 })).items.map((e) => e.id)).toEqual(['o6', 'o7']);
+    });
+
+    it('tail with where: each poll reads only the events appended since the last one, matched or not', async () => {
+      // The same backend, with every query it is asked recorded.
+      const asked: QueryRequest[] = [];
+      const backend = make(clock);
+      const recording = new Proxy(backend, {
+        get(target, prop) {
+          if (prop === 'query') return (req: QueryRequest) => (asked.push(req), target.query(req));
+          const value = Reflect.get(target, prop, target) as unknown;
+          return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+      const store = new Rheo(recording);
+      try {
+        const follower = new RheoAdmin(store);
+        await store.createStream('busy', { partitions: 2 });
+        await store.append('busy', { id: 'm1', partition: 0, type: 'match', payload: 1 });
+        let page = await follower.tail('busy', { where: { type: 'match' } });
+        expect(page.items.map((e) => e.id)).toEqual(['m1']);
+        const noise = (n: number, partition: number) => Array.from({ length: n }, () => ({ partition, type: 'noise', payload: 0 }));
+        const highWatermarks = async () => (await follower.streams())[0].highWatermarks;
+        /** One poll: its events, and how many events its filtered queries could read (each partition from its position to its end). */
+        const poll = async () => {
+          asked.length = 0;
+          const hwm = await highWatermarks();
+          page = await follower.tail('busy', { where: { type: 'match' }, cursor: page.next! });
+          const filtered = asked.filter((q) => q.where.type === 'match');
+          expect(filtered.map((q) => q.where.partition).sort()).toEqual([0, 1]);
+          const read = filtered.reduce((n, q) => n + Math.max(0, hwm[q.where.partition!] - (q.afterSequence ?? 0)), 0);
+          return { ids: page.items.map((e) => e.id), read };
+        };
+        await store.appendBatch('busy', [...noise(300, 0), ...noise(200, 1)]);
+        expect(await poll()).toEqual({ ids: [], read: 500 });
+        // Nothing new: nothing to read, however much history the filter passed over.
+        expect(await poll()).toEqual({ ids: [], read: 0 });
+        await store.appendBatch('busy', [...noise(5, 0), { partition: 1, type: 'match', payload: 2 }, ...noise(3, 1)]);
+        expect(await poll()).toEqual({ ids: [expect.any(String)], read: 9 });
+        expect(await poll()).toEqual({ ids: [], read: 0 });
+      } finally {
+        await store.close();
+      }
     });
 
     it('tail: an empty stream gives a cursor that sees the first events', async () => {

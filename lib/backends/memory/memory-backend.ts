@@ -17,6 +17,7 @@ import type {
   TrimResult,
 } from '../../core/types';
 import type {
+  AppendedEvents,
   Backend,
   BackendDescription,
   CreateGroupRequest,
@@ -32,6 +33,7 @@ import type {
   TrimRequest,
   WaitRequest,
 } from '../backend';
+import { appended } from '../../core/appended';
 import { createCapabilities } from '../capabilities';
 import { eventFilter, mergeByPosition, partitionRange, queryPartitions } from '../query';
 import { copyGroupConfig, copyStreamInfo } from '../copies';
@@ -249,7 +251,7 @@ export class MemoryBackend implements Backend {
 
   // ------------------------------------------------------------ the log
 
-  async append(stream: string, events: NewEvent[]): Promise<RheoEvent[]> {
+  async append(stream: string, events: NewEvent[]): Promise<AppendedEvents> {
     const s = this.stream(stream);
     // Validate the whole batch before writing anything, so a batch is all or nothing.
     for (const e of events) {
@@ -284,7 +286,7 @@ export class MemoryBackend implements Backend {
       out.push(toEvent(stream, stored));
     }
     if (written > 0) this.wake(s);
-    return out;
+    return appended(out, events.length - written);
   }
 
   async read(req: ReadRequest): Promise<RheoEvent[]> {

@@ -1,7 +1,8 @@
 import { RheoError } from '../../core/errors';
 import type { GroupConfig, Lease, RheoEvent, StreamInfo } from '../../core/types';
 import { planLeases, type PlannedLease } from './settle-plan';
-import type { NewEvent } from '../backend';
+import type { AppendedEvents, NewEvent } from '../backend';
+import { appended, repeatsOf } from '../../core/appended';
 import type { TypeormDataSource } from './external';
 import { copyGroupConfig, copyStreamInfo } from '../copies';
 
@@ -183,10 +184,13 @@ export abstract class SqlBackendBase {
     return { unique, indexOf };
   }
 
-  /** Results per input: the first occurrence of an id gets the stored event, repeats a copy of it. */
-  protected inInputOrder(stored: RheoEvent[], indexOf: number[]): RheoEvent[] {
+  /**
+   * Results per input: the first occurrence of an id gets the stored event, repeats a copy of it.
+   * `stored`'s own repeats (ids stored before, as `appended` tells them) plus the batch's repeats.
+   */
+  protected inInputOrder(stored: RheoEvent[], indexOf: number[]): AppendedEvents {
     const used = new Set<number>();
-    return indexOf.map((i) => {
+    const out = indexOf.map((i) => {
       if (!used.has(i)) {
         used.add(i);
         return stored[i];
@@ -201,5 +205,6 @@ export abstract class SqlBackendBase {
       if (e.deliverAt) copy.deliverAt = new Date(e.deliverAt.getTime());
       return copy;
     });
+    return appended(out, (repeatsOf(stored) ?? 0) + indexOf.length - stored.length);
   }
 }

@@ -1,4 +1,5 @@
-import type { AppendInput, RheoEvent } from '../../core/types';
+import type { AppendInput, JsonValue, RheoEvent } from '../../core/types';
+import type { NewEvent } from '../../backends/backend';
 import { partitionForKey } from '../../core/partitioner';
 import { ConformanceContext, highWatermarks, newStream } from '../context';
 
@@ -138,6 +139,30 @@ export function logCases(ctx: ConformanceContext): void {
       ]);
       expect(await highWatermarks(ctx, stream)).toEqual([4]);
       expect((await ctx.rheo.read(stream)).map((e) => e.id)).toEqual(['x', 'a', 'b', 'c']);
+    });
+
+    it('tells how many events of an append were idempotent repeats, when it tells (AppendedEvents.repeats)', async () => {
+      const stream = await newStream(ctx);
+      const event = (id: string, payload: JsonValue): NewEvent => ({
+        id,
+        partition: 0,
+        timestamp: new Date(ctx.clock.now()),
+        key: null,
+        type: null,
+        metadata: {},
+        metadataJson: '{}',
+        payload,
+        payloadJson: JSON.stringify(payload),
+      });
+      const reported = [
+        (await ctx.backend.append(stream, [event('x', 1)], {})).repeats,
+        (await ctx.backend.append(stream, [event('x', 1)], {})).repeats,
+        (await ctx.backend.append(stream, [event('a', 2), event('a', 2), event('x', 1), event('b', 3)], {})).repeats,
+        (await ctx.backend.append(stream, [event('c', 4), event('d', 5)], {})).repeats,
+      ];
+      // Optional in the contract: a backend that does not tell has every event counted as written.
+      if (reported.some((r) => r !== undefined)) expect(reported).toEqual([0, 1, 2, 0]);
+      expect(await highWatermarks(ctx, stream)).toEqual([5]);
     });
 
     it('keeps event ids unique per stream, not across streams', async () => {

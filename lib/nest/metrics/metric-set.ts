@@ -44,6 +44,7 @@ const sets = new WeakMap<Registry, Map<string, MetricSet>>();
 export class MetricSet {
   private readonly sources = new Set<MetricsSource>();
   private readonly appended: Counter<'stream'>;
+  private readonly repeats: Counter<'stream'>;
   private readonly deliveries: Counter<'stream' | 'group' | 'outcome'>;
   private readonly handlerDuration: Histogram<'stream' | 'group'>;
   private readonly appendToHandler: Histogram<'stream' | 'group'>;
@@ -91,7 +92,17 @@ export class MetricSet {
     };
     this.appended = named(
       'appended_events_total',
-      (name) => new prom.Counter({ name, help: 'Events appended, by stream.', labelNames: ['stream'], registers }),
+      (name) => new prom.Counter({ name, help: 'Events appended (stored), by stream.', labelNames: ['stream'], registers }),
+    );
+    this.repeats = named(
+      'append_repeats_total',
+      (name) =>
+        new prom.Counter({
+          name,
+          help: 'Events appended again under an id the stream held (or twice in one batch): idempotent repeats, nothing stored.',
+          labelNames: ['stream'],
+          registers,
+        }),
     );
     this.deliveries = named(
       'deliveries_total',
@@ -157,8 +168,12 @@ export class MetricSet {
       this.unsubscribe.push(() => ch.unsubscribe(listener));
     };
     const appended = (m: OperationMessage) => {
-      if (m.error === undefined && m.stream !== undefined && this.some((s) => s.ownsRheo(m.rheo)))
-        this.appended.inc({ stream: m.stream }, m.count ?? 1);
+      if (m.error !== undefined || m.stream === undefined || !this.some((s) => s.ownsRheo(m.rheo))) return;
+      const count = m.count ?? 1;
+      const repeats = Math.min(m.repeats ?? 0, count);
+      // Both series exist from the stream's first append on, so rate() sees a 0 before the first repeat.
+      this.appended.inc({ stream: m.stream }, count - repeats);
+      this.repeats.inc({ stream: m.stream }, repeats);
     };
     on(operationChannel('append').asyncEnd, appended);
     on(operationChannel('appendBatch').asyncEnd, appended);

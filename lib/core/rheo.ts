@@ -3,6 +3,7 @@
 // calls the backend. It depends on the Backend contract by type only (erased at
 // runtime), so core/ still loads nothing of ours (docs/adr/003-errors-and-layers.md).
 import type { Backend, RenewResult, ReplayRequest, SettleOp, SettleResult } from '../backends/backend';
+import { repeatsOf } from './appended';
 import { encodeCursor } from './cursor';
 import { type OperationMessage, traced } from './diagnostics';
 import { newId } from './ids';
@@ -317,10 +318,12 @@ export class Rheo {
         const event = toNewEvent('event', input, info.partitions, this.backend.clock.now(), this.maxPayloadBytes);
         return sendSpan(stream, [event], () => this.backend.append(stream, [event], options));
       },
-      ([e], m) => {
+      (events, m) => {
+        const [e] = events;
         m.eventId = e.id;
         m.partition = e.partition;
         m.sequence = e.sequence;
+        m.repeats = repeatsOf(events);
       },
     );
     return stored as RheoEvent<P>;
@@ -341,6 +344,9 @@ export class Rheo {
         const now = this.backend.clock.now();
         const events = inputs.map((input, i) => toNewEvent(`events[${i}]`, input, info.partitions, now, this.maxPayloadBytes));
         return sendSpan(stream, events, () => this.backend.append(stream, events, options));
+      },
+      (events, m) => {
+        m.repeats = repeatsOf(events);
       },
     );
     return stored as RheoEvent<P>[];

@@ -15,6 +15,7 @@ import type {
   TrimResult,
 } from '../../core/types';
 import type {
+  AppendedEvents,
   Backend,
   BackendDescription,
   CreateGroupRequest,
@@ -34,6 +35,7 @@ import type {
 import { classifySettleError } from '../../core/settle';
 import { boolArray, intArray, textArray } from './arrays';
 import { newId } from '../../core/ids';
+import { appended } from '../../core/appended';
 import { createCapabilities } from '../capabilities';
 import { SqlBackendBase } from '../sql/base';
 import { isUniqueViolation, mapDriverError, StatementKind } from '../sql/errors';
@@ -425,7 +427,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
 
   // ---------------------------------------------------------------- the log
 
-  async append(stream: string, events: NewEvent[], options: AppendOptions): Promise<RheoEvent[]> {
+  async append(stream: string, events: NewEvent[], options: AppendOptions): Promise<AppendedEvents> {
     const info = await this.mustStream(stream);
     const manager = options.manager === undefined ? undefined : transactionManager(options.manager, this.ds);
     const { unique, indexOf } = this.dedupe(events, info.partitions);
@@ -509,12 +511,14 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       rows = await this.q(plan, params, 'write', 'append');
     }
     const stored = new Array<RheoEvent>(events.length);
+    let known = 0;
     for (const row of rows) {
       const i = Number(row.ord) - 1;
       // Stored now: the statement returns only its sequence; stored before: the whole event.
+      if (row.id !== null) known++;
       stored[i] = row.id === null ? storedEvent(stream, events[i], Number(row.sequence)) : toEvent(stream, row);
     }
-    return stored;
+    return appended(stored, known);
   }
 
   async read(req: ReadRequest): Promise<RheoEvent[]> {

@@ -20,6 +20,7 @@ import type {
   TrimResult,
 } from '../../core/types';
 import type {
+  AppendedEvents,
   Backend,
   BackendDescription,
   CreateGroupRequest,
@@ -36,6 +37,7 @@ import type {
   TrimRequest,
   WaitRequest,
 } from '../backend';
+import { appended } from '../../core/appended';
 import { createCapabilities } from '../capabilities';
 import { SqlBackendBase } from '../sql/base';
 import { mapDriverError, type StatementKind } from '../sql/errors';
@@ -454,7 +456,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
 
   // ---------------------------------------------------------------- the log
 
-  async append(stream: string, events: NewEvent[], options: AppendOptions): Promise<RheoEvent[]> {
+  async append(stream: string, events: NewEvent[], options: AppendOptions): Promise<AppendedEvents> {
     // Copied before the first await: the facade serialised these objects just before this call, so the
     // copies are what gets stored even if the caller changes them while the append waits (the returned
     // events share nothing with the input, as parsing the stored text back gave, at a third of its cost).
@@ -501,7 +503,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
    * With `lookup`, ids already stored return the stored event (idempotent append).
    * `copies[i]` is batch[i]'s metadata and payload for the returned event.
    */
-  private insertEvents(stream: string, batch: NewEvent[], copies: JsonCopy[], lookup: boolean): RheoEvent[] {
+  private insertEvents(stream: string, batch: NewEvent[], copies: JsonCopy[], lookup: boolean): AppendedEvents {
     const p = this.plans;
     const out = new Array<RheoEvent>(batch.length);
     const fresh: number[] = [];
@@ -541,7 +543,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       out[i] = appendedEvent(stream, e, sequence, ts, copies[i]);
     }
     for (const [partition, sequence] of lastDelayed) this.stmt(p.markDelayed).run(sequence, stream, partition);
-    return out;
+    return appended(out, batch.length - fresh.length);
   }
 
   async read(req: ReadRequest): Promise<RheoEvent[]> {

@@ -12,6 +12,7 @@ import { frontierCases } from './cases/frontier';
 import { groupCases } from './cases/groups';
 import { lifecycleCases } from './cases/lifecycle';
 import { logCases } from './cases/log';
+import { nameCases } from './cases/names';
 import { orderingCases } from './cases/ordering';
 import { queryCases } from './cases/query';
 import { raceCases } from './cases/races';
@@ -75,6 +76,7 @@ export function runConformance(target: ConformanceTarget): void {
     encodingCases(ctx);
     queryCases(ctx);
     groupCases(ctx);
+    nameCases(ctx);
     fencingCases(ctx);
     retryCases(ctx);
     deadLetterCases(ctx);

@@ -30,10 +30,42 @@ import {
   checkMetadata,
   checkName,
   checkObject,
+  checkKeys,
   checkPayload,
+  hasOnlyKeys,
   isName,
   isPlainObject,
+  keySet,
 } from './validate';
+
+/**
+ * The keys of every options object the facade takes, by operation: anything else
+ * is refused (`options.leasems is not a fetch option (use limit, ...)`), so a
+ * typo fails instead of falling back to a default.
+ */
+const OPTION_KEYS = {
+  rheo: keySet('a Rheo option', ['maxPayloadBytes', 'maxMetadataBytes', 'maxBatchBytes']),
+  createStream: keySet('a createStream option', ['partitions', 'ifNotExists', 'retention']),
+  createGroup: keySet('a createGroup option', ['start', 'maxAttempts', 'retry', 'ordering', 'ifNotExists']),
+  append: keySet('an append option', ['manager']),
+  read: keySet('a read option', ['partition', 'afterSequence', 'limit']),
+  fetch: keySet('a fetch option', ['limit', 'leaseMs', 'consumerId', 'partitions']),
+  renew: keySet('a renew option', ['leaseMs']),
+  nack: keySet('a nack option', ['reason', 'delayMs']),
+  reject: keySet('a reject option', ['reason']),
+  reset: keySet('a reset option', ['confirm', 'start']),
+  deleteGroup: keySet('a deleteGroup option', ['confirm']),
+  deadLetters: keySet('a deadLetters option', ['limit', 'after']),
+  countDeadLetters: keySet('a countDeadLetters option', ['since']),
+  trim: keySet('a trim option', ['force']),
+} as const;
+
+/** An operation's options object: a plain object of its known keys only. */
+export function checkOptions(operation: keyof typeof OPTION_KEYS, options: unknown): Record<string, unknown> {
+  const o = checkObject('options', options);
+  checkKeys('options', o, OPTION_KEYS[operation]);
+  return o;
+}
 
 /** Options of fetch. */
 export interface FetchOptions {
@@ -142,14 +174,21 @@ export function checkLeases(leases: Lease<unknown>[]): Lease<unknown>[] {
   return leases;
 }
 
+const SETTLE_KEYS = {
+  ack: keySet('a key of an ack', ['kind', 'lease']),
+  nack: keySet('a key of a nack', ['kind', 'lease', 'reason', 'delayMs']),
+  reject: keySet('a key of a reject', ['kind', 'lease', 'reason']),
+};
+
 /** Settles of a bulk call, as backend ops; all checked before any is applied. */
 export function checkSettles(requests: SettleRequest[]): SettleOp[] {
   checkBatch('settles', requests, 'settles');
   return requests.map((r, i) => {
     // The runtime's settles are acks of leases it was issued: nothing to check, and no field name to build.
-    if (isPlainObject(r) && r.kind === 'ack' && isIssued(r.lease)) return { kind: 'ack', lease: r.lease };
+    if (isPlainObject(r) && r.kind === 'ack' && isIssued(r.lease) && hasOnlyKeys(r, SETTLE_KEYS.ack)) return { kind: 'ack', lease: r.lease };
     const at = requests.length === 1 ? '' : `settles[${i}].`;
     checkObject(`settles[${i}]`, r);
+    if (r.kind === 'ack' || r.kind === 'nack' || r.kind === 'reject') checkKeys(`settles[${i}]`, r, SETTLE_KEYS[r.kind]);
     const lease = checkLease(`${at}lease`, r.lease);
     switch (r.kind) {
       case 'ack':
@@ -169,7 +208,7 @@ export function checkSettles(requests: SettleRequest[]): SettleOp[] {
 
 /** Fetch options with defaults; the partition filter is checked once the stream is known. */
 export function checkFetchOptions(options: FetchOptions): { limit: number; leaseMs: number; consumerId: string } {
-  checkObject('options', options);
+  checkOptions('fetch', options);
   const limit = options.limit === undefined ? DEFAULT_FETCH_LIMIT : checkInt('limit', options.limit, 1, MAX_FETCH_LIMIT);
   const leaseMs = checkLeaseMs(options.leaseMs);
   const consumerId = options.consumerId === undefined ? newId() : checkName('consumerId', options.consumerId);
@@ -178,14 +217,17 @@ export function checkFetchOptions(options: FetchOptions): { limit: number; lease
 
 // ------------------------------------------------------------------ groups
 
+const RETRY_KEYS = keySet('a retry setting', ['initialMs', 'factor', 'maxMs']);
+
 /** The settings a group is created with (the start position is resolved against the stream later). */
 export function checkGroupOptions(options: GroupOptions): Pick<GroupConfig, 'maxAttempts' | 'retry' | 'ordering'> {
-  checkObject('options', options);
+  checkOptions('createGroup', options);
   const maxAttempts =
     options.maxAttempts === undefined ? DEFAULT_MAX_ATTEMPTS : checkInt('maxAttempts', options.maxAttempts, 1, MAX_ATTEMPTS_LIMIT);
   const retry = { ...DEFAULT_RETRY };
   if (options.retry !== undefined) {
     const r = checkObject('retry', options.retry);
+    checkKeys('retry', r, RETRY_KEYS);
     if (r.initialMs !== undefined) retry.initialMs = checkInt('retry.initialMs', r.initialMs, 0, MAX_DELAY_MS);
     if (r.maxMs !== undefined) retry.maxMs = checkInt('retry.maxMs', r.maxMs, 0, MAX_DELAY_MS);
     if (r.factor !== undefined) {
@@ -200,14 +242,21 @@ export function checkGroupOptions(options: GroupOptions): Pick<GroupConfig, 'max
   return { maxAttempts, retry, ordering };
 }
 
+const START_AT_KEYS = keySet('a key of a start { at }', ['at']);
+const START_AFTER_KEYS = keySet('a key of a start { afterSequence }', ['afterSequence']);
+
 /** A start position, resolved against a stream of `partitions` partitions. */
 export function resolveStart(field: string, start: StartPosition | undefined, partitions: number): ResolvedStart {
   if (start === undefined || start === 'beginning') return { kind: 'beginning' };
   if (start === 'end') return { kind: 'end' };
   if (typeof start !== 'object' || start === null)
     throw RheoError.invalid(field, "must be 'beginning', 'end', { afterSequence } or { at }");
-  if ('at' in start) return { kind: 'at', time: checkDate(`${field}.at`, start.at) };
+  if ('at' in start) {
+    checkKeys(field, start, START_AT_KEYS);
+    return { kind: 'at', time: checkDate(`${field}.at`, start.at) };
+  }
   if ('afterSequence' in start) {
+    checkKeys(field, start, START_AFTER_KEYS);
     const s = start.afterSequence;
     if (typeof s === 'number') return { kind: 'after', sequences: checkInt(`${field}.afterSequence`, s, 0) };
     const map = checkObject(`${field}.afterSequence`, s);
@@ -223,10 +272,13 @@ export function resolveStart(field: string, start: StartPosition | undefined, pa
 
 // ------------------------------------------------------------------ append, query
 
+const EVENT_KEYS = keySet('a key of an event', ['id', 'key', 'type', 'payload', 'metadata', 'partition', 'timestamp', 'deliverAt', 'delayMs']);
+
 /** One event to append: validated, id and timestamp assigned, routed to its partition, payload serialised once. */
 export function toNewEvent(field: string, input: AppendInput<unknown>, partitions: number, now: number, maxPayloadBytes: number): NewEvent {
   // Per event, field names (`events[17].key`) are built only for an error: valid input is tested first.
   if (!isPlainObject(input)) checkObject(field, input);
+  checkKeys(field, input, EVENT_KEYS);
   const id = input.id === undefined ? newEventId() : isName(input.id) ? input.id : checkName(`${field}.id`, input.id);
   const key = input.key === undefined || input.key === null ? null : isName(input.key) ? input.key : checkName(`${field}.key`, input.key);
   const type =
@@ -265,15 +317,16 @@ function checkDelay(field: string, input: AppendInput<unknown>, now: number): Da
   return undefined;
 }
 
-const FILTERS = ['type', 'key', 'partition', 'metadata', 'payload'];
+const FILTERS = keySet('a filter', ['type', 'key', 'partition', 'metadata', 'payload']);
+const QUERY_KEYS = keySet('a query option', ['stream', 'where', 'from', 'to', 'afterSequence', 'untilSequence', 'order', 'limit', 'cursor']);
 
 /** A query, except what needs the stream (the partition filter's range: {@link checkQueryPartition}). */
 export function checkQuery(query: Query): QueryRequest {
   checkObject('query', query);
+  checkKeys('query', query, QUERY_KEYS);
   checkName('query.stream', query.stream);
   const where = query.where === undefined ? {} : checkObject('query.where', query.where);
-  for (const k of Object.keys(where))
-    if (!FILTERS.includes(k)) throw RheoError.invalid(`query.where.${k}`, `is not a filter (use ${FILTERS.join(', ')})`);
+  checkKeys('query.where', where, FILTERS);
   if (where.type !== undefined) checkName('query.where.type', where.type);
   if (where.key !== undefined) checkName('query.where.key', where.key);
   if (where.metadata !== undefined) checkMetadata('query.where.metadata', where.metadata);
@@ -297,11 +350,20 @@ export function checkQueryPartition(req: QueryRequest, partitions: number): void
 
 // ------------------------------------------------------------------ replay, redrive
 
+const REPLAY_KEYS = {
+  afterSequence: keySet('a replay option with afterSequence', ['afterSequence', 'partitions']),
+  from: keySet('a replay option with from', ['from', 'partitions']),
+  query: keySet('a replay option with query', ['query']),
+};
+const REPLAY_QUERY_KEYS = keySet('a replay query option', ['where', 'from', 'to', 'afterSequence', 'untilSequence']);
+
 /** Which of replay's exclusive options was given; exactly one must be. */
 export function checkReplayKind(options: unknown): 'afterSequence' | 'from' | 'query' {
   const o = checkObject('options', options);
   const given = (['afterSequence', 'from', 'query'] as const).filter((k) => o[k] !== undefined);
   if (given.length !== 1) throw RheoError.invalid('options', 'must give exactly one of afterSequence, from, query');
+  checkKeys('options', o, REPLAY_KEYS[given[0]]);
+  if (given[0] === 'query') checkKeys('query', checkObject('query', o.query), REPLAY_QUERY_KEYS);
   return given[0];
 }
 
@@ -319,15 +381,24 @@ export function checkReplayRange(
   return { stream, group, kind: 'time', from: checkDate('from', options.from), partitions: parts };
 }
 
+const REDRIVE_ALL_KEYS = keySet('a redrive option with all', ['all']);
+const REDRIVE_IDS_KEYS = keySet('a redrive option with eventIds', ['eventIds']);
+
 /** Which dead letters to redrive: ids, or all. */
 export function checkRedrive(options: unknown): string[] | 'all' {
   const o = checkObject('options', options);
-  if (o.all === true && o.eventIds === undefined) return 'all';
-  if (Array.isArray(o.eventIds) && o.all === undefined) return o.eventIds.map((id, i) => checkName(`eventIds[${i}]`, id));
+  if (o.all === true && o.eventIds === undefined) {
+    checkKeys('options', o, REDRIVE_ALL_KEYS);
+    return 'all';
+  }
+  if (Array.isArray(o.eventIds) && o.all === undefined) {
+    checkKeys('options', o, REDRIVE_IDS_KEYS);
+    return o.eventIds.map((id, i) => checkName(`eventIds[${i}]`, id));
+  }
   throw RheoError.invalid('options', 'must be { eventIds: [...] } or { all: true }');
 }
 
-const RETENTION_KEYS = ['maxAgeMs', 'maxEvents', 'deadLetterMaxAgeMs'];
+const RETENTION_KEYS = keySet('a retention setting', ['maxAgeMs', 'maxEvents', 'deadLetterMaxAgeMs']);
 
 /**
  * A retention: each limit optional, each a whole number of at least 1; unknown
@@ -336,10 +407,7 @@ const RETENTION_KEYS = ['maxAgeMs', 'maxEvents', 'deadLetterMaxAgeMs'];
  */
 export function checkRetention(field: string, value: unknown): Retention {
   const o = checkObject(field, value);
-  for (const key of Object.keys(o)) {
-    if (!RETENTION_KEYS.includes(key))
-      throw RheoError.invalid(`${field}.${key}`, `is not a retention setting (${RETENTION_KEYS.join(', ')})`);
-  }
+  checkKeys(field, o, RETENTION_KEYS);
   const out: Retention = {};
   if (o.maxAgeMs !== undefined) out.maxAgeMs = checkInt(`${field}.maxAgeMs`, o.maxAgeMs, 1);
   if (o.maxEvents !== undefined) out.maxEvents = checkInt(`${field}.maxEvents`, o.maxEvents, 1);
@@ -354,15 +422,24 @@ export function keepsEverything(retention: Retention): boolean {
 
 /** Options of trim: `force` must be a boolean when given. */
 export function checkTrimOptions(options: unknown): { force: boolean } {
-  const o = checkObject('options', options);
+  const o = checkOptions('trim', options);
   if (o.force !== undefined && typeof o.force !== 'boolean') throw RheoError.invalid('options.force', 'must be a boolean');
   return { force: o.force === true };
 }
 
+const PURGE_ALL_KEYS = keySet('a purge option with all', ['all']);
+const PURGE_BEFORE_KEYS = keySet('a purge option with before', ['before']);
+
 /** Which dead letters to purge: `{ before: Date }` or `{ all: true }`; null means all. */
 export function checkPurge(options: unknown): Date | null {
   const o = checkObject('options', options);
-  if (o.all === true && o.before === undefined) return null;
-  if (o.before !== undefined && o.all === undefined) return checkDate('options.before', o.before);
+  if (o.all === true && o.before === undefined) {
+    checkKeys('options', o, PURGE_ALL_KEYS);
+    return null;
+  }
+  if (o.before !== undefined && o.all === undefined) {
+    checkKeys('options', o, PURGE_BEFORE_KEYS);
+    return checkDate('options.before', o.before);
+  }
   throw RheoError.invalid('options', 'must be { before: Date } or { all: true }');
 }

@@ -15,6 +15,7 @@ import {
   checkGroupOptions,
   checkLeaseMs,
   checkLeases,
+  checkOptions,
   checkPageLimit,
   checkPartitions,
   checkPurge,
@@ -62,7 +63,7 @@ import type {
 import { sendSpan } from './otel';
 import { settleEach } from './settle';
 import { FrontierWatch, groupKey, publishLeases, publishSettles, settlesObserved } from './published';
-import { checkDate, checkInt, checkName, checkObject } from './validate';
+import { checkDate, checkInt, checkName, checkNewName, checkObject } from './validate';
 
 export type { FetchOptions, NackOptions, RejectOptions, SettleRequest } from './requests';
 
@@ -92,7 +93,7 @@ export class Rheo {
 
   constructor(backend: Backend, options: RheoOptions = {}) {
     if (!backend || typeof backend.fetch !== 'function') throw RheoError.invalid('backend', 'must be a Backend');
-    checkObject('options', options);
+    checkOptions('rheo', options);
     this.backend = backend;
     this.maxPayloadBytes =
       options.maxPayloadBytes === undefined ? DEFAULT_MAX_PAYLOAD_BYTES : checkInt('maxPayloadBytes', options.maxPayloadBytes, 1);
@@ -167,7 +168,9 @@ export class Rheo {
     options: { partitions?: number; ifNotExists?: boolean; retention?: Retention } = {},
   ): Promise<StreamInfo> {
     checkName('stream', stream);
-    checkObject('options', options);
+    checkOptions('createStream', options);
+    // A '/' is refused in a new stream's name only: with ifNotExists, one that exists is returned (createStreamChecked).
+    if (!options.ifNotExists) checkNewName('stream', stream);
     const partitions = options.partitions === undefined ? 1 : checkInt('partitions', options.partitions, 1, MAX_PARTITIONS);
     const retention = options.retention === undefined ? undefined : checkRetention('retention', options.retention);
     return this.traced(
@@ -187,6 +190,7 @@ export class Rheo {
     if (options.ifNotExists) {
       const existing = await this.backend.getStream(stream);
       if (existing) return existing;
+      checkNewName('stream', stream);
     }
     try {
       return await this.backend.createStream(stream, partitions, retention && !keepsEverything(retention) ? retention : undefined);
@@ -201,6 +205,8 @@ export class Rheo {
     checkName('stream', stream);
     checkName('group', group);
     const checked = checkGroupOptions(options);
+    // As for streams: a '/' is refused in a new group's name only (createGroupChecked).
+    if (!options.ifNotExists) checkNewName('group', group);
     return this.traced(
       'createGroup',
       () => ({ operation: 'createGroup', stream, group }),
@@ -220,6 +226,7 @@ export class Rheo {
     if (options.ifNotExists) {
       const existing = await this.backend.getGroup(stream, group);
       if (existing) return existing;
+      checkNewName('group', group);
     }
     try {
       return await this.backend.createGroup({ stream, group, start, maxAttempts, retry, ordering });
@@ -297,7 +304,7 @@ export class Rheo {
   // ---------------------------------------------------------------- append, read, query
 
   private checkAppendOptions(options: AppendOptions): AppendOptions {
-    checkObject('options', options);
+    checkOptions('append', options);
     if (options.manager !== undefined && !this.backend.capabilities.mechanisms.transactionalAppend) {
       throw RheoError.invalid('options.manager', `is not supported by the ${this.backend.name} backend`);
     }
@@ -355,7 +362,7 @@ export class Rheo {
   /** Events of one partition after a sequence, in order. Touches no group state. */
   async read(stream: string, options: { partition?: number; afterSequence?: number; limit?: number } = {}): Promise<RheoEvent[]> {
     checkName('stream', stream);
-    checkObject('options', options);
+    checkOptions('read', options);
     await this.init();
     const info = await this.stream(stream);
     const partition = options.partition === undefined ? 0 : checkInt('partition', options.partition, 0, info.partitions - 1);
@@ -434,7 +441,7 @@ export class Rheo {
   /** Extend `lease` to `leaseMs` from now. Returns the lease with its new expiry. */
   async renew<P>(lease: Lease<P>, options: { leaseMs?: number } = {}): Promise<Lease<P>> {
     checkLeases([lease]);
-    checkObject('options', options);
+    checkOptions('renew', options);
     const leaseMs = checkLeaseMs(options.leaseMs);
     // The lease's failure is thrown inside the trace: a lost lease reaches `rheo:renew`'s `error`.
     const expiresAt = await this.traced(
@@ -453,7 +460,7 @@ export class Rheo {
   /** Renew many leases in one backend call; per-lease results. */
   async renewMany(leases: Lease<unknown>[], options: { leaseMs?: number } = {}): Promise<RenewResult[]> {
     checkLeases(leases);
-    checkObject('options', options);
+    checkOptions('renew', options);
     const leaseMs = checkLeaseMs(options.leaseMs);
     if (leases.length === 0) return [];
     return this.traced(
@@ -475,13 +482,13 @@ export class Rheo {
 
   /** Not done: redeliver after `delayMs` (or the group's backoff); dead-letter at maxAttempts. */
   async nack(lease: Lease<unknown>, options: NackOptions = {}): Promise<void> {
-    checkObject('options', options);
+    checkOptions('nack', options);
     return this.settleOne('nack', { kind: 'nack', lease, reason: options.reason, delayMs: options.delayMs });
   }
 
   /** Dead-letter the event for this group now, with `reason` (default `rejected`). */
   async reject(lease: Lease<unknown>, options: RejectOptions = {}): Promise<void> {
-    checkObject('options', options);
+    checkOptions('reject', options);
     return this.settleOne('reject', { kind: 'reject', lease, reason: options.reason });
   }
 
@@ -606,6 +613,7 @@ export class Rheo {
     if (typeof options !== 'object' || options === null || options.confirm !== true) {
       throw new RheoError('confirm_required', 'reset forgets every delivery of the group: pass { confirm: true }', { field: 'confirm' });
     }
+    checkOptions('reset', options);
     return this.traced(
       'reset',
       () => ({ operation: 'reset', stream, group }),
@@ -633,6 +641,7 @@ export class Rheo {
       const message = 'deleteGroup removes the group with its deliveries and dead letters: pass { confirm: true }';
       throw new RheoError('confirm_required', message, { field: 'confirm' });
     }
+    checkOptions('deleteGroup', options);
     return this.traced(
       'deleteGroup',
       () => ({ operation: 'deleteGroup', stream, group }),
@@ -682,7 +691,7 @@ export class Rheo {
   async deadLetters(stream: string, group: string, options: { limit?: number; after?: string } = {}): Promise<DeadLetter[]> {
     checkName('stream', stream);
     checkName('group', group);
-    checkObject('options', options);
+    checkOptions('deadLetters', options);
     const limit = checkPageLimit('limit', options.limit);
     const after = options.after === undefined ? undefined : checkName('after', options.after);
     await this.init();
@@ -699,7 +708,7 @@ export class Rheo {
   async countDeadLetters(stream: string, group: string, options: { since?: Date } = {}): Promise<number> {
     checkName('stream', stream);
     checkName('group', group);
-    checkObject('options', options);
+    checkOptions('countDeadLetters', options);
     const since = options.since === undefined ? null : checkDate('options.since', options.since);
     await this.init();
     await this.stream(stream);

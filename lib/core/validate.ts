@@ -26,6 +26,19 @@ export function checkName(field: string, value: unknown): string {
 }
 
 /**
+ * The name of a stream or group about to be created: a {@link checkName} name
+ * without `/`. Configuration, health and metrics key a consumer by
+ * `'stream/group'`, which a `/` in either name would make ambiguous. Only
+ * creation checks it: a stream or group that already has one keeps working.
+ */
+export function checkNewName(field: string, value: unknown): string {
+  checkName(field, value);
+  if ((value as string).includes('/'))
+    throw RheoError.invalid(field, "must not contain '/' (a consumer is keyed by 'stream/group' in configuration, health and metrics)");
+  return value as string;
+}
+
+/**
  * Strings must be well-formed Unicode: a lone surrogate (what `.slice()` through
  * an emoji leaves) has no UTF-8 encoding, so stores replace it and two different
  * strings would become one (two ids colliding, one event lost).
@@ -66,6 +79,40 @@ export function checkObject(field: string, value: unknown): Record<string, unkno
   const proto = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) throw RheoError.invalid(field, 'must be a plain object');
   return value as Record<string, unknown>;
+}
+
+/** The keys one kind of object may have, and what a key of it is called in a refusal (`a fetch option`). */
+export interface KeySet {
+  readonly what: string;
+  readonly keys: ReadonlySet<string>;
+  /** The keys as the refusal lists them. */
+  readonly list: string;
+}
+
+/** A {@link KeySet}, built once per kind of object (a module constant), so a check costs a lookup per key. */
+export function keySet(what: string, keys: readonly string[]): KeySet {
+  return Object.freeze({ what, keys: new Set(keys), list: keys.join(', ') });
+}
+
+/** True when every own key of `obj` is in `allowed`: the test of {@link checkKeys}, for callers that build the field name only on failure. */
+export function hasOnlyKeys(obj: object, allowed: KeySet): boolean {
+  for (const k in obj) if (!allowed.keys.has(k) && Object.prototype.hasOwnProperty.call(obj, k)) return false;
+  return true;
+}
+
+/**
+ * Refuse a key of `obj` that `allowed` does not hold: a typo (`deliverat`,
+ * `leasems`) would otherwise be ignored and the option fall back to its default.
+ * The field is `<field>.<key>` (the key alone when `field` is empty) and the
+ * message lists the valid keys. Own enumerable keys, walked without allocating
+ * (`for…in`, not `Object.keys`): it runs for every appended event and settle.
+ */
+export function checkKeys(field: string, obj: object, allowed: KeySet): void {
+  for (const k in obj) {
+    if (!allowed.keys.has(k) && Object.prototype.hasOwnProperty.call(obj, k)) {
+      throw RheoError.invalid(field === '' ? k : `${field}.${k}`, `is not ${allowed.what} (use ${allowed.list})`);
+    }
+  }
 }
 
 /**

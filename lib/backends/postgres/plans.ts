@@ -673,7 +673,7 @@ function appendFreshPlan(t: TableNames, delayed: boolean): string {
 /**
  * The claim statement. Parameters: $1 stream, $2 group, $3 partitions (int[]),
  * $4 now, $5 limit, $6 first partition of the round-robin, $7 partition count,
- * $8 consumer id, $9 lease ms, $10 the lease id base: a new random id per call,
+ * $8 consumer id, $9 lease ms, $11 the group's maxAttempts, $10 the lease id base: a new random id per call,
  * the lease of the n-th chosen row is `<base>.<n>` (unique as the base is; one
  * random id per claim instead of a gen_random_uuid() per row, which cost about
  * 1.2 µs of server time a row against 0.2 µs for the concatenation).
@@ -735,6 +735,16 @@ function parkAt(t: TableNames, partition: string, sequence: string, delayedTo: s
           WHERE x.stream = $1 AND x.sequence = ${sequence} AND x.partition = ${partition} AND x.deliver_at > $4) END`;
 }
 
+/**
+ * Whether delivery `d`, when due, is a lease that expired on the group's last
+ * attempt ($11 its maxAttempts): the claim dead-letters it (reason
+ * core/settle.ts leaseExpiredReason) instead of leasing it again, and it takes
+ * its place of the limit like a parked event, so the caller claims again for it.
+ */
+function expiredOnLast(d: string): string {
+  return `(${d}.state = 'leased' AND ${d}.attempt >= $11::int)`;
+}
+
 function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boolean): string {
   const served = `
       served AS (
@@ -753,42 +763,42 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boolean): st
     mode === 'any'
       ? `
       due AS (
-        SELECT d.partition, d.sequence, 0 AS fresh, d.row_id
+        SELECT d.partition, d.sequence, 0 AS fresh, d.row_id, d.dead
         FROM served s CROSS JOIN LATERAL (
-          SELECT d.partition, d.sequence, d.ctid AS row_id FROM ${t.deliveries} d
+          SELECT d.partition, d.sequence, d.ctid AS row_id, ${expiredOnLast('d')} AS dead FROM ${t.deliveries} d
           WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = s.partition
             AND d.sequence >= s.low AND d.due_at <= $4
           ORDER BY d.sequence LIMIT $5
           FOR UPDATE SKIP LOCKED
         ) d
       ), candidates AS (
-        SELECT partition, sequence, fresh, row_id, NULL::bigint AS park_at FROM due
+        SELECT partition, sequence, fresh, row_id, NULL::bigint AS park_at, dead FROM due
         UNION ALL
-        SELECT s.partition, q.sequence, 1, NULL::tid, ${parkAt(t, 's.partition', 'q.sequence', 's.delayed_to')} FROM served s
+        SELECT s.partition, q.sequence, 1, NULL::tid, ${parkAt(t, 's.partition', 'q.sequence', 's.delayed_to')}, false FROM served s
         CROSS JOIN LATERAL generate_series(s.cursor, LEAST(s.hwm, s.cursor + $5 - 1)) AS q(sequence)
       )`
       : `
       heads AS (
-        SELECT s.partition, s.cursor, s.hwm, s.delayed_to, o.sequence AS open_seq, o.due_at, o.state, o.row_id,
+        SELECT s.partition, s.cursor, s.hwm, s.delayed_to, o.sequence AS open_seq, o.due_at, o.state, o.row_id, o.dead,
                EXISTS (SELECT 1 FROM ${t.deliveries} l
                         WHERE l.stream = $1 AND l.group_name = $2 AND l.partition = s.partition
                           AND l.sequence >= s.low AND l.state = 'leased' AND l.due_at > $4) AS busy
         FROM served s LEFT JOIN LATERAL (
-          SELECT d.sequence, d.due_at, d.state, d.ctid AS row_id FROM ${t.deliveries} d
+          SELECT d.sequence, d.due_at, d.state, d.ctid AS row_id, ${expiredOnLast('d')} AS dead FROM ${t.deliveries} d
           WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = s.partition AND d.sequence >= s.low
           ORDER BY d.sequence LIMIT 1
         ) o ON true
       ), candidates AS (
-        SELECT partition, open_seq AS sequence, 0 AS fresh, row_id, NULL::bigint AS park_at FROM heads
+        SELECT partition, open_seq AS sequence, 0 AS fresh, row_id, NULL::bigint AS park_at, dead FROM heads
         WHERE NOT busy AND open_seq IS NOT NULL AND due_at <= $4
         UNION ALL
-        SELECT h.partition, h.cursor, 1, NULL::tid, ${parkAt(t, 'h.partition', 'h.cursor', 'h.delayed_to')} FROM heads h
+        SELECT h.partition, h.cursor, 1, NULL::tid, ${parkAt(t, 'h.partition', 'h.cursor', 'h.delayed_to')}, false FROM heads h
         WHERE NOT h.busy AND h.open_seq IS NULL AND h.cursor <= h.hwm
       )`;
   return `
       WITH ${served},${candidates},
       chosen AS (
-        SELECT $1::text AS stream, $2::text AS group_name, partition, sequence, fresh, row_id, park_at,
+        SELECT $1::text AS stream, $2::text AS group_name, partition, sequence, fresh, row_id, park_at, dead,
                row_number() OVER (ORDER BY turn, (partition - $6 + $7) % $7) AS pos
         FROM (
           SELECT c.*, row_number() OVER (PARTITION BY c.partition ORDER BY c.fresh, c.sequence) AS turn FROM candidates c
@@ -800,8 +810,19 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boolean): st
         SET state = 'leased', attempt = d.attempt + 1, lease_id = $10::text || '.' || c.pos, consumer_id = $8,
             leased_at = $4, due_at = $4 + $9
         FROM chosen c
-        WHERE c.fresh = 0 AND d.ctid = c.row_id AND d.due_at <= $4
+        WHERE c.fresh = 0 AND NOT c.dead AND d.ctid = c.row_id AND d.due_at <= $4
         RETURNING d.partition, d.sequence, d.attempt, d.lease_id
+      ), expired AS (
+        -- A lease that expired on the group's last attempt: dead-lettered, not leased again (ADR 035).
+        DELETE FROM ${t.deliveries} d USING chosen c
+        WHERE c.fresh = 0 AND c.dead AND d.ctid = c.row_id AND d.due_at <= $4
+        RETURNING d.partition, d.sequence, d.attempt, NULL::text AS lease_id
+      ), buried AS (
+        INSERT INTO ${t.deadLetters} (stream, group_name, partition, sequence, event_id, attempt, reason, dead_at)
+        SELECT $1, $2, x.partition, x.sequence, e.id, x.attempt, 'lease expired on attempt ' || x.attempt || ' of ' || $11::int, $4
+        FROM expired x JOIN ${t.events} e ON e.stream = $1 AND e.partition = x.partition AND e.sequence = x.sequence
+        ON CONFLICT (stream, group_name, partition, sequence)
+        DO UPDATE SET event_id = EXCLUDED.event_id, attempt = EXCLUDED.attempt, reason = EXCLUDED.reason, dead_at = EXCLUDED.dead_at
       ), opened AS (
         -- A fresh event is leased, or, when it is a delayed event before its time, parked: available at
         -- attempt 0, due at its deliver_at (no lease id: the final SELECT returns it without its event).
@@ -833,7 +854,7 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boolean): st
           AND (m.next IS NOT NULL OR (l.seen AND l.low > g.low))
       )
       SELECT l.attempt, l.lease_id, ${EVENT_COLUMNS}
-      FROM (SELECT * FROM leased UNION ALL SELECT * FROM opened) l
+      FROM (SELECT * FROM leased UNION ALL SELECT * FROM opened UNION ALL SELECT * FROM expired) l
       JOIN chosen c ON c.partition = l.partition AND c.sequence = l.sequence
       LEFT JOIN ${t.events} e ON e.stream = $1 AND e.partition = l.partition AND e.sequence = l.sequence AND l.lease_id IS NOT NULL
       ORDER BY c.pos`;

@@ -563,6 +563,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
         req.consumerId,
         req.leaseMs,
         newId(),
+        g.maxAttempts,
       ];
       const rows =
         g.ordering === 'partition'
@@ -574,7 +575,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
           : await this.claimFresh(params);
       const leases: Lease[] = [];
       for (const r of rows) {
-        // A row without a lease id is a delayed event the claim parked.
+        // A row without a lease id is a delayed event the claim parked, or one it dead-lettered.
         if (r.lease_id === null) continue;
         leases.push({
           leaseId: r.lease_id,

@@ -891,6 +891,8 @@ export class RedisBackend implements Backend {
     const g = k.group(req.group);
     const keys = [k.meta, g.cfg, g.deliveries, k.wake];
     for (const p of parts) keys.push(k.log(p), g.leased(p), g.available(p));
+    // Where a claim files a lease that expired on the last attempt (scripts/fetch.ts).
+    keys.push(g.dead, g.deadOrder, g.deadTimes);
     const now = this.clock.now();
     const call = (want: number): ScriptCall => ({ name: 'fetch', keys, args: [now, want, req.leaseMs, newId(), ...parts] });
     const first = call(Math.min(FETCH_PER_CALL, req.limit));

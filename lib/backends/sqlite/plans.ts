@@ -58,14 +58,17 @@ export interface DbCursor {
   cursor: number;
   trimmed_to: number;
 }
-/** A delivery's sequence (due). */
-export interface DbSequence {
+/** A due delivery (due): its state tells an expired lease from a retry; its attempt, one expired on the last attempt. */
+export interface DbDue {
   sequence: number;
+  state: string;
+  attempt: number;
 }
 /** The first delivery in flight (firstOpen). */
 export interface DbFirstOpen {
   sequence: number;
   state: string;
+  attempt: number;
   due_at: number;
 }
 /** How many live leases (liveLeases). */
@@ -170,13 +173,13 @@ export function sqlitePlans(t: TableNames) {
       JOIN ${t.partitions} p ON p.stream = g.stream AND p.partition = g.partition
       WHERE g.stream = ? AND g.group_name = ? AND g.partition = ?`),
     /** Deliveries whose time has come (nacked past their delay, or expired leases) above the trim point, in sequence order. */
-    due: returning<DbSequence>(`
-      SELECT sequence FROM ${t.deliveries}
+    due: returning<DbDue>(`
+      SELECT sequence, state, attempt FROM ${t.deliveries}
       WHERE stream = ? AND group_name = ? AND partition = ? AND sequence > ? AND due_at <= ?
       ORDER BY sequence LIMIT ?`),
     /** The first delivery above the trim point: the event after the frontier, when one was offered. */
     firstOpen: returning<DbFirstOpen>(`
-      SELECT sequence, state, due_at FROM ${t.deliveries}
+      SELECT sequence, state, attempt, due_at FROM ${t.deliveries}
       WHERE stream = ? AND group_name = ? AND partition = ? AND sequence > ?
       ORDER BY sequence LIMIT 1`),
     liveLeases: returning<DbLiveLeases>(`

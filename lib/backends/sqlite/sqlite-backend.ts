@@ -1,5 +1,6 @@
 import { resolve as resolvePath } from 'node:path';
 import { backoffDelay } from '../../core/backoff';
+import { leaseExpiredReason } from '../../core/settle';
 import type { Clock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import { newId } from '../../core/ids';
@@ -593,8 +594,10 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     const { stream, group } = req;
     return this.write('fetch', () => {
       const p = this.plans;
-      // A candidate carries its lease once claimed (a parked delayed event gets none).
-      type Candidate = { sequence: number; fresh: boolean; parkAt?: number; lease?: Lease };
+      // A candidate carries its lease once claimed (a parked delayed event gets none, nor one dead-lettered:
+      // `expiredOn`, the attempt its lease expired on, the group's last: see docs/adr/035-every-delivery-ends.md).
+      type Candidate = { sequence: number; fresh: boolean; parkAt?: number; expiredOn?: number; lease?: Lease };
+      const last = (r: { state: string; attempt: number }) => (r.state === 'leased' && r.attempt >= g.maxAttempts ? r.attempt : undefined);
       // Candidates per partition, in sequence order: due deliveries, then fresh events from the cursor.
       const queues: Array<{ partition: number; cursor: number; seqs: Candidate[] }> = [];
       for (const partition of partitions) {
@@ -607,11 +610,11 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         if (g.ordering === 'partition') {
           const busy = this.stmt(p.liveLeases).get(stream, group, partition, tt, now)!.n > 0;
           const head = this.stmt(p.firstOpen).get(stream, group, partition, tt);
-          if (!busy && head && head.due_at <= now) seqs.push({ sequence: head.sequence, fresh: false });
+          if (!busy && head && head.due_at <= now) seqs.push({ sequence: head.sequence, fresh: false, expiredOn: last(head) });
           else if (!busy && !head && cursor <= pos.hwm) seqs.push({ sequence: cursor, fresh: true });
         } else {
           for (const r of this.stmt(p.due).all(stream, group, partition, tt, now, req.limit)) {
-            seqs.push({ sequence: r.sequence, fresh: false });
+            seqs.push({ sequence: r.sequence, fresh: false, expiredOn: last(r) });
           }
           for (let s = cursor; s <= pos.hwm && seqs.length < req.limit; s++) seqs.push({ sequence: s, fresh: true });
         }
@@ -662,6 +665,13 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         const fresh = cs.filter((c) => c.fresh);
         for (const c of cs) {
           if (c.fresh) continue;
+          if (c.expiredOn !== undefined) {
+            const key = [stream, group, partition, c.sequence] as const;
+            this.stmt(p.ack).run(...key);
+            this.stmt(p.dead).run(...key, c.expiredOn, leaseExpiredReason(c.expiredOn, g.maxAttempts), now, stream, partition, c.sequence);
+            parked++;
+            continue;
+          }
           const leaseId = newId();
           const { attempt } = this.stmt(p.claimDue).get(leaseId, req.consumerId, now, expiresAt, stream, group, partition, c.sequence)!;
           const event = toEvent(stream, this.stmt(p.eventAt).get(stream, partition, c.sequence)!);

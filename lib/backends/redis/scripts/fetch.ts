@@ -14,6 +14,10 @@
  * it) but parked instead of leased: an available record of attempt 0 in `avail`,
  * scored by its deliverAt, like a nack's delay (docs/adr/028-delayed-events.md).
  * `w` is looked at only up to the partition's `dz:<p>` (its last delayed event).
+ * A redelivery whose lease expired on the group's last attempt (`maxAttempts` of
+ * cfg) is dead-lettered instead of leased, as settle dead-letters (docs/adr/035):
+ * it takes its place of the limit like a parked event, and reports `pending` when
+ * it is at frontier + 1 (the backend's tidy walks the frontier past it).
  *
  * KEYS[1]     meta    HASH    the stream's meta (hw:<p>, lw:<p>, dz:<p>)
  * KEYS[2]     cfg     HASH    the group's config (ord), positions (f:, c:, rw:), rr (incremented)
@@ -22,6 +26,9 @@
  * KEYS[5+3j]  log     STREAM  the log of the partition in slot j
  * KEYS[6+3j]  leased  ZSET    its leased sequences by expiry (written)
  * KEYS[7+3j]  avail   ZSET    its sequences waiting for redelivery by due time (claimed ones removed, parked ones added)
+ * KEYS[5+3n]  dead    HASH    dead letters by event id (n: how many partitions; written only when a claim dead-letters)
+ * KEYS[6+3n]  deadz   ZSET    dead letters in (partition, sequence) order
+ * KEYS[7+3n]  deadt   ZSET    dead letters by the time they were dead-lettered
  *
  * ARGV[1]    now          ms, from the backend's clock
  * ARGV[2]    limit        at most this many claims (the backend sends at most 100)
@@ -31,7 +38,7 @@
  *
  * Returns { wakeId ('0-0' when none), pending (1 when a frontier walk or a rewind is
  * left unfinished: the backend runs tidy, then fetches again if nothing was claimed),
- * parked (delayed events parked: the backend claims again for their places),
+ * parked (delayed events parked, and expired leases dead-lettered: the backend claims again for their places),
  * then, only when something was leased: strings, then one row per lease }, JSON texts
  * the backend parses twice per call (fetchedLeases in ../codec.ts: the rows joined into
  * one array), instead of decoding RESP arrays and parsing metadata and payload per entry:
@@ -52,6 +59,7 @@
  */
 import { CHECK_GROUP } from './includes/check-group';
 import { CHUNKED } from './includes/chunked';
+import { DEAD_LETTER } from './includes/dead-letter';
 import { ERROR } from './includes/error';
 import { FRONTIER } from './includes/frontier';
 import { LOG_ENTRY } from './includes/log-entry';
@@ -64,6 +72,7 @@ export const FETCH =
   RECORD +
   FRONTIER +
   LOG_ENTRY +
+  DEAD_LETTER +
   `
 -- A lease for the reply (see Returns): its strings (event id, key, type: '' when none, lease id)
 -- go to strs, encoded by one cjson.encode for the call (one call for all: a call per string cost
@@ -217,6 +226,9 @@ end
 -- lost keys (eviction, a manual DEL), which is reported instead of delivered as an empty event.
 local records, cursors = {}, {}
 local parked = 0
+-- Expired on the last attempt: { p, seq, attempt, event id } each, written after every entry was read.
+local buried = {}
+local maxAttempts = nil
 local strs, rows = {}, {}
 for n, pick in ipairs(picks) do
   local q, seq = pick.q, pick.seq
@@ -231,20 +243,36 @@ for n, pick in ipairs(picks) do
       if fields[i] == 'w' and tonumber(fields[i + 1]) > now then parkAt = fields[i + 1] end
     end
   end
+  local expiredOn = nil
   if seq < q.c0 then
     local rec = redis.call('HGET', KEYS[3], k)
     if rec then
-      local _, att = parseRecord(rec)
+      local st, att = parseRecord(rec)
       attempt = att + 1
+      if st == 'L' then
+        -- Read only for an expired lease: a claim of fresh events and retries never needs it.
+        maxAttempts = maxAttempts or tonumber(redis.call('HGET', KEYS[2], 'maxAttempts') or '0')
+        if maxAttempts > 0 and att >= maxAttempts then expiredOn = att end
+      end
     end
     e = logEntry(KEYS[5 + 3 * q.j], seq)
     fields = e and e[2]
-    q.redelivered = q.redelivered or {}
-    q.redelivered[#q.redelivered + 1] = seq
+    if expiredOn then
+      q.unleased = q.unleased or {}
+      q.unleased[#q.unleased + 1] = seq
+    else
+      q.redelivered = q.redelivered or {}
+      q.redelivered[#q.redelivered + 1] = seq
+    end
   end
   if not fields then return rheoError('failed:log:' .. q.p .. ':' .. seq) end
   records[#records + 1] = k
-  if parkAt then
+  if expiredOn then
+    records[#records + 1] = terminalRecord(expiredOn)
+    buried[#buried + 1] = { q.p, seq, expiredOn, entryField(e, 'i') or '' }
+    if seq == fs[q.j] + 1 then pending = 1 end
+    parked = parked + 1
+  elseif parkAt then
     records[#records + 1] = availableRecord(0)
     q.parked = q.parked or {}
     q.parked[#q.parked + 1] = parkAt
@@ -260,12 +288,27 @@ for n, pick in ipairs(picks) do
   end
 end
 out[3] = parked
+out[2] = pending
 if #rows > 0 then
   out[4] = cjson.encode(strs)
   for i = 1, #rows do out[4 + i] = rows[i] end
 end
 chunked('HSET', KEYS[3], records, 1000)
+-- Dead letters as settle files them: a trimmed event's dead letter under the same id is replaced.
+local dk = 5 + 3 * np
+for _, b in ipairs(buried) do
+  local p, seq, att, id = b[1], b[2], b[3], b[4]
+  local old = redis.call('HGET', KEYS[dk], id)
+  if old then
+    local oldP, oldSeq = deadRecordPosition(old)
+    if tonumber(oldP) ~= tonumber(p) or tonumber(oldSeq) ~= tonumber(seq) then redis.call('ZREM', KEYS[dk + 1], deadMember(oldP, oldSeq, id)) end
+  end
+  redis.call('HSET', KEYS[dk], id, deadRecord(p, seq, att, now, 'lease expired on attempt ' .. att .. ' of ' .. maxAttempts))
+  redis.call('ZADD', KEYS[dk + 1], 0, deadMember(p, seq, id))
+  redis.call('ZADD', KEYS[dk + 2], now, id)
+end
 for _, q in ipairs(queues) do
+  if q.unleased then chunked('ZREM', KEYS[6 + 3 * q.j], q.unleased, 1000) end
   if #q.picks > 0 then
     if q.leased then chunked('ZADD', KEYS[6 + 3 * q.j], q.leased, 1000) end
     if q.parked then chunked('ZADD', KEYS[7 + 3 * q.j], q.parked, 1000) end

@@ -30,7 +30,7 @@ export type {
   ProcessMessage,
 } from './core/diagnostics';
 export type { RheoOptions, FetchOptions, NackOptions, RejectOptions, SettleRequest } from './core/rheo';
-export type { MetricsRegistry, RheoMetricsOptions } from './nest/metrics/options';
+export type { MetricsGroups, MetricsRegistry, RheoMetricsOptions } from './nest/metrics/options';
 export {
   MAX_NAME_LENGTH,
   DEFAULT_MAX_PAYLOAD_BYTES,

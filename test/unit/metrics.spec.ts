@@ -45,9 +45,23 @@ async function bootError(metrics: unknown): Promise<RheoError> {
 
 describe('the metrics option', () => {
   it.each([
-    ['a string', 'yes', 'metrics', /metrics must be true, false or \{ registry\?, prefix\? \}/],
+    ['a string', 'yes', 'metrics', /metrics must be true, false or \{ registry\?, prefix\?, groups\? \}/],
     ['null', null, 'metrics', /metrics must be true, false/],
-    ['an unknown key', { buckets: [1] }, 'metrics.buckets', /metrics\.buckets is not a metrics option \(use registry, prefix\)/],
+    ['an unknown key', { buckets: [1] }, 'metrics.buckets', /metrics\.buckets is not a metrics option \(use registry, prefix, groups\)/],
+    [
+      'groups that are neither app, all nor a list',
+      { groups: 'mine' },
+      'metrics.groups',
+      /metrics\.groups must be 'app', 'all' or an array/,
+    ],
+    ['a listed group without its stream', { groups: ['orders/billing', 'billing'] }, 'metrics.groups[1]', /'stream\/group' key/],
+    [
+      'a listed group that is not a string',
+      { groups: [{ stream: 'orders', group: 'billing' }] },
+      'metrics.groups[0]',
+      /'stream\/group' key/,
+    ],
+    ['a listed key with an empty group', { groups: ['orders/'] }, 'metrics.groups[0]', /'stream\/group' key/],
     ['a prefix starting with a digit', { prefix: '1x_' }, 'metrics.prefix', /metrics\.prefix must be a string of letters/],
     ['a prefix with a dash', { prefix: 'my-app_' }, 'metrics.prefix', /metrics\.prefix must be a string of letters/],
     ['a registry that is not one', { registry: {} }, 'metrics.registry', /metrics\.registry must be a prom-client Registry/],
@@ -79,6 +93,7 @@ describe('the metrics option', () => {
           .map((m) => m.name)
           .sort(),
       ).toEqual([
+        'shop_append_repeats_total',
         'shop_append_to_handler_seconds',
         'shop_appended_events_total',
         'shop_deliveries_total',
@@ -147,10 +162,10 @@ describe('the metrics option', () => {
 });
 
 describe('the group gauges at scrape time', () => {
-  it('read every group of every stream once per second however often Prometheus scrapes', async () => {
+  it("with groups: 'all', read every group of every stream once per second however often Prometheus scrapes", async () => {
     const clock = new ManualClock();
     const registry = new Registry();
-    const app = await boot({ registry }, memoryBackend({ clock }));
+    const app = await boot({ registry, groups: 'all' }, memoryBackend({ clock }));
     try {
       const rheo = app.get(Rheo);
       await rheo.createStream('payments', { partitions: 2 });
@@ -185,7 +200,7 @@ describe('the group gauges at scrape time', () => {
   it('leave the gauges out of a scrape when the store cannot be read, and read again at the next', async () => {
     const registry = new Registry();
     // A real store that does not answer: nothing listens on port 1.
-    const app = await boot({ registry }, postgresBackend({ url: 'postgres://postgres@127.0.0.1:1/test', poolSize: 1 }), []);
+    const app = await boot({ registry, groups: 'all' }, postgresBackend({ url: 'postgres://postgres@127.0.0.1:1/test', poolSize: 1 }), []);
     try {
       const listStreams = jest.spyOn(app.get(Rheo), 'listStreams');
       const text = await registry.metrics();

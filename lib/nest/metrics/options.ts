@@ -16,6 +16,20 @@ export interface RheoMetricsOptions {
   registry?: MetricsRegistry;
   /** Prepended to every metric name. Default `'rheo_'`. */
   prefix?: string;
+  /**
+   * Which groups get the per-group gauges (`rheo_group_lag`, `…_inflight`,
+   * `…_dead_letters`, `…_oldest_unsettled_age_seconds`), read at scrape time:
+   * - `'app'` (the default): the groups of the streams this instance declares
+   *   (`streams`) and the groups its transport consumes (`@RheoConsumer`, a
+   *   broadcast consumer's group of this process included);
+   * - `'all'`: every group of every stream in the store (one series per group and
+   *   gauge, and a read per group each scrape: mind a store of many groups);
+   * - a list of `'stream/group'` keys (as in `consumers`): those groups, when they exist.
+   */
+  groups?: MetricsGroups;
 }
+
+/** The `metrics.groups` option: `'app'`, `'all'`, or `'stream/group'` keys. */
+export type MetricsGroups = 'app' | 'all' | readonly string[];
 
 export const DEFAULT_METRICS_PREFIX = 'rheo_';

@@ -3,7 +3,7 @@ import { RheoError, toRheoError } from '../../core/errors';
 import type { GroupInfo } from '../../core/types';
 import type { RheoInstance } from '../rheo-instance';
 import type { RheoServer } from '../rheo-server';
-import { GroupFigures } from './group-figures';
+import { type FiguresScope, GroupFigures, groupsOf } from './group-figures';
 import { InstanceScope } from './instance-scope';
 import { MetricSet, type MetricsSource } from './metric-set';
 import { resolveMetricsOptions, type ResolvedMetrics } from './resolve';
@@ -36,8 +36,8 @@ export class RheoMetrics implements OnModuleInit, OnApplicationShutdown {
   onModuleInit(): void {
     if (!this.resolved || this.set) return;
     const scope = new InstanceScope(this.instance, this.server);
-    const figures = new GroupFigures(this.instance.rheo);
     const rheo = this.instance.rheo;
+    const figures = new GroupFigures(rheo, this.scope(this.resolved));
     this.source = {
       ownsConsumer: (id) => scope.ownsConsumer(id),
       ownsRheo: (id) => scope.ownsRheo(id),
@@ -47,6 +47,25 @@ export class RheoMetrics implements OnModuleInit, OnApplicationShutdown {
       figuresFailed: (err) => this.failed(err),
     };
     this.set = MetricSet.attach(this.resolved, this.source);
+  }
+
+  /** The groups the gauges show, per `metrics.groups`. */
+  private scope(resolved: ResolvedMetrics): FiguresScope {
+    const selection = resolved.groups;
+    if (selection.kind === 'all') return selection;
+    if (selection.kind === 'listed') return { kind: 'some', groups: async () => selection.groups };
+    // The app's: the groups of its declared streams (other apps' too: they are its streams' readers), then
+    // the groups its transport runs (read each round: a broadcast group is named when its consumer starts).
+    const rheo = this.instance.rheo;
+    return {
+      kind: 'some',
+      groups: async () => {
+        const pairs: Array<[string, string]> = [];
+        for (const s of this.instance.streams) for (const group of await groupsOf(rheo, s.name)) pairs.push([s.name, group]);
+        for (const g of this.server.unwrap().groups.values()) pairs.push([g.config.stream, g.config.group]);
+        return pairs;
+      },
+    };
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -34,6 +34,11 @@ export type { MetricsGroups, MetricsRegistry, RheoMetricsOptions } from './nest/
 export {
   MAX_NAME_LENGTH,
   DEFAULT_MAX_PAYLOAD_BYTES,
+  DEFAULT_MAX_METADATA_BYTES,
+  DEFAULT_MAX_BATCH_BYTES,
+  MAX_FILTER_KEYS,
+  MAX_FILTER_DEPTH,
+  MAX_FILTER_BYTES,
   MAX_PARTITIONS,
   MAX_BATCH,
   MAX_FETCH_LIMIT,

@@ -7,6 +7,21 @@
 export const MAX_NAME_LENGTH = 200;
 /** Default bound on a payload's JSON size (UTF-8 bytes). */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
+/** Default bound on an event's metadata, as JSON (UTF-8 bytes). */
+export const DEFAULT_MAX_METADATA_BYTES = 64 * 1024;
+/** Default bound on one appendBatch call: its payloads' and metadata's JSON together (UTF-8 bytes). */
+export const DEFAULT_MAX_BATCH_BYTES = 16 * 1024 * 1024;
+/**
+ * Most top-level keys of a query's metadata and payload filters together. Each is
+ * a predicate of the store's query: SQLite refuses the statement from about 500
+ * (its expression tree is at most 1000 deep), PostgreSQL's planning time grows
+ * faster than the key count (docs/adr/036-input-limits.md).
+ */
+export const MAX_FILTER_KEYS = 64;
+/** Deepest nesting of a filter value: `{ a: 1 }` is 0 levels, `{ a: { b: 1 } }` is 1. */
+export const MAX_FILTER_DEPTH = 8;
+/** Largest metadata and payload filters of one query together, as JSON (UTF-8 bytes). */
+export const MAX_FILTER_BYTES = 16 * 1024;
 /** Most partitions a stream may have. */
 export const MAX_PARTITIONS = 1024;
 /** Most items in one appendBatch, settleMany, renewMany or releaseMany call. */

@@ -10,6 +10,9 @@ import { newEventId, newId } from './ids';
 import {
   DEFAULT_FETCH_LIMIT,
   DEFAULT_LEASE_MS,
+  DEFAULT_MAX_BATCH_BYTES,
+  DEFAULT_MAX_METADATA_BYTES,
+  DEFAULT_MAX_PAYLOAD_BYTES,
   DEFAULT_MAX_ATTEMPTS,
   DEFAULT_PAGE_LIMIT,
   MAX_ATTEMPTS_LIMIT,
@@ -17,24 +20,28 @@ import {
   MAX_DELAY_MS,
   MAX_DURATION_MS,
   MAX_FETCH_LIMIT,
+  MAX_FILTER_BYTES,
+  MAX_FILTER_DEPTH,
+  MAX_FILTER_KEYS,
   MAX_PAGE_LIMIT,
   MAX_PARTITIONS,
 } from './limits';
 import { boundReason } from './outcomes';
 import { partitionForKey } from './partitioner';
-import type { AppendInput, GroupConfig, GroupOptions, JsonValue, Lease, Query, Retention, StartPosition } from './types';
+import type { AppendInput, GroupConfig, GroupOptions, Lease, Query, Retention, StartPosition } from './types';
 import {
   checkDate,
   checkInt,
   checkJsonObject,
+  checkJsonSize,
   checkMetadata,
   checkName,
   checkObject,
   checkKeys,
-  checkPayload,
   hasOnlyKeys,
   isName,
   isPlainObject,
+  jsonPayload,
   keySet,
 } from './validate';
 
@@ -274,8 +281,32 @@ export function resolveStart(field: string, start: StartPosition | undefined, pa
 
 const EVENT_KEYS = keySet('a key of an event', ['id', 'key', 'type', 'payload', 'metadata', 'partition', 'timestamp', 'deliverAt', 'delayMs']);
 
-/** One event to append: validated, id and timestamp assigned, routed to its partition, payload serialised once. */
-export function toNewEvent(field: string, input: AppendInput<unknown>, partitions: number, now: number, maxPayloadBytes: number): NewEvent {
+/** The size limits of one facade's appends: its options, defaults applied. */
+export interface AppendLimits {
+  maxPayloadBytes: number;
+  maxMetadataBytes: number;
+  maxBatchBytes: number;
+}
+
+/** The append limits of a facade's options (each a positive integer of bytes when given). */
+export function checkAppendLimits(options: {
+  maxPayloadBytes?: unknown;
+  maxMetadataBytes?: unknown;
+  maxBatchBytes?: unknown;
+}): AppendLimits {
+  const bytes = (field: string, value: unknown, fallback: number) => (value === undefined ? fallback : checkInt(field, value, 1));
+  return {
+    maxPayloadBytes: bytes('maxPayloadBytes', options.maxPayloadBytes, DEFAULT_MAX_PAYLOAD_BYTES),
+    maxMetadataBytes: bytes('maxMetadataBytes', options.maxMetadataBytes, DEFAULT_MAX_METADATA_BYTES),
+    maxBatchBytes: bytes('maxBatchBytes', options.maxBatchBytes, DEFAULT_MAX_BATCH_BYTES),
+  };
+}
+
+/**
+ * One event to append: validated, id and timestamp assigned, routed to its
+ * partition, payload and metadata serialised once and bounded in size.
+ */
+export function toNewEvent(field: string, input: AppendInput<unknown>, partitions: number, now: number, limits: AppendLimits): NewEvent {
   // Per event, field names (`events[17].key`) are built only for an error: valid input is tested first.
   if (!isPlainObject(input)) checkObject(field, input);
   checkKeys(field, input, EVENT_KEYS);
@@ -284,7 +315,12 @@ export function toNewEvent(field: string, input: AppendInput<unknown>, partition
   const type =
     input.type === undefined || input.type === null ? null : isName(input.type) ? input.type : checkName(`${field}.type`, input.type);
   const metadata = input.metadata === undefined ? {} : checkMetadata(`${field}.metadata`, input.metadata);
-  const payloadJson = checkPayload(`${field}.payload`, input.payload, maxPayloadBytes);
+  const metadataJson =
+    input.metadata === undefined ? '{}' : checkJsonSize(`${field}.metadata`, JSON.stringify(metadata), limits.maxMetadataBytes);
+  const payloadField = `${field}.payload`;
+  // The caller's value when it is plain JSON; what JSON makes of it otherwise (a DTO): stored and returned as such.
+  const payload = jsonPayload(payloadField, input.payload);
+  const payloadJson = checkJsonSize(payloadField, JSON.stringify(payload), limits.maxPayloadBytes);
   let partition: number;
   if (input.partition !== undefined) partition = checkInt(`${field}.partition`, input.partition, 0, partitions - 1);
   else partition = key === null ? 0 : partitionForKey(key, partitions);
@@ -296,8 +332,8 @@ export function toNewEvent(field: string, input: AppendInput<unknown>, partition
     key,
     type,
     metadata,
-    metadataJson: input.metadata === undefined ? '{}' : JSON.stringify(metadata),
-    payload: input.payload as JsonValue,
+    metadataJson,
+    payload,
     payloadJson,
   };
   const deliverAt = checkDelay(field, input, now);
@@ -306,13 +342,38 @@ export function toNewEvent(field: string, input: AppendInput<unknown>, partition
 }
 
 /**
+ * The bytes of one appendBatch call: its events' payload and metadata JSON
+ * together (empty metadata counts nothing), at most `maxBytes`. Counted only
+ * near the limit, as for one payload.
+ */
+export function checkBatchBytes(events: NewEvent[], maxBytes: number): void {
+  let units = 0;
+  for (const e of events) units += e.payloadJson.length + (e.metadataJson === '{}' ? 0 : e.metadataJson.length);
+  if (units * 3 <= maxBytes) return;
+  let size = 0;
+  for (const e of events) size += Buffer.byteLength(e.payloadJson) + (e.metadataJson === '{}' ? 0 : Buffer.byteLength(e.metadataJson));
+  if (size > maxBytes) {
+    const message = `events is ${size} bytes in all, over the limit of ${maxBytes} per appendBatch call`;
+    throw new RheoError('payload_too_large', message, { field: 'events' });
+  }
+}
+
+/**
  * When a delayed event may first be offered: `deliverAt`, or now + `delayMs`
  * (exactly one of them may be given); undefined for an event without a delay.
+ * Both are bounded alike, at {@link MAX_DELAY_MS} after now: an event due later
+ * would hold its partition's frontier (and, under `ordering: 'partition'`, every
+ * event behind it) for longer than any other delay may.
  */
 function checkDelay(field: string, input: AppendInput<unknown>, now: number): Date | undefined {
   if (input.deliverAt !== undefined && input.delayMs !== undefined)
     throw RheoError.invalid(`${field}.delayMs`, 'cannot be given together with deliverAt: give one of them');
-  if (input.deliverAt !== undefined) return new Date(checkDate(`${field}.deliverAt`, input.deliverAt).getTime());
+  if (input.deliverAt !== undefined) {
+    const at = checkDate(`${field}.deliverAt`, input.deliverAt).getTime();
+    if (at - now > MAX_DELAY_MS)
+      throw RheoError.invalid(`${field}.deliverAt`, `must be at most ${MAX_DELAY_MS} ms after now (a year, as delayMs)`);
+    return new Date(at);
+  }
   if (input.delayMs !== undefined) return new Date(now + checkInt(`${field}.delayMs`, input.delayMs, 0, MAX_DELAY_MS));
   return undefined;
 }
@@ -329,8 +390,7 @@ export function checkQuery(query: Query): QueryRequest {
   checkKeys('query.where', where, FILTERS);
   if (where.type !== undefined) checkName('query.where.type', where.type);
   if (where.key !== undefined) checkName('query.where.key', where.key);
-  if (where.metadata !== undefined) checkMetadata('query.where.metadata', where.metadata);
-  if (where.payload !== undefined) checkJsonObject('query.where.payload', where.payload);
+  if (where.metadata !== undefined || where.payload !== undefined) checkFilters(where);
   const order = query.order ?? 'asc';
   if (order !== 'asc' && order !== 'desc') throw RheoError.invalid('query.order', "must be 'asc' or 'desc'");
   const limit = checkPageLimit('query.limit', query.limit);
@@ -341,6 +401,31 @@ export function checkQuery(query: Query): QueryRequest {
   if (query.untilSequence !== undefined) req.untilSequence = checkInt('query.untilSequence', query.untilSequence, 0);
   if (query.cursor !== undefined && query.cursor !== null) req.after = decodeCursor(query.cursor);
   return req;
+}
+
+/**
+ * The metadata and payload filters of a query, bounded (ADR 036): each of their
+ * keys becomes a predicate of the store's query, whose cost grows with them
+ * faster than linearly (and SQLite refuses about 500), so keys are counted
+ * before anything is walked; then depth and bytes.
+ */
+function checkFilters(where: Record<string, unknown>): void {
+  const metadata = where.metadata === undefined ? undefined : checkObject('query.where.metadata', where.metadata);
+  const payload = where.payload === undefined ? undefined : checkObject('query.where.payload', where.payload);
+  const keys = (metadata ? Object.keys(metadata).length : 0) + (payload ? Object.keys(payload).length : 0);
+  if (keys > MAX_FILTER_KEYS) {
+    throw RheoError.invalid(
+      'query.where',
+      `must hold at most ${MAX_FILTER_KEYS} metadata and payload filter keys in all (it holds ${keys})`,
+    );
+  }
+  if (metadata) checkMetadata('query.where.metadata', metadata, MAX_FILTER_DEPTH);
+  if (payload) checkJsonObject('query.where.payload', payload, MAX_FILTER_DEPTH);
+  const json = (metadata ? JSON.stringify(metadata) : '') + (payload ? JSON.stringify(payload) : '');
+  const bytes = json.length * 3 <= MAX_FILTER_BYTES ? 0 : Buffer.byteLength(json);
+  if (bytes > MAX_FILTER_BYTES) {
+    throw RheoError.invalid('query.where', `is ${bytes} bytes of metadata and payload filters, over the limit of ${MAX_FILTER_BYTES}`);
+  }
 }
 
 /** The query's partition filter against the stream's partition count. */

@@ -8,9 +8,12 @@ import { encodeCursor } from './cursor';
 import { type OperationMessage, traced } from './diagnostics';
 import { newId } from './ids';
 import { RheoError, toRheoError } from './errors';
-import { DEFAULT_MAX_PAYLOAD_BYTES, MAX_PAGE_LIMIT, MAX_PARTITIONS } from './limits';
+import { MAX_PAGE_LIMIT, MAX_PARTITIONS } from './limits';
 import {
+  type AppendLimits,
+  checkAppendLimits,
   checkBatch,
+  checkBatchBytes,
   checkFetchOptions,
   checkGroupOptions,
   checkLeaseMs,
@@ -69,8 +72,12 @@ export type { FetchOptions, NackOptions, RejectOptions, SettleRequest } from './
 
 /** Options of a {@link Rheo} instance. */
 export interface RheoOptions {
-  /** Largest accepted payload, as JSON bytes. Default 1 MiB. */
+  /** Largest accepted payload, as JSON bytes (UTF-8). Default 1 MiB. */
   maxPayloadBytes?: number;
+  /** Largest accepted metadata of one event, as JSON bytes (UTF-8). Default 64 KiB. */
+  maxMetadataBytes?: number;
+  /** Largest appendBatch call: its payloads' and metadata's JSON bytes together. Default 16 MiB. */
+  maxBatchBytes?: number;
 }
 
 /**
@@ -82,7 +89,7 @@ export class Rheo {
   /** Names this instance in the diagnostics channels' messages (`OperationMessage.rheo`), so subscribers can tell instances apart. */
   readonly id = newId();
   readonly backend: Backend;
-  private readonly maxPayloadBytes: number;
+  private readonly limits: AppendLimits;
   private ready?: Promise<void>;
   private readonly streams = new Map<string, StreamInfo>();
   /** Each group's maxAttempts (fixed at creation), read only when a settle's outcome is observed (diagnostics.ts). */
@@ -95,8 +102,7 @@ export class Rheo {
     if (!backend || typeof backend.fetch !== 'function') throw RheoError.invalid('backend', 'must be a Backend');
     checkOptions('rheo', options);
     this.backend = backend;
-    this.maxPayloadBytes =
-      options.maxPayloadBytes === undefined ? DEFAULT_MAX_PAYLOAD_BYTES : checkInt('maxPayloadBytes', options.maxPayloadBytes, 1);
+    this.limits = checkAppendLimits(options);
   }
 
   /** Connect the backend (idempotent). Every other call does it on first use. */
@@ -322,7 +328,7 @@ export class Rheo {
       async () => {
         const known = this.ensured(stream);
         const info = known instanceof Promise ? await known : known;
-        const event = toNewEvent('event', input, info.partitions, this.backend.clock.now(), this.maxPayloadBytes);
+        const event = toNewEvent('event', input, info.partitions, this.backend.clock.now(), this.limits);
         return sendSpan(stream, [event], () => this.backend.append(stream, [event], options));
       },
       (events, m) => {
@@ -349,7 +355,8 @@ export class Rheo {
         const known = this.ensured(stream);
         const info = known instanceof Promise ? await known : known;
         const now = this.backend.clock.now();
-        const events = inputs.map((input, i) => toNewEvent(`events[${i}]`, input, info.partitions, now, this.maxPayloadBytes));
+        const events = inputs.map((input, i) => toNewEvent(`events[${i}]`, input, info.partitions, now, this.limits));
+        checkBatchBytes(events, this.limits.maxBatchBytes);
         return sendSpan(stream, events, () => this.backend.append(stream, events, options));
       },
       (events, m) => {

@@ -1,3 +1,4 @@
+import { types } from 'node:util';
 import { RheoError } from './errors';
 import type { JsonValue } from './types';
 
@@ -139,7 +140,10 @@ class JsonPath {
   }
 }
 
-function checkJsonValue(path: JsonPath, value: unknown, depth: number, seen: Set<object>): void {
+/** Deepest nesting of a payload or metadata value. */
+const MAX_JSON_DEPTH = 64;
+
+function checkJsonValue(path: JsonPath, value: unknown, depth: number, seen: Set<object>, maxDepth = MAX_JSON_DEPTH): void {
   if (value === null) return;
   switch (typeof value) {
     case 'string':
@@ -155,14 +159,14 @@ function checkJsonValue(path: JsonPath, value: unknown, depth: number, seen: Set
     default:
       throw RheoError.invalid(path.field, `must be JSON: ${typeof value} is not a JSON value`);
   }
-  if (depth > 64) throw RheoError.invalid(path.field, 'must be JSON nested at most 64 levels deep');
+  if (depth > maxDepth) throw RheoError.invalid(path.field, `must be JSON nested at most ${maxDepth} levels deep`);
   const obj = value as object;
   if (seen.has(obj)) throw RheoError.invalid(path.field, 'must be JSON: it contains a cycle');
   seen.add(obj);
   if (Array.isArray(obj)) {
     for (let i = 0; i < obj.length; i++) {
       path.push(i);
-      checkJsonValue(path, obj[i], depth + 1, seen);
+      checkJsonValue(path, obj[i], depth + 1, seen, maxDepth);
       path.pop();
     }
   } else {
@@ -175,7 +179,7 @@ function checkJsonValue(path: JsonPath, value: unknown, depth: number, seen: Set
       const v = (obj as Record<string, unknown>)[k];
       path.push(k);
       if (v === undefined) throw RheoError.invalid(path.field, 'must be JSON: undefined is not a JSON value');
-      checkJsonValue(path, v, depth + 1, seen);
+      checkJsonValue(path, v, depth + 1, seen, maxDepth);
       path.pop();
     }
   }
@@ -213,13 +217,10 @@ function isFlatJsonObject(value: unknown): boolean {
 }
 
 /**
- * A JSON value whose serialised size is at most `maxBytes`. Returns the JSON text,
- * which backends store as is: the append path serialises each payload once.
+ * `json`, the JSON text of `field`, when it is at most `maxBytes` of UTF-8;
+ * `payload_too_large` otherwise. Bytes are counted only near the limit.
  */
-export function checkPayload(field: string, value: unknown, maxBytes: number): string {
-  if (value === undefined) throw RheoError.invalid(field, 'is required');
-  if (!isFlatJsonObject(value)) checkJsonValue(new JsonPath(field), value, 0, new Set());
-  const json = JSON.stringify(value as JsonValue);
+export function checkJsonSize(field: string, json: string, maxBytes: number): string {
   // A UTF-16 code unit is at most 3 UTF-8 bytes: a text that short is under the limit without counting.
   if (json.length * 3 <= maxBytes) return json;
   const size = Buffer.byteLength(json);
@@ -230,16 +231,152 @@ export function checkPayload(field: string, value: unknown, maxBytes: number): s
 }
 
 /**
+ * The payload rule (docs/payloads-and-limits.md): a payload is what
+ * JSON.stringify makes of it, when it represents the value faithfully. Class
+ * instances count by their own enumerable properties, `toJSON` is called (once,
+ * with its key, as JSON.stringify calls it), boxed primitives are unboxed and
+ * properties whose value is undefined are dropped. Refused, naming the field:
+ * what JSON.stringify would throw on (BigInt, cycles) or change without a word
+ * (NaN and ±Infinity to null, functions and symbols dropped, undefined in an
+ * array to null, a Map, Set, RegExp, Error or typed array to `{}`, an invalid Date
+ * to null), and lone surrogates (ADR 013).
+ *
+ * Returns `value` itself when it is plain JSON already (no copy, so the usual
+ * payload costs no allocation); otherwise the plain JSON value, sharing every
+ * unchanged branch with `value`: what the store keeps and the append returns.
+ */
+export function jsonPayload(field: string, value: unknown): JsonValue {
+  if (value === undefined) throw RheoError.invalid(field, 'is required');
+  if (isFlatJsonObject(value)) return value as JsonValue;
+  const out = toJsonValue(new JsonPath(field), value, '', 0, new Set());
+  if (out === undefined) throw RheoError.invalid(field, 'must be JSON: its toJSON() returned undefined');
+  return out as JsonValue;
+}
+
+/** A payload ({@link jsonPayload}) whose JSON text is at most `maxBytes`; returns that text, which backends store as is. */
+export function checkPayload(field: string, value: unknown, maxBytes: number): string {
+  return checkJsonSize(field, JSON.stringify(jsonPayload(field, value)), maxBytes);
+}
+
+/** Set `key` on a fresh copy: `__proto__` as an own property, as JSON.parse makes it, not as the prototype. */
+function setOwn(obj: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  else obj[key] = value;
+}
+
+/**
+ * Objects whose contents sit where JSON.stringify does not look (internal slots,
+ * not own properties): it writes them as `{}`. Named for the error; undefined
+ * for any other object.
+ */
+function opaqueKind(obj: object): string | undefined {
+  if (types.isMap(obj)) return 'a Map';
+  if (types.isSet(obj)) return 'a Set';
+  if (types.isWeakMap(obj) || types.isWeakSet(obj)) return 'a WeakMap or WeakSet';
+  if (types.isRegExp(obj)) return 'a RegExp';
+  if (types.isNativeError(obj)) return 'an Error';
+  if (types.isPromise(obj)) return 'a Promise';
+  if (types.isAnyArrayBuffer(obj) || types.isArrayBufferView(obj)) return 'binary data (an ArrayBuffer or a typed array)';
+  return undefined;
+}
+
+/**
+ * One value as JSON.stringify serialises it (SerializeJSONProperty): `toJSON`
+ * first, then unboxing, then the value. Returns `value` itself when nothing
+ * changes, undefined for what JSON.stringify omits (the holder decides whether
+ * that is allowed), or the new value.
+ */
+function toJsonValue(path: JsonPath, value: unknown, key: string | number, depth: number, seen: Set<object>): unknown {
+  switch (typeof value) {
+    case 'string':
+      if (!value.isWellFormed()) checkWellFormed(path.field, value);
+      return value;
+    case 'number':
+      if (!Number.isFinite(value)) throw RheoError.invalid(path.field, 'must be JSON: numbers must be finite');
+      return value;
+    case 'boolean':
+    case 'undefined':
+      return value;
+    case 'object':
+      if (value === null) return null;
+      break;
+    default:
+      throw RheoError.invalid(path.field, `must be JSON: ${typeof value} is not a JSON value`);
+  }
+  let obj = value as object;
+  const toJSON = (obj as { toJSON?: unknown }).toJSON;
+  if (typeof toJSON === 'function') {
+    if (types.isDate(obj) && Number.isNaN(obj.getTime()))
+      throw RheoError.invalid(path.field, 'must be JSON: an invalid Date has no JSON form');
+    const replaced: unknown = toJSON.call(obj, typeof key === 'number' ? String(key) : key);
+    // What toJSON returns is serialised as it is: its own toJSON is not called again.
+    if (typeof replaced !== 'object' || replaced === null) return toJsonValue(path, replaced, key, depth, seen);
+    obj = replaced;
+  }
+  if (types.isBoxedPrimitive(obj)) {
+    if (types.isNumberObject(obj) || types.isStringObject(obj) || types.isBooleanObject(obj))
+      return toJsonValue(path, obj.valueOf(), key, depth, seen);
+    throw RheoError.invalid(path.field, 'must be JSON: a boxed BigInt or Symbol is not a JSON value');
+  }
+  const opaque = opaqueKind(obj);
+  if (opaque) throw RheoError.invalid(path.field, `must be JSON: ${opaque} is not a JSON value (JSON.stringify would write {})`);
+  if (depth > MAX_JSON_DEPTH) throw RheoError.invalid(path.field, `must be JSON nested at most ${MAX_JSON_DEPTH} levels deep`);
+  if (seen.has(obj)) throw RheoError.invalid(path.field, 'must be JSON: it contains a cycle');
+  seen.add(obj);
+  const result = Array.isArray(obj) ? toJsonArray(path, obj, depth, seen) : toJsonObject(path, obj, depth, seen);
+  seen.delete(obj);
+  return result;
+}
+
+function toJsonArray(path: JsonPath, arr: unknown[], depth: number, seen: Set<object>): unknown[] {
+  let out: unknown[] | undefined;
+  for (let i = 0; i < arr.length; i++) {
+    const v = arr[i];
+    path.push(i);
+    const w = toJsonValue(path, v, i, depth + 1, seen);
+    if (w === undefined)
+      throw RheoError.invalid(path.field, 'must be JSON: undefined in an array is not a JSON value (it would become null)');
+    path.pop();
+    if (out === undefined && w !== v) out = arr.slice(0, i);
+    if (out !== undefined) out.push(w);
+  }
+  return out ?? arr;
+}
+
+function toJsonObject(path: JsonPath, obj: object, depth: number, seen: Set<object>): object {
+  const proto = Object.getPrototypeOf(obj);
+  const source = obj as Record<string, unknown>;
+  // A class instance is always copied: the store keeps its own enumerable properties, on a plain object.
+  let out: Record<string, unknown> | undefined = proto === Object.prototype || proto === null ? undefined : {};
+  const keys = Object.keys(obj);
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i];
+    if (!k.isWellFormed()) checkWellFormed(`${path.field} key ${JSON.stringify(k)}`, k);
+    const v = source[k];
+    path.push(k);
+    const w = toJsonValue(path, v, k, depth + 1, seen);
+    path.pop();
+    if (out === undefined && (w !== v || w === undefined)) {
+      // The first change: a copy begins (an enumerable getter before it is read a second time, which JSON.stringify does not do).
+      out = {};
+      for (let j = 0; j < i; j++) setOwn(out, keys[j], source[keys[j]]);
+    }
+    if (out !== undefined && w !== undefined) setOwn(out, k, w);
+  }
+  return out ?? obj;
+}
+
+/**
  * A plain object of JSON values, walked by own keys only; undefined values are
  * dropped. Returns a copy without a prototype, so no key can reach one.
  */
-export function checkJsonObject(field: string, value: unknown): Record<string, JsonValue> {
+export function checkJsonObject(field: string, value: unknown, maxDepth = MAX_JSON_DEPTH): Record<string, JsonValue> {
   const obj = checkObject(field, value);
   const out: Record<string, JsonValue> = Object.create(null);
   for (const [k, v] of Object.entries(obj)) {
     checkWellFormed(`${field} key ${JSON.stringify(k)}`, k);
     if (v === undefined) continue;
-    checkJsonValue(new JsonPath(`${field}.${k}`), v, 1, new Set());
+    checkJsonValue(new JsonPath(`${field}.${k}`), v, 1, new Set(), maxDepth);
     out[k] = v as JsonValue;
   }
   return out;
@@ -250,8 +387,8 @@ export function checkJsonObject(field: string, value: unknown): Record<string, J
  * `__proto__` is refused: stored, read back and assigned, it would replace an
  * object's prototype instead of holding a value, so it cannot round-trip.
  */
-export function checkMetadata(field: string, value: unknown): Record<string, JsonValue> {
-  const obj = checkJsonObject(field, value);
+export function checkMetadata(field: string, value: unknown, maxDepth = MAX_JSON_DEPTH): Record<string, JsonValue> {
+  const obj = checkJsonObject(field, value, maxDepth);
   for (const k of Object.keys(obj)) {
     if (FORBIDDEN_KEYS.has(k)) throw RheoError.invalid(`${field}.${k}`, 'is not an allowed metadata key (it names the object prototype)');
   }

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { RheoError, toRheoError } from '../core/errors';
+import { isRheoError, RheoError, toRheoError } from '../core/errors';
 import { Rheo } from '../core/rheo';
 import { DEFAULT_TRIM_INTERVAL_MS, MAX_DURATION_MS } from '../core/limits';
 import { jsonEqual } from '../core/json-equal';
@@ -33,6 +33,8 @@ export class RheoInstance {
   /** Background trim interval, ms; 0 when off. */
   readonly trimIntervalMs: number;
   private streamsReady?: Promise<void>;
+  /** The declared streams exist: {@link ensureStreams} succeeded. */
+  private streamsCreated = false;
   private announced = false;
 
   /** Validates the options: errors name the instance and the field. */
@@ -49,6 +51,8 @@ export class RheoInstance {
         'defaults',
         'consumers',
         'maxPayloadBytes',
+        'maxMetadataBytes',
+        'maxBatchBytes',
         'drainTimeoutMs',
         'trimIntervalMs',
         'metrics',
@@ -78,7 +82,11 @@ export class RheoInstance {
         };
       });
       this.options = options;
-      this.rheo = new Rheo(options.backend, { maxPayloadBytes: options.maxPayloadBytes });
+      this.rheo = new Rheo(options.backend, {
+        maxPayloadBytes: options.maxPayloadBytes,
+        maxMetadataBytes: options.maxMetadataBytes,
+        maxBatchBytes: options.maxBatchBytes,
+      });
     } catch (err) {
       const e = toRheoError(err);
       throw new RheoError(e.code, `RheoModule(${name}): ${e.message}`, { field: e.field, cause: err });
@@ -97,6 +105,20 @@ export class RheoInstance {
   }
 
   /**
+   * `err`, or for a stream this instance declares but has not created yet (a call
+   * before `app.init()` on a fresh store) the same error saying when it will exist.
+   */
+  explainMissingStream(stream: string, err: unknown): unknown {
+    if (this.streamsCreated || !isRheoError(err, 'stream_not_found') || !this.streams.some((s) => s.name === stream)) return err;
+    return new RheoError(
+      'stream_not_found',
+      `stream "${stream}" does not exist yet: RheoModule(${this.name}) creates the streams it declares when the application initialises ` +
+        '(app.init(), app.listen() or startAllMicroservices()); call this after that',
+      { cause: err },
+    );
+  }
+
+  /**
    * Create the declared streams that are missing, and bring a declared retention
    * to an existing stream whose retention differs. Once; retried after a failure.
    */
@@ -108,6 +130,7 @@ export class RheoInstance {
           if (s.retention && !jsonEqual({ ...info.retention }, { ...s.retention })) await this.rheo.setRetention(s.name, s.retention);
         }
         if (this.streams.length > 0) this.announceBackend();
+        this.streamsCreated = true;
       })().catch((err) => {
         this.streamsReady = undefined;
         throw err;

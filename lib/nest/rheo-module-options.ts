@@ -33,6 +33,10 @@ export interface RheoModuleOptions {
   consumers?: Record<string, RheoConsumerSettings>;
   /** Largest accepted payload, as JSON bytes. Default 1 MiB. */
   maxPayloadBytes?: number;
+  /** Largest accepted metadata of one event, as JSON bytes. Default 64 KiB. */
+  maxMetadataBytes?: number;
+  /** Largest appendBatch call: its payloads' and metadata's JSON bytes together. Default 16 MiB. */
+  maxBatchBytes?: number;
   /** How long `RheoServer.close()` waits for running handlers, ms. Default 10000. */
   drainTimeoutMs?: number;
   /**

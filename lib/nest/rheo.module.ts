@@ -38,7 +38,7 @@ function registration(input: unknown): Required<RheoModuleRegistration> {
  */
 @Module({})
 export class RheoModule {
-  /** `forRoot(backend)` or `forRoot({ backend, streams, defaults, consumers, name, isGlobal, maxPayloadBytes, drainTimeoutMs, trimIntervalMs, metrics })`. */
+  /** `forRoot(backend)` or `forRoot({ backend, streams, defaults, consumers, name, isGlobal, maxPayloadBytes, maxMetadataBytes, maxBatchBytes, drainTimeoutMs, trimIntervalMs, metrics })`. */
   static forRoot(options: Backend | (RheoModuleOptions & RheoModuleRegistration)): DynamicModule {
     const { name, isGlobal } = registration(options);
     return RheoModule.build(name, isGlobal, [], { provide: getRheoOptionsToken(name), useValue: options });
@@ -69,7 +69,11 @@ export class RheoModule {
       { provide: instance, useFactory: (o: RheoModuleOptions | Backend) => new RheoInstance(name, o), inject: [getRheoOptionsToken(name)] },
       { provide: getRheoToken(name), useFactory: (i: RheoInstance) => i.rheo, inject: [instance] },
       { provide: server, useFactory: (i: RheoInstance) => new RheoServer(i), inject: [instance] },
-      { provide: getRheoClientToken(name), useFactory: (i: RheoInstance) => new RheoClient(i.rheo, name), inject: [instance] },
+      {
+        provide: getRheoClientToken(name),
+        useFactory: (i: RheoInstance) => new RheoClient(i.rheo, name, (stream, err) => i.explainMissingStream(stream, err)),
+        inject: [instance],
+      },
       {
         provide: getRheoHealthIndicatorToken(name),
         useFactory: (i: RheoInstance, s: RheoServer, m: ModuleRef) => new RheoHealthIndicator(i, s, m),

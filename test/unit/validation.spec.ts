@@ -175,10 +175,10 @@ describe('append and appendBatch payloads', () => {
     ['NaN', () => rheo.append('s', { payload: NaN }), 'event.payload'],
     ['Infinity deep inside', () => rheo.append('s', { payload: { a: [1, { b: -Infinity }] } }), 'event.payload.a[1].b'],
     ['a cycle (named where it closes)', () => rheo.append('s', { payload: cycle as never }), 'event.payload.self'],
-    ['a class instance', () => rheo.append('s', { payload: new Curve() as never }), 'event.payload'],
-    ['a Date', () => rheo.append('s', { payload: new Date() as never }), 'event.payload'],
+    ['a class instance holding NaN', () => rheo.append('s', { payload: Object.assign(new Curve(), { rate: NaN }) }), 'event.payload.rate'],
+    ['an invalid Date', () => rheo.append('s', { payload: new Date('x') as never }), 'event.payload'],
     ['a Map', () => rheo.append('s', { payload: new Map() as never }), 'event.payload'],
-    ['a nested undefined', () => rheo.append('s', { payload: { a: undefined } as never }), 'event.payload.a'],
+    ['a nested function', () => rheo.append('s', { payload: { a: () => 1 } as never }), 'event.payload.a'],
     ['an undefined array item', () => rheo.append('s', { payload: [1, undefined] as never }), 'event.payload[1]'],
     ['nesting deeper than 64', () => rheo.append('s', { payload: deep(100) as never }), `event.payload${'.d'.repeat(65)}`],
   ]);

@@ -46,3 +46,13 @@ export function checkConsumerPlacement(discovery: DiscoveryService, scanner: Met
   }
   if (problems.length > 0) throw new RheoError('invalid_argument', problems.join('\n'));
 }
+
+/** The `@RheoConsumer` handlers on controllers that belong to instance `name`, in discovery order. */
+export function consumersOf(discovery: DiscoveryService, scanner: MetadataScanner, name: string): RheoConsumerMarker[] {
+  const found: RheoConsumerMarker[] = [];
+  for (const w of discovery.getControllers()) {
+    const proto = w.instance ? Object.getPrototypeOf(w.instance) : (w.metatype as { prototype?: object } | null)?.prototype;
+    for (const m of markers(scanner, proto)) if ((m.options.instance ?? DEFAULT_RHEO_INSTANCE) === name) found.push(m);
+  }
+  return found;
+}

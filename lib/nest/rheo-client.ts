@@ -39,10 +39,15 @@ export class RheoClient extends ClientProxy<Record<never, Function>, RheoClientS
   /** Admin actions are logged here, at LOG level, with their counts. */
   private readonly log: Logger;
 
-  /** `instanceName` (when not the default) names the instance in the log context: `RheoClient(audit)`. */
+  /**
+   * `instanceName` (when not the default) names the instance in the log context:
+   * `RheoClient(audit)`. `explain` rewrites the error of a call on a stream (RheoModule
+   * passes its instance's: a declared stream used before it is created says when it will be).
+   */
   constructor(
     private readonly core: Rheo,
     instanceName?: string,
+    private readonly explain: (stream: string, err: unknown) => unknown = (_stream, err) => err,
   ) {
     super();
     this.log = new Logger(instanceName === undefined || instanceName === 'default' ? 'RheoClient' : `RheoClient(${instanceName})`);
@@ -91,17 +96,22 @@ export class RheoClient extends ClientProxy<Record<never, Function>, RheoClientS
 
   protected async dispatchEvent<T = RheoEvent>(packet: ReadPacket): Promise<T> {
     if (typeof packet.pattern !== 'string') throw RheoError.invalid('stream', 'must be a string (emit(stream, payload))');
-    return (await this.core.append(packet.pattern, { payload: packet.data as JsonValue })) as T;
+    return (await this.explained(packet.pattern, this.core.append(packet.pattern, { payload: packet.data as JsonValue }))) as T;
+  }
+
+  /** A call on `stream`, its failure through {@link explain}. */
+  private explained<T>(stream: string, call: Promise<T>): Promise<T> {
+    return call.catch((err: unknown) => Promise.reject(this.explain(stream, err)));
   }
 
   /** Append one event; returns it as stored (id, partition, sequence, timestamp). */
   append<P = JsonValue>(stream: string, event: AppendInput<P>, options?: AppendOptions): Promise<RheoEvent<P>> {
-    return this.core.append(stream, event, options);
+    return this.explained(stream, this.core.append(stream, event, options));
   }
 
   /** Append many events atomically; returns them as stored, in input order. */
   appendBatch<P = JsonValue>(stream: string, events: AppendInput<P>[], options?: AppendOptions): Promise<RheoEvent<P>[]> {
-    return this.core.appendBatch(stream, events, options);
+    return this.explained(stream, this.core.appendBatch(stream, events, options));
   }
 
   /** Create a stream (partitions default 1), optionally with a retention. */
@@ -111,41 +121,41 @@ export class RheoClient extends ClientProxy<Record<never, Function>, RheoClientS
 
   /** Replace a stream's retention (`{}` keeps everything again). */
   setRetention(stream: string, retention: Retention): Promise<StreamInfo> {
-    return this.core.setRetention(stream, retention);
+    return this.explained(stream, this.core.setRetention(stream, retention));
   }
 
   /** Apply the stream's retention now (`force` also skips what groups have not finished). */
   async trim(stream: string, options?: TrimOptions): Promise<TrimResult> {
-    const result = await this.core.trim(stream, options);
+    const result = await this.explained(stream, this.core.trim(stream, options));
     this.log.log(trimLine(result, options));
     return result;
   }
 
   /** Delete a group's dead letters dead-lettered before a time, or all of them. */
   async purgeDeadLetters(stream: string, group: string, options: PurgeDeadLettersOptions): Promise<number> {
-    const n = await this.core.purgeDeadLetters(stream, group, options);
+    const n = await this.explained(stream, this.core.purgeDeadLetters(stream, group, options));
     this.log.log(purgeLine(stream, group, options, n));
     return n;
   }
 
   /** How many dead letters the group holds: all, or those dead-lettered at or after `since`. */
   countDeadLetters(stream: string, group: string, options?: { since?: Date }): Promise<number> {
-    return this.core.countDeadLetters(stream, group, options);
+    return this.explained(stream, this.core.countDeadLetters(stream, group, options));
   }
 
   /** Create a consumer group. */
   createGroup(stream: string, group: string, options?: GroupOptions): Promise<GroupConfig> {
-    return this.core.createGroup(stream, group, options);
+    return this.explained(stream, this.core.createGroup(stream, group, options));
   }
 
   /** How far `group` is behind `stream`. */
   lag(stream: string, group: string): Promise<Lag> {
-    return this.core.lag(stream, group);
+    return this.explained(stream, this.core.lag(stream, group));
   }
 
   /** Lag, inflight, dead letters, oldest unsettled age and configuration of a group. */
   groupInfo(stream: string, group: string): Promise<GroupInfo> {
-    return this.core.groupInfo(stream, group);
+    return this.explained(stream, this.core.groupInfo(stream, group));
   }
 
   /** Events matching `query`. */
@@ -160,25 +170,25 @@ export class RheoClient extends ClientProxy<Record<never, Function>, RheoClientS
 
   /** Re-open a group's deliveries from a sequence, a time or a query. */
   async replay(stream: string, group: string, options: ReplayOptions): Promise<number> {
-    const n = await this.core.replay(stream, group, options);
+    const n = await this.explained(stream, this.core.replay(stream, group, options));
     this.log.log(replayLine(stream, group, options, n));
     return n;
   }
 
   /** Forget a group's deliveries and restart it (requires `confirm: true`). */
   async reset(stream: string, group: string, options: ResetOptions): Promise<void> {
-    await this.core.reset(stream, group, options);
+    await this.explained(stream, this.core.reset(stream, group, options));
     this.log.log(resetLine(stream, group, options));
   }
 
   /** A group's dead letters. */
   deadLetters(stream: string, group: string, options?: { limit?: number; after?: string }): Promise<DeadLetter[]> {
-    return this.core.deadLetters(stream, group, options);
+    return this.explained(stream, this.core.deadLetters(stream, group, options));
   }
 
   /** Make dead letters available again. */
   async redrive(stream: string, group: string, options: RedriveOptions): Promise<number> {
-    const n = await this.core.redrive(stream, group, options);
+    const n = await this.explained(stream, this.core.redrive(stream, group, options));
     this.log.log(redriveLine(stream, group, options, n));
     return n;
   }
@@ -190,6 +200,6 @@ export class RheoClient extends ClientProxy<Record<never, Function>, RheoClientS
 
   /** The consumer groups of `stream`. */
   listGroups(stream: string): Promise<GroupConfig[]> {
-    return this.core.listGroups(stream);
+    return this.explained(stream, this.core.listGroups(stream));
   }
 }

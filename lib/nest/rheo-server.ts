@@ -123,6 +123,17 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
   }
 
   /**
+   * How far Nest got with this transport: `'unbound'` (no `@RheoConsumer` of this
+   * instance registered with it: no `connectMicroservice` / `createMicroservice` with it
+   * yet), `'bound'` (its handlers registered, not started), `'started'`
+   * (`startAllMicroservices()` or a standalone `listen()` called it).
+   */
+  get transportState(): 'unbound' | 'bound' | 'started' {
+    if (this.listening) return 'started';
+    return this.getHandlers().size > 0 ? 'bound' : 'unbound';
+  }
+
+  /**
    * Ping the backend, create missing streams and groups, then start one Group per
    * consumer. `callback(err)` (rejecting `app.listen()` / `startAllMicroservices()`)
    * on an unreachable backend or invalid consumer options, with a RheoError that

@@ -6,6 +6,7 @@
 // were not confirmed.
 import { RheoError } from '../core/errors';
 import { DEFAULT_PAGE_LIMIT } from '../core/limits';
+import { checkPageLimit } from '../core/requests';
 import type { Rheo } from '../core/rheo';
 import type {
   EventMetadata,
@@ -65,18 +66,33 @@ export class RheoAdmin implements RheoAdminOperations {
 
   // ---------------------------------------------------------------- reads
 
-  async overview(): Promise<Overview> {
+  /**
+   * One page of the overview: at most `limit` streams (default 100, at most 1000)
+   * in name order, those after the stream named `after`, each with all its groups.
+   * `total` counts every stream, `offset` is the page's place among them, `next`
+   * is the `after` of the next page (null on the last). A page costs reads for its
+   * own streams and groups only, however many the store holds.
+   */
+  async overview(options: { limit?: number; after?: string } = {}): Promise<Overview> {
+    checkObject('options', options);
+    for (const key of Object.keys(options))
+      if (key !== 'limit' && key !== 'after') throw RheoError.invalid(key, 'is not an overview option (use limit, after)');
+    const limit = checkPageLimit('limit', options.limit);
+    const after = options.after === undefined ? undefined : checkName('after', options.after);
     const at = new Date(this.rheo.backend.clock.now()).toISOString();
     const infos = await this.streamInfos();
+    const offset = after === undefined ? 0 : firstAfter(infos, after);
+    const page = infos.slice(offset, offset + limit);
     const streams = await Promise.all(
-      infos.map(async (info) => {
+      page.map(async (info) => {
         const groups = await this.groupInfos(info.name);
         // A group's lag already holds the stream's high watermarks: no extra read.
         const hwm = groups[0] ? fromLag(groups[0].lag, info.partitions) : await readHighWatermarks(this.rheo, info, undefined);
         return { ...streamSummary(info, hwm), groups: this.summarise(groups) };
       }),
     );
-    return { at, streams };
+    const next = offset + limit < infos.length ? page[page.length - 1].name : null;
+    return { at, total: infos.length, offset, next, streams };
   }
 
   async streams(): Promise<StreamSummary[]> {
@@ -242,4 +258,16 @@ export class RheoAdmin implements RheoAdminOperations {
 /** Code-unit order, the same on every machine (no locale). */
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The index of the first stream named after `name` in `sorted` (by name): a binary search. */
+function firstAfter(sorted: StreamInfo[], name: string): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (compare(sorted[mid].name, name) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

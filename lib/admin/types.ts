@@ -39,10 +39,16 @@ export interface GroupSummary {
   consumer?: string;
 }
 
-/** Everything on the dashboard's overview page, in one read. */
+/** One page of the dashboard's overview: streams in name order, each with its groups. */
 export interface Overview {
   /** When it was read (the backend's clock), ISO. */
   at: string;
+  /** Streams in the store, all pages together. */
+  total: number;
+  /** How many streams (in name order) come before this page's first. */
+  offset: number;
+  /** The `after` of the next page: the name of this page's last stream; null on the last page. */
+  next: string | null;
   streams: Array<StreamSummary & { groups: GroupSummary[] }>;
 }
 
@@ -88,7 +94,8 @@ export type AdminActor = 'cli' | 'dashboard' | 'client';
  * `trim`) take `confirm: true` and refuse without it (`confirm_required`).
  */
 export interface RheoAdminOperations {
-  overview(): Promise<Overview>;
+  /** A page of streams with their groups: at most `limit` (default 100, at most 1000) after the stream named `after`. */
+  overview(options?: { limit?: number; after?: string }): Promise<Overview>;
   streams(): Promise<StreamSummary[]>;
   groups(stream: string): Promise<GroupSummary[]>;
   group(stream: string, group: string): Promise<GroupSummary>;

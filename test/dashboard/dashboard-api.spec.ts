@@ -141,6 +141,40 @@ describe.each<Adapter>(['express', 'fastify'])('dashboard JSON API on %s', (adap
     afterAll(() => s?.app.close());
     const groups = `/ops/events/api/streams/${STREAM}/groups`;
 
+    it('answers every API route, success or error, with X-Content-Type-Options: nosniff', async () => {
+      const api = '/ops/events/api';
+      const answers: Array<[string, number]> = [];
+      const check = async (path: string, init?: Parameters<typeof call>[2]) => {
+        const res = await call(s.url, path, init);
+        answers.push([`${init?.method ?? 'GET'} ${path}`, res.status]);
+        expect([path, res.status, res.headers.get('x-content-type-options')]).toEqual([path, res.status, 'nosniff']);
+        // JSON, never something a browser could sniff into a page.
+        expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      };
+      // The reads: each answered (200), and each refused or missing (400, 404).
+      await check(`${api}/overview`);
+      await check(`${api}/overview?limit=lots`);
+      await check(`${api}/lag-history`);
+      await check(`${api}/streams`);
+      await check(`${groups}`);
+      await check(`${api}/streams/nope/groups`);
+      await check(`${groups}/${GROUP}`);
+      await check(`${groups}/nope`);
+      await check(`${groups}/${GROUP}/dead-letters`);
+      await check(`${groups}/${GROUP}/dead-letters?limit=lots`);
+      // The actions: without the header (403, the action guard), bad input (400), unconfirmed (428), done (200).
+      await check(`${groups}/${GROUP}/redrive`, { method: 'POST', body: { eventIds: ['nope'] } });
+      await check(`${groups}/${GROUP}/redrive`, { method: 'POST', body: { eventIds: [] }, headers: ACTION });
+      await check(`${groups}/${GROUP}/redrive`, { method: 'POST', body: { all: true }, headers: ACTION });
+      await check(`${groups}/${GROUP}/redrive`, { method: 'POST', body: { eventIds: ['nope'] }, headers: ACTION });
+      await check(`${groups}/${GROUP}/replay`, { method: 'POST', body: { from: 'yesterday' }, headers: ACTION });
+      await check(`${groups}/nope/replay`, { method: 'POST', body: { afterSequence: 99 }, headers: ACTION });
+      await check(`${groups}/${GROUP}/reset`, { method: 'POST', body: { confirm: 'other' }, headers: ACTION });
+      expect(answers.map(([, status]) => status)).toEqual([
+        200, 400, 200, 200, 200, 404, 200, 404, 200, 400, 403, 400, 428, 200, 400, 404, 428,
+      ]);
+    });
+
     it('shows payload previews', async () => {
       const res = await call(s.url, `${groups}/${GROUP}/dead-letters?limit=10`);
       expect((res.body as { items: unknown[] }).items).toEqual([expect.objectContaining({ eventId: s.deadId, payload: s.deadPayload })]);
@@ -242,7 +276,14 @@ describe.each<Adapter>(['express', 'fastify'])('dashboard JSON API on %s', (adap
       await rheo.init();
       await rheo.backend.createStream('eu/orders v2', 1);
       const retry = { ...DEFAULT_RETRY };
-      await rheo.backend.createGroup({ stream: 'eu/orders v2', group: 'audit/2', start: { kind: 'beginning' }, maxAttempts: 5, retry, ordering: 'none' });
+      await rheo.backend.createGroup({
+        stream: 'eu/orders v2',
+        group: 'audit/2',
+        start: { kind: 'beginning' },
+        maxAttempts: 5,
+        retry,
+        ordering: 'none',
+      });
       const res = await call(s.url, `/rheo/api/streams/${encodeURIComponent('eu/orders v2')}/groups/${encodeURIComponent('audit/2')}`);
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ stream: 'eu/orders v2', group: 'audit/2', lag: 0 });
@@ -280,10 +321,13 @@ describe.each<Adapter>(['express', 'fastify'])('the guard option on %s', (adapte
 
   it('refuses page, assets, API reads and actions with 403', async () => {
     for (const path of ['/rheo', '/rheo/assets/dashboard.js', '/rheo/api/overview', `${GROUPS}/${GROUP}/dead-letters`]) {
-      expect([path, (await call(s.url, path)).status]).toEqual([path, 403]);
+      const res = await call(s.url, path);
+      // The refusal too is never sniffed into something else.
+      expect([path, res.status, res.headers.get('x-content-type-options')]).toEqual([path, 403, 'nosniff']);
     }
     const post = await call(s.url, `${GROUPS}/${GROUP}/replay`, { method: 'POST', body: { afterSequence: 0 }, headers: ACTION });
     expect(post.status).toBe(403);
+    expect(post.headers.get('x-content-type-options')).toBe('nosniff');
   });
 
   it('lets in what it accepts', async () => {

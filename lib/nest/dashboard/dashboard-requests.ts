@@ -3,7 +3,7 @@
 // field (answered 400); names, ids, sequences and times are checked by the admin
 // service and the facade behind it, the same as for the CLI.
 import { RheoError } from '../../core/errors';
-import { checkObject } from '../../core/validate';
+import { checkKeys, checkObject, keySet } from '../../core/validate';
 import type { RheoAdminOperations } from '../../admin/types';
 
 export type RedriveTarget = Parameters<RheoAdminOperations['redrive']>[2];
@@ -15,7 +15,7 @@ function body(value: unknown): Record<string, unknown> {
 }
 
 function only(b: Record<string, unknown>, allowed: string[]): void {
-  for (const k of Object.keys(b)) if (!allowed.includes(k)) throw RheoError.invalid(k, `is not accepted here (use ${allowed.join(', ')})`);
+  checkKeys('', b, keySet('accepted here', allowed));
 }
 
 /** `?limit=&after=` of the dead-letter list. */
@@ -31,6 +31,13 @@ export function deadLetterQuery(query: Record<string, unknown> | undefined): { l
     out.after = q.after;
   }
   return out;
+}
+
+/** `?limit=&after=` of the overview: a page of streams, `after` the last stream of the page before. */
+export function overviewQuery(query: Record<string, unknown> | undefined): { limit?: number; after?: string } {
+  const q = query ?? {};
+  only(q, ['limit', 'after']);
+  return deadLetterQuery(q);
 }
 
 /** `{ eventIds: [...] }`, or `{ all: true, confirm: true }`. */

@@ -59,9 +59,9 @@ export class DashboardService implements OnModuleInit {
     return this.adminService;
   }
 
-  /** The overview; its lags go into the chart's history. */
-  async overview(): Promise<Overview> {
-    const overview = await this.admin.overview();
+  /** A page of the overview; its lags go into the chart's history. */
+  async overview(page: { limit?: number; after?: string } = {}): Promise<Overview> {
+    const overview = await this.admin.overview(page);
     this.history.record(overview);
     return overview;
   }

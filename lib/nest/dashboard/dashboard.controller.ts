@@ -25,7 +25,7 @@ import { DASHBOARD_SCRIPT } from './assets/dashboard-script';
 import { DASHBOARD_STYLE } from './assets/dashboard-style';
 import { renderDashboardPage } from './assets/dashboard-page';
 import type { ResolvedDashboardOptions } from './dashboard-options';
-import { deadLetterQuery, redriveBody, replayBody, resetBody } from './dashboard-requests';
+import { deadLetterQuery, overviewQuery, redriveBody, replayBody, resetBody } from './dashboard-requests';
 import { DASHBOARD_SERVICE, type DashboardService } from './dashboard-service';
 import type { LagHistorySnapshot } from './lag-history';
 
@@ -87,8 +87,8 @@ export function createDashboardController(options: ResolvedDashboardOptions): Ty
 
     @Get('api/overview')
     @Header('Cache-Control', 'no-store')
-    overview(): Promise<Overview> {
-      return this.dashboard.overview();
+    overview(@Query() query: Record<string, unknown>): Promise<Overview> {
+      return this.dashboard.overview(overviewQuery(query));
     }
 
     @Get('api/lag-history')

@@ -44,6 +44,7 @@ export function renderDashboardPage(s: DashboardPageSettings): string {
       <thead><tr><th>stream</th><th class="n">partitions</th><th class="n">high watermark</th><th>retention</th><th class="n">groups</th></tr></thead>
       <tbody></tbody>
     </table>
+    <div class="pager" data-testid="overview-pager"></div>
   </section>
   <section>
     <h2>Groups</h2>

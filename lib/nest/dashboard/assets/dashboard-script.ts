@@ -11,6 +11,11 @@ export const DASHBOARD_SCRIPT = String.raw`(function () {
   var showPayloads = body.dataset.showPayloads === 'true';
   var REFRESH_MS = 2000;
   var PAGE = 50;
+  // The overview is read a page of streams at a time (each with its groups): a store of many
+  // streams costs each 2 s refresh one page of reads, not all of them.
+  var STREAM_PAGE = 50;
+  var overviewAfter = null;
+  var overviewPrevious = [];
   var windowMs = 10 * 60000;
   var history = new Map();
   var selected = null;
@@ -189,7 +194,29 @@ export const DASHBOARD_SCRIPT = String.raw`(function () {
         }),
       );
     }
+    renderOverviewPager(o);
     document.querySelector('[data-testid=updated]').textContent = 'updated ' + fmtTime(o.at);
+  }
+  function renderOverviewPager(o) {
+    var parts = [];
+    var range = o.streams.length === 0
+      ? (o.total === 0 ? 'no streams yet' : 'no streams here, of ' + o.total)
+      : 'streams ' + (o.offset + 1) + '–' + (o.offset + o.streams.length) + ' of ' + o.total;
+    parts.push(el('span', { class: 'muted', 'data-testid': 'overview-range', text: range }));
+    if (overviewPrevious.length > 0) {
+      parts.push(el('button', { type: 'button', 'data-testid': 'overview-previous', text: 'Previous', onclick: function () {
+        overviewAfter = overviewPrevious.pop();
+        refresh();
+      } }));
+    }
+    if (o.next) {
+      parts.push(el('button', { type: 'button', 'data-testid': 'overview-next', text: 'Next', onclick: function () {
+        overviewPrevious.push(overviewAfter);
+        overviewAfter = o.next;
+        refresh();
+      } }));
+    }
+    replaceRows(document.querySelector('[data-testid=overview-pager]'), parts);
   }
 
   // ---- one group ----------------------------------------------------------------
@@ -342,13 +369,18 @@ export const DASHBOARD_SCRIPT = String.raw`(function () {
     if (busy) { again = true; return; }
     busy = true;
     try {
-      var o = await getJson('/overview');
+      var o = await getJson('/overview?limit=' + STREAM_PAGE + (overviewAfter === null ? '' : '&after=' + encodeURIComponent(overviewAfter)));
       var now = Date.parse(o.at);
       o.streams.forEach(function (s) { s.groups.forEach(function (g) { remember(g.stream, g.group, now, g.lag); }); });
       renderOverview(o);
       if (selected && detail) {
         var g = null;
         o.streams.forEach(function (s) { s.groups.forEach(function (x) { if (x.stream === selected.stream && x.group === selected.group) g = x; }); });
+        // The selected group's stream may be on another page: read the group itself.
+        if (!g) {
+          g = await getJson(groupPath(selected.stream, selected.group));
+          remember(g.stream, g.group, now, g.lag);
+        }
         if (g) renderGroup(g, now);
         var q = '?limit=' + PAGE + (detail.after ? '&after=' + encodeURIComponent(detail.after) : '');
         renderDeadLetters(await getJson(groupPath(selected.stream, selected.group) + '/dead-letters' + q));

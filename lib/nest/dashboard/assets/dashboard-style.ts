@@ -42,6 +42,7 @@ button.danger { border-color: #fda29b; color: var(--bad); }
 button:disabled { opacity: .5; cursor: not-allowed; }
 input, select { font: inherit; font-size: 13px; padding: 3px 6px; border: 1px solid #d0d5dd; border-radius: 6px; }
 .actions { display: flex; flex-wrap: wrap; gap: 24px; margin-top: 8px; }
+.pager { display: flex; align-items: center; gap: 8px; margin-top: 6px; }
 .actions form { display: flex; align-items: center; gap: 6px; }
 .chart { display: block; }
 .chart .line { fill: none; stroke: var(--accent); stroke-width: 1.5; }

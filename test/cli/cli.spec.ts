@@ -333,6 +333,24 @@ describe.each(stores())('rheo on $name', (store) => {
     expect(bad.stderr).toContain("option '--payload <json>' argument '{oops' is invalid");
   });
 
+  it('append --metadata over 64 KiB, tail and replay --where past the filter limits: refused (exit 1), nothing written', async () => {
+    await rheo.createStream('limits');
+    await rheo.createGroup('limits', 'g');
+    const big = await run('append', 'limits', '--payload', '1', '--metadata', JSON.stringify({ m: 'x'.repeat(65529) }));
+    expect({ code: big.code, stdout: big.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(big.stderr).toContain('error: payload_too_large: event.metadata is 65537 bytes, over the limit of 65536');
+    const where = JSON.stringify({ payload: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`k${i}`, i])) });
+    for (const args of [
+      ['tail', 'limits', '--where', where],
+      ['replay', 'limits', 'g', '--where', where],
+    ]) {
+      const refused = await run(...args);
+      expect({ command: args[0], code: refused.code, stdout: refused.stdout }).toEqual({ command: args[0], code: 1, stdout: '' });
+      expect(refused.stderr).toContain('error: invalid_argument: query.where must hold at most 64 metadata and payload filter keys');
+    }
+    expect(await rheo.query({ stream: 'limits' })).toEqual([]);
+  });
+
   it('tail --follow --json: one event per line as they come; SIGTERM ends it with 0', async () => {
     await rheo.createStream('live', { partitions: 2 });
     const first = await rheo.append('live', { id: 'l1', partition: 1, payload: 1 });

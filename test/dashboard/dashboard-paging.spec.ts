@@ -18,6 +18,7 @@ const name = (i: number) => `s${String(i).padStart(3, '0')}`;
 interface OverviewPage {
   at: string;
   total: number;
+  offset: number;
   next: string | null;
   streams: Array<{ name: string; groups: Array<{ stream: string; group: string; lag: number }> }>;
 }

@@ -4,6 +4,28 @@
 // them the same way; the facade then validates the rest.
 import { RheoError } from '../core/errors';
 import type { StartPosition } from '../core/types';
+import { checkKeys, checkObject, keySet } from '../core/validate';
+
+/** The keys of each admin operation's input object; anything else is refused, naming it and listing these. */
+const INPUT_KEYS = {
+  admin: keySet('a RheoAdmin option', ['consumers', 'actor', 'log']),
+  overview: keySet('an overview option', ['limit', 'after']),
+  deadLetters: keySet('a deadLetters option', ['limit', 'after', 'withPayloads']),
+  tail: keySet('a tail option', ['where', 'limit', 'cursor']),
+  append: keySet('a key of an admin append', ['payload', 'key', 'type', 'id', 'metadata']),
+  redrive: keySet('a redrive option', ['eventIds', 'all', 'confirm']),
+  replay: keySet('a replay option', ['afterSequence', 'from', 'where']),
+  reset: keySet('a reset option', ['start', 'confirm']),
+  trim: keySet('a trim option', ['force', 'confirm']),
+  purgeDeadLetters: keySet('a purgeDeadLetters option', ['before', 'all']),
+} as const;
+
+/** An admin operation's input object (named `field` in errors): a plain object of its known keys only. */
+export function checkInput(operation: keyof typeof INPUT_KEYS, field: string, value: unknown): Record<string, unknown> {
+  const o = checkObject(field, value);
+  checkKeys(field, o, INPUT_KEYS[operation]);
+  return o;
+}
 
 /** An ISO 8601 time (a string, or a Date as it is), else a RheoError naming `field`. */
 export function parseTime(field: string, value: unknown): Date {

@@ -21,7 +21,7 @@ import type {
 import { checkName, checkObject } from '../core/validate';
 import { purgeLine, redriveLine, replayLine, resetLine, trimLine } from './admin-log';
 import { fromLag, readHighWatermarks } from './high-watermarks';
-import { parseStart, parseTime, requireConfirm } from './inputs';
+import { checkInput, parseStart, parseTime, requireConfirm } from './inputs';
 import { deadLetterSummary, eventSummary, groupSummary, streamSummary } from './summaries';
 import { checkTailOptions, decodeTailCursor, encodeTailCursor, tailAfter, tailLatest } from './tail';
 import type { AdminActor, DeadLetterPage, EventSummary, GroupSummary, Overview, RheoAdminOperations, StreamSummary } from './types';
@@ -58,7 +58,7 @@ export class RheoAdmin implements RheoAdminOperations {
     private readonly rheo: Rheo,
     options: RheoAdminOptions = {},
   ) {
-    checkObject('options', options);
+    checkInput('admin', 'options', options);
     this.consumers = options.consumers ?? (() => []);
     this.actor = options.actor ?? 'client';
     this.log = options.log;
@@ -74,9 +74,7 @@ export class RheoAdmin implements RheoAdminOperations {
    * own streams and groups only, however many the store holds.
    */
   async overview(options: { limit?: number; after?: string } = {}): Promise<Overview> {
-    checkObject('options', options);
-    for (const key of Object.keys(options))
-      if (key !== 'limit' && key !== 'after') throw RheoError.invalid(key, 'is not an overview option (use limit, after)');
+    checkInput('overview', 'options', options);
     const limit = checkPageLimit('limit', options.limit);
     const after = options.after === undefined ? undefined : checkName('after', options.after);
     const at = new Date(this.rheo.backend.clock.now()).toISOString();
@@ -113,7 +111,7 @@ export class RheoAdmin implements RheoAdminOperations {
     group: string,
     options: { limit?: number; after?: string; withPayloads?: boolean } = {},
   ): Promise<DeadLetterPage> {
-    checkObject('options', options);
+    checkInput('deadLetters', 'options', options);
     const items = await this.rheo.deadLetters(stream, group, { limit: options.limit, after: options.after });
     const limit = options.limit ?? DEFAULT_PAGE_LIMIT;
     const last = items[items.length - 1];
@@ -150,7 +148,7 @@ export class RheoAdmin implements RheoAdminOperations {
     stream: string,
     input: { payload: JsonValue; key?: string; type?: string; id?: string; metadata?: EventMetadata },
   ): Promise<EventSummary> {
-    checkObject('input', input);
+    checkInput('append', 'input', input);
     const { payload, key, type, id, metadata } = input;
     return eventSummary(await this.rheo.append(stream, { payload, key, type, id, metadata }));
   }
@@ -160,7 +158,7 @@ export class RheoAdmin implements RheoAdminOperations {
     group: string,
     target: { eventIds: string[] } | { all: true; confirm: boolean },
   ): Promise<{ redriven: number }> {
-    checkObject('target', target);
+    checkInput('redrive', 'target', target);
     let options: RedriveOptions;
     if ('all' in target && target.all === true) {
       requireConfirm(target.confirm, 'redrive of every dead letter makes them all deliverable again');
@@ -178,7 +176,7 @@ export class RheoAdmin implements RheoAdminOperations {
     group: string,
     from: { afterSequence: number } | { from: string | Date } | { where: Record<string, unknown> },
   ): Promise<{ replayed: number }> {
-    checkObject('from', from);
+    checkInput('replay', 'from', from);
     const kinds = ['afterSequence', 'from', 'where'].filter((k) => k in from);
     if (kinds.length !== 1) throw RheoError.invalid('from', 'must have exactly one of afterSequence, from, where');
     let options: ReplayOptions;
@@ -191,7 +189,7 @@ export class RheoAdmin implements RheoAdminOperations {
   }
 
   async reset(stream: string, group: string, options: { start?: string; confirm: boolean }): Promise<{ reset: true }> {
-    checkObject('options', options);
+    checkInput('reset', 'options', options);
     requireConfirm(options.confirm, 'reset forgets every delivery of the group');
     const reset: ResetOptions = { confirm: true, start: parseStart('start', options.start) };
     await this.rheo.reset(stream, group, reset);
@@ -203,7 +201,7 @@ export class RheoAdmin implements RheoAdminOperations {
     stream: string,
     options: { force?: boolean; confirm?: boolean } = {},
   ): Promise<{ removed: number; skipped: Record<string, number> }> {
-    checkObject('options', options);
+    checkInput('trim', 'options', options);
     if (options.force === true) requireConfirm(options.confirm, 'a forced trim removes events groups have not finished');
     const result = await this.rheo.trim(stream, { force: options.force });
     this.logged(trimLine(result, { force: options.force }));
@@ -211,7 +209,7 @@ export class RheoAdmin implements RheoAdminOperations {
   }
 
   async purgeDeadLetters(stream: string, group: string, options: { before?: string | Date; all?: boolean }): Promise<{ purged: number }> {
-    checkObject('options', options);
+    checkInput('purgeDeadLetters', 'options', options);
     const all = options.all === true;
     if (all === (options.before !== undefined)) throw RheoError.invalid('before', 'give either before (a time) or all, not both');
     const purge: PurgeDeadLettersOptions = all ? { all: true } : { before: parseTime('before', options.before) };

@@ -11,6 +11,7 @@ import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../core/limits';
 import type { Rheo } from '../core/rheo';
 import type { QueryWhere, RheoEvent, StreamInfo } from '../core/types';
 import { checkInt, checkObject } from '../core/validate';
+import { checkInput } from './inputs';
 
 /** One page of a tail: events oldest first (see {@link mergeInTime}), and each partition's position after it. */
 export interface TailPage {
@@ -37,7 +38,7 @@ export function decodeTailCursor(cursor: unknown, partitions: number): number[] 
 
 /** The options of a tail read, checked. */
 export function checkTailOptions(options: unknown): { where: QueryWhere; limit: number; cursor?: string } {
-  const o = checkObject('options', options ?? {});
+  const o = checkInput('tail', 'options', options ?? {});
   const where = o.where === undefined ? {} : (checkObject('where', o.where) as QueryWhere);
   const limit = o.limit === undefined ? DEFAULT_PAGE_LIMIT : checkInt('limit', o.limit, 1, MAX_PAGE_LIMIT);
   return { where, limit, cursor: o.cursor as string | undefined };

@@ -192,7 +192,8 @@ export function checkSettles(requests: SettleRequest[]): SettleOp[] {
   checkBatch('settles', requests, 'settles');
   return requests.map((r, i) => {
     // The runtime's settles are acks of leases it was issued: nothing to check, and no field name to build.
-    if (isPlainObject(r) && r.kind === 'ack' && isIssued(r.lease) && hasOnlyKeys(r, SETTLE_KEYS.ack)) return { kind: 'ack', lease: r.lease };
+    if (isPlainObject(r) && r.kind === 'ack' && isIssued(r.lease) && hasOnlyKeys(r, SETTLE_KEYS.ack))
+      return { kind: 'ack', lease: r.lease };
     const at = requests.length === 1 ? '' : `settles[${i}].`;
     checkObject(`settles[${i}]`, r);
     if (r.kind === 'ack' || r.kind === 'nack' || r.kind === 'reject') checkKeys(`settles[${i}]`, r, SETTLE_KEYS[r.kind]);
@@ -279,7 +280,17 @@ export function resolveStart(field: string, start: StartPosition | undefined, pa
 
 // ------------------------------------------------------------------ append, query
 
-const EVENT_KEYS = keySet('a key of an event', ['id', 'key', 'type', 'payload', 'metadata', 'partition', 'timestamp', 'deliverAt', 'delayMs']);
+const EVENT_KEYS = keySet('a key of an event', [
+  'id',
+  'key',
+  'type',
+  'payload',
+  'metadata',
+  'partition',
+  'timestamp',
+  'deliverAt',
+  'delayMs',
+]);
 
 /** The size limits of one facade's appends: its options, defaults applied. */
 export interface AppendLimits {
@@ -379,7 +390,17 @@ function checkDelay(field: string, input: AppendInput<unknown>, now: number): Da
 }
 
 const FILTERS = keySet('a filter', ['type', 'key', 'partition', 'metadata', 'payload']);
-const QUERY_KEYS = keySet('a query option', ['stream', 'where', 'from', 'to', 'afterSequence', 'untilSequence', 'order', 'limit', 'cursor']);
+const QUERY_KEYS = keySet('a query option', [
+  'stream',
+  'where',
+  'from',
+  'to',
+  'afterSequence',
+  'untilSequence',
+  'order',
+  'limit',
+  'cursor',
+]);
 
 /** A query, except what needs the stream (the partition filter's range: {@link checkQueryPartition}). */
 export function checkQuery(query: Query): QueryRequest {

@@ -1,6 +1,6 @@
 import { RheoError } from '../core/errors';
 import type { GroupOptions, Ordering, RetryBackoff, StartPosition } from '../core/types';
-import { checkInt, checkName, checkObject } from '../core/validate';
+import { checkInt, checkKeys, checkName, checkObject, keySet } from '../core/validate';
 import type { BatchOptions, GroupRunOptions, OnTimeout } from '../runtime';
 import { resolveGroupOptions } from '../runtime/options';
 import { resolveBroadcast, type ResolvedBroadcast } from './broadcast-options';
@@ -111,6 +111,10 @@ const IDENTITY = ['stream', 'group', 'instance'];
 /** Options that change the handler's signature: the decorator's to decide, never configuration's. */
 const DECORATOR_ONLY = ['batch', 'transactional', 'broadcast'];
 
+/** What configuration may set, and what the decorator may (identity and the handler-shaping options too). */
+const SETTING_KEYS = keySet('a consumer option', SETTINGS);
+const DECORATOR_KEYS = keySet('a consumer option', [...IDENTITY, ...DECORATOR_ONLY, ...SETTINGS]);
+
 /** The key a consumer's configuration is found under in `RheoModuleOptions.consumers`. */
 export function consumerKey(stream: string, group: string): string {
   return `${stream}/${group}`;
@@ -119,16 +123,12 @@ export function consumerKey(stream: string, group: string): string {
 /** Reject keys that are not settings: a typo must not silently fall back to a default. */
 export function checkSettings(field: string, value: unknown, allowIdentity = false): RheoConsumerSettings {
   const o = checkObject(field, value);
-  for (const k of Object.keys(o)) {
-    if (!allowIdentity && DECORATOR_ONLY.includes(k))
-      throw RheoError.invalid(`${field}.${k}`, 'is set on @RheoConsumer only: it changes what the handler receives');
-    if (!(SETTINGS as string[]).includes(k) && !(allowIdentity && (IDENTITY.includes(k) || DECORATOR_ONLY.includes(k)))) {
-      throw RheoError.invalid(
-        `${field}.${k}`,
-        `is not a consumer option (use ${[...(allowIdentity ? [...IDENTITY, ...DECORATOR_ONLY] : []), ...SETTINGS].join(', ')})`,
-      );
-    }
+  if (!allowIdentity) {
+    for (const k of DECORATOR_ONLY)
+      if (Object.prototype.hasOwnProperty.call(o, k))
+        throw RheoError.invalid(`${field}.${k}`, 'is set on @RheoConsumer only: it changes what the handler receives');
   }
+  checkKeys(field, o, allowIdentity ? DECORATOR_KEYS : SETTING_KEYS);
   return o as RheoConsumerSettings;
 }
 

@@ -2,7 +2,7 @@ import type { ModuleRef } from '@nestjs/core';
 import { RheoError, toRheoError } from '../core/errors';
 import { loadOptionalPeer } from '../core/optional-peer';
 import { consumerKey } from './consumer-options';
-import { checkInt, checkObject } from '../core/validate';
+import { checkInt, checkKeys, checkObject, keySet } from '../core/validate';
 import type { RheoInstance } from './rheo-instance';
 import type { RheoServer } from './rheo-server';
 
@@ -32,6 +32,9 @@ export interface RheoHealthOptions {
   /** Groups to check. Default: the consumers this process runs, else every group of every stream. */
   groups?: RheoHealthGroup[];
 }
+
+const OPTION_KEYS = keySet('a health check option', ['maxLag', 'maxOldestUnackedMs', 'maxDeadLetters', 'deadLetterWindowMs', 'groups']);
+const GROUP_KEYS = keySet('a key of a health group', ['stream', 'group']);
 
 /** Figures reported per group, under `'stream/group'`. */
 export interface RheoGroupHealth {
@@ -93,7 +96,7 @@ export class RheoHealthIndicator {
 
   /** Check the instance; never throws for an unhealthy store (Terminus turns `down` into a 503). */
   async isHealthy<K extends string>(key: K, options: RheoHealthOptions = {}): Promise<RheoHealthResult<K>> {
-    checkObject('options', options);
+    checkKeys('options', checkObject('options', options), OPTION_KEYS);
     if (options.maxLag !== undefined) checkInt('maxLag', options.maxLag, 0);
     if (options.maxOldestUnackedMs !== undefined) checkInt('maxOldestUnackedMs', options.maxOldestUnackedMs, 0);
     if (options.maxDeadLetters !== undefined) checkInt('maxDeadLetters', options.maxDeadLetters, 0);
@@ -160,7 +163,10 @@ export class RheoHealthIndicator {
   ): Promise<Array<{ stream: string; group: string }>> {
     if (given !== undefined) {
       return given.map((g, i) => {
-        if (typeof g === 'object' && g !== null) return { stream: g.stream, group: g.group };
+        if (typeof g === 'object' && g !== null) {
+          checkKeys(`groups[${i}]`, g, GROUP_KEYS);
+          return { stream: g.stream, group: g.group };
+        }
         const cut = typeof g === 'string' ? g.lastIndexOf('/') : -1;
         if (cut <= 0 || cut === g.length - 1) throw RheoError.invalid(`groups[${i}]`, "must be 'stream/group' or { stream, group }");
         return { stream: g.slice(0, cut), group: g.slice(cut + 1) };

@@ -5,11 +5,13 @@ import { DEFAULT_TRIM_INTERVAL_MS, MAX_DURATION_MS } from '../core/limits';
 import { jsonEqual } from '../core/json-equal';
 import { checkRetention } from '../core/requests';
 import type { Retention } from '../core/types';
-import { checkInt, checkName, checkObject } from '../core/validate';
+import { checkInt, checkKeys, checkName, checkObject, keySet } from '../core/validate';
 import type { Backend } from '../backends/backend';
 import { backendLines } from './backend-log';
 import { checkSettings } from './consumer-options';
 import type { RheoModuleOptions } from './rheo-module-options';
+
+const STREAM_KEYS = keySet('a stream declaration option', ['name', 'partitions', 'retention']);
 
 /** A Backend, as opposed to module options (which hold one). */
 export function isBackend(value: unknown): value is Backend {
@@ -59,8 +61,7 @@ export class RheoInstance {
         'name',
         'isGlobal',
       ];
-      for (const k of Object.keys(options))
-        if (!known.includes(k)) throw RheoError.invalid(k, `is not a RheoModule option (use ${known.join(', ')})`);
+      checkKeys('', options, keySet('a RheoModule option', known));
       if (options.defaults !== undefined) checkSettings('defaults', options.defaults);
       if (options.consumers !== undefined) {
         for (const [key, settings] of Object.entries(checkObject('consumers', options.consumers)))
@@ -74,7 +75,7 @@ export class RheoInstance {
       if (options.streams !== undefined && !Array.isArray(options.streams))
         throw RheoError.invalid('streams', 'must be an array of { name, partitions, retention }');
       this.streams = (options.streams ?? []).map((s, i) => {
-        checkObject(`streams[${i}]`, s);
+        checkKeys(`streams[${i}]`, checkObject(`streams[${i}]`, s), STREAM_KEYS);
         return {
           name: checkName(`streams[${i}].name`, s.name),
           partitions: s.partitions === undefined ? 1 : checkInt(`streams[${i}].partitions`, s.partitions, 1),

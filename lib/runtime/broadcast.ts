@@ -3,7 +3,7 @@ import { isRheoError, RheoError, toRheoError } from '../core/errors';
 import { MAX_DURATION_MS, MAX_NAME_LENGTH } from '../core/limits';
 import type { Rheo } from '../core/rheo';
 import type { GroupConfig, GroupOptions } from '../core/types';
-import { checkInt, checkName, checkObject } from '../core/validate';
+import { checkInt, checkKeys, checkName, checkObject, keySet } from '../core/validate';
 
 /** Default {@link BroadcastOptions.ttlMs}: a crashed instance's group is collected 30 to 60 s after its last heartbeat. */
 export const DEFAULT_BROADCAST_TTL_MS = 30_000;
@@ -44,6 +44,19 @@ export interface BroadcastOptions extends Pick<GroupOptions, 'maxAttempts' | 're
   /** No timers: the caller runs {@link BroadcastMember.beat} and {@link BroadcastMember.collect} (tests with a ManualClock). */
   manual?: boolean;
 }
+
+const OPTION_KEYS = keySet('a BroadcastMember option', [
+  'stream',
+  'group',
+  'ttlMs',
+  'maxAttempts',
+  'retry',
+  'ordering',
+  'events',
+  'manual',
+  'error',
+]);
+const EVENT_KEYS = keySet('a BroadcastMember event', ['rejoined', 'collected', 'error', 'recovered']);
 
 /** What one heartbeat found: the group held, created again after it was collected, or the turn held by a collector now. */
 export type BeatResult = 'held' | 'rejoined' | 'lost';
@@ -87,7 +100,8 @@ export class BroadcastMember {
     private readonly rheo: Rheo,
     private readonly options: BroadcastOptions,
   ) {
-    checkObject('options', options);
+    checkKeys('options', checkObject('options', options), OPTION_KEYS);
+    if (options.events !== undefined) checkKeys('events', checkObject('events', options.events), EVENT_KEYS);
     this.stream = checkName('stream', options.stream);
     this.base = checkName('group', options.group);
     if (this.base.length + BROADCAST_SUFFIX_LENGTH > MAX_NAME_LENGTH)

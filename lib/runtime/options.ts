@@ -3,7 +3,7 @@ import { newId } from '../core/ids';
 import type { RetryBackoff } from '../core/types';
 import { DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_LEASE_MS, MAX_BATCH, MAX_DURATION_MS, MAX_PARTITIONS } from '../core/limits';
 import { checkPartitions } from '../core/requests';
-import { checkInt, checkName, checkObject } from '../core/validate';
+import { checkInt, checkKeys, checkName, checkObject, keySet } from '../core/validate';
 
 /** How a {@link Group} consumes one (stream, group). */
 export interface GroupRunOptions {
@@ -100,6 +100,23 @@ const MAX_CONCURRENCY = 10_000;
  */
 export const FETCH_BACKOFF: Required<RetryBackoff> = { initialMs: 100, factor: 2, maxMs: 5000 };
 
+const OPTION_KEYS = keySet('a Group option', [
+  'stream',
+  'group',
+  'maxDemand',
+  'concurrency',
+  'leaseMs',
+  'pollMs',
+  'consumerId',
+  'partitions',
+  'drainTimeoutMs',
+  'timeoutMs',
+  'onTimeout',
+  'batch',
+  'transactional',
+]);
+const BATCH_KEYS = keySet('a batch option', ['size', 'maxWaitMs']);
+
 function optionalInt(o: Record<string, unknown>, field: string, fallback: number, min: number, max: number): number {
   const v = o[field];
   return v === undefined ? fallback : checkInt(field, v, min, max);
@@ -117,6 +134,7 @@ export function checkDrainTimeout(field: string, value: unknown): number {
  */
 export function resolveGroupOptions(options: unknown): ResolvedGroupOptions {
   const o = checkObject('options', options);
+  checkKeys('options', o, OPTION_KEYS);
   const stream = checkName('stream', o.stream);
   const group = checkName('group', o.group);
   const givenDemand = o.maxDemand === undefined ? undefined : checkInt('maxDemand', o.maxDemand, 1, MAX_DEMAND);
@@ -169,9 +187,7 @@ function checkOnTimeout(value: unknown): OnTimeout {
 /** Check {@link BatchOptions}; an unknown key is refused (a typo must not fall back to a default). */
 function checkBatch(value: unknown): Readonly<Required<BatchOptions>> {
   const o = checkObject('batch', value);
-  for (const k of Object.keys(o)) {
-    if (k !== 'size' && k !== 'maxWaitMs') throw RheoError.invalid(`batch.${k}`, 'is not a batch option (use size, maxWaitMs)');
-  }
+  checkKeys('batch', o, BATCH_KEYS);
   if (o.size === undefined) throw RheoError.invalid('batch.size', 'is required');
   // One batch is settled in one settleMany call, which takes at most MAX_BATCH settles.
   const size = checkInt('batch.size', o.size, 1, MAX_BATCH);

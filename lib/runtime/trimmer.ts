@@ -2,6 +2,7 @@ import { toRheoError, type RheoError } from '../core/errors';
 import { newId } from '../core/ids';
 import type { Rheo } from '../core/rheo';
 import type { TrimResult } from '../core/types';
+import { checkKeys, checkObject, keySet } from '../core/validate';
 
 /** The job name of the background trim in `claimTurn`: one per store (schema, key prefix, process). */
 export const TRIM_JOB = 'rheo:trim';
@@ -24,6 +25,9 @@ export interface TrimmerOptions {
   holder?: string;
   events?: TrimmerEvents;
 }
+
+const OPTION_KEYS = keySet('a Trimmer option', ['intervalMs', 'holder', 'events']);
+const EVENT_KEYS = keySet('a Trimmer event', ['trimmed', 'purged', 'error']);
 
 /** What one round did: whether this process had the turn, and what it trimmed and purged. */
 export interface TrimRound {
@@ -50,6 +54,8 @@ export class Trimmer {
     private readonly rheo: Rheo,
     private readonly options: TrimmerOptions,
   ) {
+    checkKeys('options', checkObject('options', options), OPTION_KEYS);
+    if (options.events !== undefined) checkKeys('events', checkObject('events', options.events), EVENT_KEYS);
     this.holder = options.holder ?? newId();
   }
 

@@ -104,6 +104,16 @@ describe('RheoHealthIndicator behind /health', () => {
     const missing = await indicator.isHealthy('rheo', { groups: [{ stream: 'market-events', group: 'nobody' }] });
     expect(missing.rheo).toMatchObject({ status: 'down', failing: [expect.stringContaining('market-events/nobody')] });
     await expect(indicator.isHealthy('rheo', { maxLag: -1 })).rejects.toMatchObject({ code: 'invalid_argument', field: 'maxLag' });
+    // A typo is refused, not read as "no limit" (which would report up whatever happens).
+    await expect(indicator.isHealthy('rheo', { maxlag: 3 } as never)).rejects.toMatchObject({
+      code: 'invalid_argument',
+      field: 'options.maxlag',
+      message: expect.stringContaining('(use maxLag, maxOldestUnackedMs, maxDeadLetters, deadLetterWindowMs, groups)'),
+    });
+    await expect(indicator.isHealthy('rheo', { groups: [{ stream: 'market-events', grop: 'risk' }] } as never)).rejects.toMatchObject({
+      code: 'invalid_argument',
+      field: 'groups[0].grop',
+    });
     gate.open = true;
     await waitFor('caught up', async () => (await client.lag('market-events', 'risk')).lag === 0);
   });

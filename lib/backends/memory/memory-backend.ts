@@ -1,6 +1,7 @@
 import { backoffDelay } from '../../core/backoff';
 import { Clock, systemClock } from '../../core/clock';
 import { RheoError, toRheoError } from '../../core/errors';
+import { checkKeys, checkObject, keySet } from '../../core/validate';
 import { newId } from '../../core/ids';
 import { leaseExpiredReason } from '../../core/settle';
 import type {
@@ -44,6 +45,8 @@ import { PartitionLog, StoredEvent } from './partition-log';
 export interface MemoryBackendOptions {
   clock?: Clock;
 }
+
+const OPTION_KEYS = keySet('a memoryBackend option', ['clock']);
 
 type DeliveryState = 'available' | 'leased' | 'acked' | 'dead';
 
@@ -121,6 +124,7 @@ export class MemoryBackend implements Backend {
   private closed = false;
 
   constructor(options: MemoryBackendOptions = {}) {
+    checkKeys('options', checkObject('options', options), OPTION_KEYS);
     this.clock = options.clock ?? systemClock;
   }
 

@@ -1,7 +1,7 @@
 import type { Clock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import { loadOptionalPeer } from '../../core/optional-peer';
-import { checkInt, checkObject } from '../../core/validate';
+import { checkInt, checkKeys, checkObject, keySet } from '../../core/validate';
 import type {
   AppendOptions,
   DeadLetter,
@@ -947,12 +947,14 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
   }
 }
 
+const OPTION_KEYS = keySet('a postgresBackend option', ['url', 'schema', 'poolSize', 'install', 'clock']);
+
 /**
  * PostgreSQL: multi-node production store. Creates and owns its DataSource
  * (destroyed on close). `FOR UPDATE SKIP LOCKED` claims, LISTEN/NOTIFY wake-ups.
  */
 export function postgresBackend(options: PostgresBackendOptions): PostgresBackend {
-  checkObject('options', options);
+  checkKeys('options', checkObject('options', options), OPTION_KEYS);
   const o = options;
   if (typeof o.url !== 'string' || !/^postgres(ql)?:\/\//.test(o.url)) throw RheoError.invalid('options.url', 'must be a postgres:// URL');
   const schema = o.schema === undefined ? 'public' : checkSchemaName('options.schema', o.schema);

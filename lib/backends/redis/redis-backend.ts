@@ -1,6 +1,7 @@
 import { backoffDelay } from '../../core/backoff';
 import { Clock, systemClock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
+import { checkKeys, keySet } from '../../core/validate';
 import { newId } from '../../core/ids';
 import type { DeadLetter, GroupConfig, GroupInfo, Lag, Lease, Retention, RheoEvent, StreamInfo, TrimResult } from '../../core/types';
 import type {
@@ -126,6 +127,19 @@ export interface RedisDurability {
   timeoutMs?: number;
 }
 
+const OPTION_KEYS = keySet('a redisBackend option', [
+  'url',
+  'client',
+  'options',
+  'cluster',
+  'clusterOptions',
+  'prefix',
+  'clock',
+  'queryScanLimit',
+  'durability',
+]);
+const DURABILITY_KEYS = keySet('a durability option', ['replicas', 'timeoutMs']);
+
 /** Default of `durability.timeoutMs`. */
 const DEFAULT_DURABILITY_TIMEOUT_MS = 1000;
 
@@ -214,6 +228,8 @@ export class RedisBackend implements Backend {
 
   constructor(options: RedisBackendOptions = {}) {
     if (typeof options !== 'object' || options === null) throw RheoError.invalid('options', 'must be an object');
+    // Its fields are named as they stand (`url`, `durability.replicas`): `options` is one of them (ioredis options).
+    checkKeys('', options, OPTION_KEYS);
     if (options.cluster !== undefined) {
       const other = (['url', 'options', 'client'] as const).find((k) => options[k] !== undefined);
       if (other) throw RheoError.invalid(other, 'cannot be combined with cluster: give the cluster options in clusterOptions');
@@ -1452,9 +1468,7 @@ function checkDurabilityOption(options: RedisBackendOptions): Required<RedisDura
   const d = options.durability;
   if (d === undefined) return undefined;
   if (typeof d !== 'object' || d === null) throw RheoError.invalid('durability', 'must be an object: { replicas, timeoutMs? }');
-  for (const key of Object.keys(d)) {
-    if (key !== 'replicas' && key !== 'timeoutMs') throw RheoError.invalid(`durability.${key}`, 'is not an option (replicas, timeoutMs)');
-  }
+  checkKeys('durability', d, DURABILITY_KEYS);
   if (!Number.isSafeInteger(d.replicas) || d.replicas < 1)
     throw RheoError.invalid('durability.replicas', 'must be a whole number of at least 1 (leave durability out for none)');
   const timeoutMs = d.timeoutMs ?? DEFAULT_DURABILITY_TIMEOUT_MS;

@@ -1,6 +1,6 @@
 import type { Clock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
-import { checkObject } from '../../core/validate';
+import { checkKeys, checkObject, keySet } from '../../core/validate';
 import { PostgresBackend } from '../postgres/postgres-backend';
 import { checkLockTimeout } from '../sqlite/locks';
 import { SqliteBackend } from '../sqlite/sqlite-backend';
@@ -33,6 +33,8 @@ export interface TypeormBackendOptions {
   lockTimeoutMs?: number;
 }
 
+const OPTION_KEYS = keySet('a typeormBackend option', ['dataSource', 'schema', 'install', 'clock', 'lockTimeoutMs']);
+
 /**
  * A SQL backend on a DataSource the host owns (e.g. the one TypeOrmModule made):
  * PostgreSQL or SQLite, chosen from `dataSource.options.type`.
@@ -42,7 +44,7 @@ export interface TypeormBackendOptions {
  * ```
  */
 export function typeormBackend(options: TypeormBackendOptions): PostgresBackend | SqliteBackend {
-  checkObject('options', options);
+  checkKeys('options', checkObject('options', options), OPTION_KEYS);
   const o = options;
   const ds = o.dataSource;
   if (!ds || typeof ds !== 'object' || typeof ds.createQueryRunner !== 'function' || !ds.options) {

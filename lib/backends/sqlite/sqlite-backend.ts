@@ -5,7 +5,7 @@ import type { Clock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { loadOptionalPeer } from '../../core/optional-peer';
-import { checkObject } from '../../core/validate';
+import { checkKeys, checkObject, keySet } from '../../core/validate';
 import type {
   AppendOptions,
   DeadLetter,
@@ -1094,13 +1094,15 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   }
 }
 
+const OPTION_KEYS = keySet('a sqliteBackend option', ['database', 'install', 'clock', 'lockTimeoutMs']);
+
 /**
  * SQLite: the embedded durable default, one file, no server. Creates and owns its
  * DataSource (WAL; destroyed on close). Single node: several processes may share
  * the file, but it is not a distributed store.
  */
 export function sqliteBackend(options: SqliteBackendOptions): SqliteBackend {
-  checkObject('options', options);
+  checkKeys('options', checkObject('options', options), OPTION_KEYS);
   const o = options;
   if (typeof o.database !== 'string' || o.database.length === 0)
     throw RheoError.invalid('options.database', "must be a file path or ':memory:'");

@@ -3,7 +3,7 @@
 // silently serves the wrong instance or is writable by mistake.
 import type { CanActivate, ModuleMetadata, Type } from '@nestjs/common';
 import { RheoError, toRheoError } from '../../core/errors';
-import { checkName, checkObject } from '../../core/validate';
+import { checkKeys, checkName, checkObject, keySet } from '../../core/validate';
 import { DEFAULT_RHEO_INSTANCE } from '../constants';
 
 /** Options of {@link RheoDashboardModule.forRoot}. */
@@ -41,7 +41,7 @@ export interface ResolvedDashboardOptions {
   showPayloads: boolean;
 }
 
-const KNOWN = ['path', 'instance', 'readOnly', 'guard', 'imports', 'showPayloads'];
+const KNOWN = keySet('a RheoDashboardModule option', ['path', 'instance', 'readOnly', 'guard', 'imports', 'showPayloads']);
 
 // Plain path segments only: a `:param` or `*` would make the dashboard answer
 // under paths nobody meant to expose.
@@ -64,9 +64,7 @@ function checkGuard(value: unknown): Type<CanActivate> | CanActivate | undefined
 export function resolveDashboardOptions(input: RheoDashboardOptions | undefined): ResolvedDashboardOptions {
   try {
     const o = checkObject('options', input ?? {}) as RheoDashboardOptions;
-    for (const k of Object.keys(o)) {
-      if (!KNOWN.includes(k)) throw RheoError.invalid(k, `is not a RheoDashboardModule option (use ${KNOWN.join(', ')})`);
-    }
+    checkKeys('', o, KNOWN);
     const rawPath = o.path ?? '/rheo';
     if (typeof rawPath !== 'string' || !PATH.test(rawPath)) {
       throw RheoError.invalid('path', "must be a URL path of plain segments (letters, digits, '.', '_', '~', '-'), e.g. '/rheo'");

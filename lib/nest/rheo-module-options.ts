@@ -49,7 +49,8 @@ export interface RheoModuleOptions {
   /**
    * Prometheus metrics through prom-client (an optional peer: `npm install prom-client`):
    * `true` registers them on prom-client's default registry with the prefix `rheo_`;
-   * `{ registry, prefix }` chooses. Off when absent. See docs/observability.md.
+   * `{ registry, prefix, groups }` chooses (`groups`: which groups get gauges, the app's by default).
+   * Off when absent. See docs/observability.md.
    */
   metrics?: boolean | RheoMetricsOptions;
 }

@@ -1,8 +1,9 @@
 // A backend from one connection URL, the way an operator names a store (the
 // `rheo` CLI's --url / RHEO_URL). The factories load their drivers lazily, so
 // naming a PostgreSQL URL never loads ioredis. Opening an existing store is the
-// default (`install: 'none'`): an operator's tool pointed at the wrong database
-// or a mistyped file fails instead of creating empty tables there.
+// default (`install: 'none'`): an operator's tool pointed at the wrong database,
+// a mistyped file or prefix fails instead of creating empty tables or claiming
+// the prefix there, and writes nothing before it fails.
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { RheoError } from '../core/errors';
@@ -20,11 +21,20 @@ export interface BackendFromUrlOptions {
   /** Redis key prefix (redis URLs only). Default `rheo`. */
   prefix?: string;
   /**
-   * SQL stores: `'none'` (default) opens existing tables at this release's schema
-   * version and refuses anything else, and a SQLite file that does not exist;
-   * `'auto'` creates or upgrades them, as an application does.
+   * `'none'` (default) opens an existing store and refuses anything else: SQL
+   * tables at this release's schema version (a SQLite file that does not exist, or
+   * holds no rheo tables, is refused as it is), a Redis prefix that holds
+   * nestjs-rheo data. `'auto'` creates or upgrades the tables and records the Redis
+   * layout, as an application does.
    */
   install?: InstallMode;
+  /**
+   * Only read: a SQLite file is opened read-only (every write fails); PostgreSQL
+   * and Redis, with `install: 'none'`, write nothing to open the store. What the
+   * `rheo` CLI's read commands use. Cannot be combined with `install: 'auto'`.
+   * Default false.
+   */
+  readOnly?: boolean;
 }
 
 const FORMS = 'must be postgres://…, postgresql://…, redis://…, rediss://… or sqlite:<file>';
@@ -39,6 +49,9 @@ export function backendFromUrl(url: string, options: BackendFromUrlOptions = {})
   checkObject('options', options);
   if (typeof url !== 'string' || url.length === 0) throw RheoError.invalid('url', FORMS);
   const install = options.install ?? 'none';
+  const readOnly = options.readOnly ?? false;
+  if (typeof readOnly !== 'boolean') throw RheoError.invalid('readOnly', 'must be a boolean');
+  if (readOnly && install === 'auto') throw RheoError.invalid('readOnly', "cannot be combined with install: 'auto'");
   const scheme = /^([a-z]+):/i.exec(url)?.[1]?.toLowerCase();
   if (scheme !== 'postgres' && scheme !== 'postgresql' && options.schema !== undefined)
     throw RheoError.invalid('schema', 'applies to postgres:// URLs only');
@@ -53,9 +66,11 @@ export function backendFromUrl(url: string, options: BackendFromUrlOptions = {})
       case 'redis':
       case 'rediss':
         if (!url.includes('://')) break;
-        return redisBackend({ url, prefix: options.prefix });
-      case 'sqlite':
-        return sqliteBackend({ database: sqliteFile(url.slice('sqlite:'.length), install), install });
+        return redisBackend({ url, prefix: options.prefix, install });
+      case 'sqlite': {
+        const database = sqliteFile(url.slice('sqlite:'.length), install);
+        return sqliteBackend(readOnly ? { database, readOnly } : { database, install });
+      }
     }
     throw RheoError.invalid('url', FORMS);
   });

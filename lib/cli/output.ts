@@ -1,6 +1,7 @@
 // What the CLI prints. Human output is aligned columns (text left, numbers
-// right); --json prints the service's DTO as it is, one document per command, so
-// a script reads exactly what the dashboard's API returns.
+// right), every control character in it escaped; --json prints the service's DTO
+// as it is, one document per command, so a script reads exactly what the
+// dashboard's API returns.
 import type { JsonValue } from '../core/types';
 
 /** Where a command writes: stdout for results, stderr for errors and progress. */
@@ -19,8 +20,25 @@ export interface Column<T> {
   cell: (row: T) => Cell;
 }
 
+const NAMED: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/**
+ * `value` with every control character (C0, DEL, C1) written as an escape: `\n`,
+ * `\r`, `\t`, `\x1b`, `\x7f`, `\u009b`. Text from the store (a reason, a payload,
+ * a key) reaches a terminal only through here: raw, an ESC or a C1 CSI starts a
+ * sequence the terminal obeys (clear the screen, set the title, write the
+ * clipboard with OSC 52), and a CR overwrites what the line showed.
+ */
+export function escapeControls(value: string): string {
+  // eslint-disable-next-line no-control-regex
+  return value.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => {
+    const code = c.charCodeAt(0);
+    return NAMED[c] ?? (code < 0x80 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`);
+  });
+}
+
 function text(cell: Cell): string {
-  return cell === null || cell === undefined ? '-' : String(cell);
+  return cell === null || cell === undefined ? '-' : escapeControls(String(cell));
 }
 
 function line(cells: Cell[], widths: number[], right: boolean[]): string {
@@ -40,7 +58,7 @@ function line(cells: Cell[], widths: number[], right: boolean[]): string {
  * makes later pages line up with earlier ones.
  */
 export function table<T>(rows: T[], columns: Column<T>[], empty: string, widths?: number[], header = true): string {
-  if (rows.length === 0) return `${empty}\n`;
+  if (rows.length === 0) return `${escapeControls(empty)}\n`;
   const cells = rows.map((r) => columns.map((c) => c.cell(r)));
   const right = columns.map((_, i) => cells.some((row) => typeof row[i] === 'number'));
   const w = widths ?? [];

@@ -27,14 +27,19 @@ export function createProgram(io: Io): Command {
   const program = new Command('rheo')
     .description('Inspect and operate nestjs-rheo streams and consumer groups.')
     .addOption(new Option('--url <url>', 'the store: postgres://…, redis://… or sqlite:<file>').env('RHEO_URL'))
-    .option('--schema <schema>', 'PostgreSQL schema of the tables (postgres URLs)')
+    .addOption(new Option('--schema <schema>', 'PostgreSQL schema of the tables (postgres URLs; default public)').env('RHEO_SCHEMA'))
     .option('--prefix <prefix>', 'Redis key prefix (redis URLs)')
     .option('--json', 'print one JSON document (tail --follow: one per line) instead of a table')
     .addHelpText('after', EXIT_CODES)
     .showHelpAfterError('(add --help for usage)')
     .configureOutput({ writeOut: (t) => io.out(t), writeErr: (t) => io.err(t) })
     // Set before the commands are added, so each inherits it: commander throws, run.ts picks the exit code.
-    .exitOverride();
+    .exitOverride()
+    // RHEO_SCHEMA goes with a PostgreSQL RHEO_URL: a command naming another store ignores it (an explicit --schema is refused).
+    .hook('preAction', (root) => {
+      const url = root.getOptionValue('url') as string | undefined;
+      if (root.getOptionValueSource('schema') === 'env' && !/^postgres(ql)?:/i.test(url ?? '')) root.setOptionValue('schema', undefined);
+    });
   const v = version();
   if (v) program.version(v);
   inspectCommands(program, io);

@@ -4,7 +4,7 @@
 // refused for want of --confirm.
 import { CommanderError } from 'commander';
 import { RheoError } from '../core/errors';
-import type { Io } from './output';
+import { escapeControls, type Io } from './output';
 import { createProgram } from './program';
 import { UsageError } from './usage';
 
@@ -25,15 +25,16 @@ function exitCode(err: unknown, io: Io): number {
   // commander already printed its message (or the help / the version, exit code 0).
   if (err instanceof CommanderError) return err.exitCode === 0 ? EXIT.done : EXIT.usage;
   if (err instanceof UsageError) {
-    io.err(`error: ${err.message}\n(add --help for usage)\n`);
+    io.err(`error: ${escapeControls(err.message)}\n(add --help for usage)\n`);
     return EXIT.usage;
   }
   if (err instanceof RheoError) {
-    io.err(`error: ${err.code}: ${err.message}\n`);
+    // A message may quote the store (a name, a value it found): it reaches the terminal escaped too.
+    io.err(`error: ${err.code}: ${escapeControls(err.message)}\n`);
     if (err.code !== 'confirm_required') return EXIT.failed;
     io.err('Run it again with --confirm to go ahead.\n');
     return EXIT.usage;
   }
-  io.err(`error: failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  io.err(`error: failed: ${escapeControls(err instanceof Error ? err.message : String(err))}\n`);
   return EXIT.failed;
 }

@@ -19,6 +19,16 @@ export function positiveNumber(value: string): number {
   return n;
 }
 
+/** The longest wait a Node timer can hold: a longer one fires after 1 ms instead, so a follow would poll without pause. */
+export const MAX_INTERVAL_MS = 2 ** 31 - 1;
+
+/** A wait in ms, from 1 to {@link MAX_INTERVAL_MS} (about 24.8 days). */
+export function intervalMs(value: string): number {
+  const n = positiveNumber(value);
+  if (n > MAX_INTERVAL_MS) throw new InvalidArgumentError(`must be at most ${MAX_INTERVAL_MS} (about 24.8 days)`);
+  return n;
+}
+
 export function jsonValue(value: string): unknown {
   try {
     return JSON.parse(value) as unknown;

@@ -1,7 +1,7 @@
 // backendFromUrl: each URL form opens the store it names (real PostgreSQL, Redis
 // and SQLite here), an existing store only unless told to install, and any other
 // input is a RheoError naming the field, never repeating the URL (it may hold a password).
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { backendFromUrl, Rheo, RheoError, sqliteBackend } from '../../lib';
@@ -57,8 +57,29 @@ describe('backendFromUrl', () => {
       .init()
       .catch(() => undefined); // leaves an empty file behind, as a foreign database would be
     const rheo = new Rheo(backendFromUrl(`sqlite:${other}`));
-    await expect(rheo.listStreams()).rejects.toBeInstanceOf(RheoError);
+    await expect(rheo.listStreams()).rejects.toMatchObject({ code: 'failed', field: 'database' });
     await rheo.close();
+    expect(readFileSync(other)).toHaveLength(0);
+  });
+
+  it('readOnly: a SQLite store opened read-only reads, refuses every write, and the file is unchanged', async () => {
+    const file = join(dir, 'read-only.db');
+    expect(await roundTrip(new Rheo(backendFromUrl(`sqlite:${file}`, { install: 'auto' })), 'ro')).toEqual(['ro']);
+    const before = readFileSync(file);
+    const rheo = new Rheo(backendFromUrl(`sqlite:${file}`, { readOnly: true }));
+    try {
+      expect((await rheo.listStreams()).map((s) => s.name)).toEqual(['ro']);
+      await expect(rheo.append('ro', { payload: 1 })).rejects.toMatchObject({
+        code: 'failed',
+        message: expect.stringContaining('was opened read-only'),
+      });
+      await expect(rheo.createStream('other')).rejects.toMatchObject({ code: 'failed' });
+    } finally {
+      await rheo.close();
+    }
+    expect(readFileSync(file).equals(before)).toBe(true);
+    expect(refused(() => backendFromUrl(`sqlite:${file}`, { readOnly: true, install: 'auto' }))).toMatchObject({ field: 'readOnly' });
+    expect(refused(() => sqliteBackend({ database: ':memory:', readOnly: true }))).toMatchObject({ field: 'options.readOnly' });
   });
 
   it('postgres:// and postgresql:// with a schema', async () => {
@@ -70,7 +91,14 @@ describe('backendFromUrl', () => {
     expect(refused(() => backendFromUrl(PG_URL, { schema: 'no such schema!' }))).toMatchObject({ field: 'schema' });
   });
 
-  it('redis:// with a prefix (and rediss:// is accepted)', async () => {
+  it('redis:// with a prefix (and rediss:// is accepted); a prefix without rheo data is refused unless install is auto', async () => {
+    const empty = new Rheo(backendFromUrl(REDIS_URL, { prefix }));
+    await expect(empty.listStreams()).rejects.toMatchObject({
+      code: 'failed',
+      message: expect.stringContaining('holds no nestjs-rheo data'),
+    });
+    await empty.close();
+    expect(await roundTrip(new Rheo(backendFromUrl(REDIS_URL, { prefix, install: 'auto' })), 'r')).toEqual(['r']);
     expect(await roundTrip(new Rheo(backendFromUrl(REDIS_URL, { prefix })), 'r')).toEqual(['r']);
     const tls = backendFromUrl('rediss://127.0.0.1:6380', { prefix });
     expect(tls.name).toBe('redis');

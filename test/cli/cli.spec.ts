@@ -3,9 +3,11 @@
 // checked exactly, against literals and against the admin service read in this
 // process (the CLI and the dashboard must never disagree); exit codes 0, 1, 2.
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Redis from 'ioredis';
 import { backendFromUrl, Rheo, RheoAdmin, type RheoEvent } from '../../lib';
 import { deleteKeys, freshPrefix, REDIS_URL } from '../redis/support';
 import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
@@ -106,6 +108,11 @@ describe('rheo, any store', () => {
       [['--url', 'mysql://root:s3cret@db/app', 'streams'], 'invalid_argument: url must be postgres://'],
       [['--url', `sqlite:${join(dir, 'missing.db')}`, 'streams'], 'invalid_argument: url names no existing file'],
       [['--url', REDIS_URL, '--schema', 'x', 'streams'], 'invalid_argument: schema applies to postgres:// URLs only'],
+      // Above Node's longest timer, a follow would poll every millisecond.
+      [
+        ['tail', 's', '--follow', '--interval', '2147483648'],
+        "option '--interval <ms>' argument '2147483648' is invalid. must be at most 2147483647",
+      ],
     ];
     // Independent runs: side by side, to keep the file quick.
     const runs = await Promise.all(cases.map(([args]) => cli(args)));
@@ -118,11 +125,97 @@ describe('rheo, any store', () => {
   });
 });
 
+/** The SHA-256 of every file in `folder`, by name: what a command that writes nothing leaves exactly as it was. */
+function filesOf(folder: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of readdirSync(folder).sort())
+    out[name] = createHash('sha256')
+      .update(readFileSync(join(folder, name)))
+      .digest('hex');
+  return out;
+}
+
+/** Every key under `prefix` (SCAN, never KEYS). */
+async function keysUnder(prefix: string): Promise<string[]> {
+  const redis = new Redis(REDIS_URL);
+  const keys: string[] = [];
+  try {
+    let cursor = '0';
+    do {
+      const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+      cursor = next;
+      keys.push(...found);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+  return keys;
+}
+
+describe('rheo never changes a store that is not one', () => {
+  it("leaves another app's SQLite database and an empty file byte-identical, whatever the command, and says so (exit 1)", async () => {
+    const folder = join(dir, 'not-rheo');
+    mkdirSync(folder);
+    // Another application's database, in SQLite's default (rollback journal) mode.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- untyped driver
+    const Database = require('better-sqlite3') as new (file: string) => { exec(sql: string): void; close(): void };
+    const other = new Database(join(folder, 'app.db'));
+    other.exec("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users (name) VALUES ('ada')");
+    other.close();
+    writeFileSync(join(folder, 'empty.db'), '');
+    writeFileSync(join(folder, 'notes.txt'), 'not a database at all\n');
+    const before = filesOf(folder);
+    for (const file of ['app.db', 'empty.db', 'notes.txt']) {
+      const url = `sqlite:${join(folder, file)}`;
+      const commands = [['streams'], ['groups', 's'], ['dead-letters', 's', 'g'], ['tail', 's'], ['append', 's', '--payload', '1']];
+      for (const args of commands) {
+        const run = await cli(['--url', url, ...args]);
+        expect({ file, args, code: run.code, stdout: run.stdout }).toEqual({ file, args, code: 1, stdout: '' });
+        expect(run.stderr).toContain(join(folder, file));
+        expect(filesOf(folder)).toEqual(before);
+      }
+    }
+  });
+
+  it('a Redis prefix with no rheo data: said so, exit 1, and not one key written under it', async () => {
+    const typo = freshPrefix('cli-typo');
+    for (const args of [['streams'], ['groups', 's'], ['tail', 's'], ['dead-letters', 's', 'g']]) {
+      const run = await cli(['--url', REDIS_URL, '--prefix', typo, ...args]);
+      expect({ args, code: run.code, stdout: run.stdout }).toEqual({ args, code: 1, stdout: '' });
+      expect(run.stderr).toContain(`prefix "${typo}" holds no nestjs-rheo data`);
+    }
+    expect(await keysUnder(typo)).toEqual([]);
+  });
+
+  it('a PostgreSQL schema without the tables: the message names it and suggests --schema; RHEO_SCHEMA names the schema too', async () => {
+    const missing = freshSchema('clinone');
+    const run = await cli(['--url', PG_URL, '--schema', missing, 'streams']);
+    expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 1, stdout: '' });
+    expect(run.stderr).toContain(`the rheo tables are not installed in schema "${missing}"`);
+    expect(run.stderr).toContain('--schema');
+    expect(run.stderr).toContain('RHEO_SCHEMA');
+    const schema = freshSchema('clienv');
+    const rheo = new Rheo(backendFromUrl(PG_URL, { schema, install: 'auto' }));
+    try {
+      await rheo.createStream('by-env');
+      const byEnv = await cli(['--url', PG_URL, '--json', 'streams'], { RHEO_SCHEMA: schema });
+      expect({ code: byEnv.code, stderr: byEnv.stderr }).toEqual({ code: 0, stderr: '' });
+      expect((JSON.parse(byEnv.stdout) as Array<{ name: string }>).map((s) => s.name)).toEqual(['by-env']);
+      // The environment's schema is for postgres URLs: another store ignores it (an explicit --schema is refused).
+      const sqlite = await cli(['--url', `sqlite:${join(dir, 'missing.db')}`, 'streams'], { RHEO_SCHEMA: schema });
+      expect(sqlite.stderr).toContain('url names no existing file');
+    } finally {
+      await rheo.close();
+      await dropSchema(schema);
+    }
+  });
+});
+
 interface Store {
   name: string;
   /** The global options naming this store on the command line. */
   args: string[];
-  /** The same store for this process (install: 'auto' makes the tables). */
+  /** The same store for this process (install: 'auto' makes the tables, records the Redis layout). */
   open(): Rheo;
   cleanup(): Promise<unknown>;
 }
@@ -141,7 +234,7 @@ function stores(): Store[] {
     {
       name: 'redis',
       args: ['--url', REDIS_URL, '--prefix', prefix],
-      open: () => new Rheo(backendFromUrl(REDIS_URL, { prefix })),
+      open: () => new Rheo(backendFromUrl(REDIS_URL, { prefix, install: 'auto' })),
       cleanup: () => deleteKeys(prefix),
     },
     {
@@ -295,6 +388,53 @@ describe.each(stores())('rheo on $name', (store) => {
     expect(table.stdout).toMatch(/^o2 +1 +1 +1 +\S+ +placed +k2 +card declined$/m);
   });
 
+  it('dead-letters, tail: control characters from the store are escaped in tables, raw in --json', async () => {
+    // OSC 52 (write the clipboard), a screen clear after a carriage return, BEL, DEL and a C1 CSI.
+    const reason = 'declined\x1b]52;c;aGVsbG8=\x07\r\x1b[2J\u009b31m\x7f';
+    await rheo.createStream('hostile');
+    await rheo.createGroup('hostile', 'g');
+    await rheo.append('hostile', { id: 'h1', payload: { note: 'bell\x07 csi\u009b del\x7f' }, metadata: { from: '\x1b[31m' } });
+    const [lease] = await rheo.fetch('hostile', 'g', { limit: 1 });
+    await rheo.reject(lease, { reason });
+    const [table, raw, tail] = await Promise.all([
+      run('dead-letters', 'hostile', 'g', '--payloads'),
+      json('dead-letters', 'hostile', 'g', '--payloads'),
+      run('tail', 'hostile'),
+    ]);
+    // eslint-disable-next-line no-control-regex
+    const control = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
+    for (const out of [table, tail]) {
+      expect(out.code).toBe(0);
+      expect(out.stdout).not.toMatch(control);
+    }
+    expect(table.stdout).toContain('declined\\x1b]52;c;aGVsbG8=\\x07\\r\\x1b[2J\\u009b31m\\x7f');
+    expect(table.stdout).toContain('bell\\u0007 csi\\u009b del\\x7f');
+    expect(tail.stdout).toContain('csi\\u009b del\\x7f');
+    expect((raw as { items: Array<{ reason: string; payload: unknown }> }).items).toEqual([
+      expect.objectContaining({ reason, payload: { note: 'bell\x07 csi\u009b del\x7f' } }),
+    ]);
+  });
+
+  it('tail --limit: the newest events across partitions, newest last', async () => {
+    await rheo.createStream('newest', { partitions: 2 });
+    const at = (i: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, i));
+    // A1..A11 in partition 0, then A12 in partition 1: its sequence (1) is the lowest, its time the latest.
+    await rheo.appendBatch(
+      'newest',
+      Array.from({ length: 11 }, (_, i) => ({ id: `A${i + 1}`, partition: 0, timestamp: at(i + 1), payload: i + 1 })),
+    );
+    await rheo.append('newest', { id: 'A12', partition: 1, timestamp: at(12), payload: 12 });
+    const page = (await json('tail', 'newest', '--limit', '3')) as { items: Array<{ id: string }> };
+    expect(page.items.map((e) => e.id)).toEqual(['A10', 'A11', 'A12']);
+    const table = await run('tail', 'newest', '--limit', '3');
+    expect(
+      table.stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => l.split(/ +/)[5]),
+    ).toEqual(['ID', 'A10', 'A11', 'A12']);
+  });
+
   it('append and tail: the stored events; a cursor follows every partition; --where filters', async () => {
     await rheo.createStream('events', { partitions: 2 });
     const appended = await json(
@@ -318,7 +458,8 @@ describe.each(stores())('rheo on $name', (store) => {
     expect(await json('append', 'events', '--payload', '"other"', '--id', 'e1')).toEqual(appended);
     const e2 = await rheo.append('events', { id: 'e2', partition: 1 - e1.partition, type: 'paid', payload: 2 });
     const tail = (await json('tail', 'events')) as { items: unknown[]; next: string };
-    expect(tail).toEqual({ items: [summary(e1), summary(e2)].sort((a, b) => a.partition - b.partition), next: expect.any(String) });
+    // Newest last: e2 was appended after e1 (a tie in time is broken by id, and e1 < e2).
+    expect(tail).toEqual({ items: [summary(e1), summary(e2)], next: expect.any(String) });
     expect(await json('tail', 'events', '--cursor', tail.next)).toEqual({ items: [], next: tail.next });
     const e3 = await rheo.append('events', { id: 'e3', partition: e1.partition, type: 'paid', payload: 3 });
     expect(((await json('tail', 'events', '--cursor', tail.next)) as { items: unknown[] }).items).toEqual([summary(e3)]);

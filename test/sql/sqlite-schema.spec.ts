@@ -69,7 +69,10 @@ describe('sqlite schema versions', () => {
     const rheo = new Rheo(sqliteBackend({ database: file, install: 'none' }));
     await expect(rheo.init()).rejects.toMatchObject({
       code: 'failed',
-      message: expect.stringContaining("the rheo tables are not installed, and this nestjs-rheo needs version 3 with install: 'none'"),
+      field: 'database',
+      message: expect.stringContaining(
+        `the rheo tables are not installed in file ${file}, and this nestjs-rheo needs version 3 with install: 'none'`,
+      ),
     });
     await rheo.close();
     expect(await tables(file)).toEqual([]);

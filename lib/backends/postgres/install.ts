@@ -58,5 +58,5 @@ export async function upgradePg(on: TypeormQueryable, schema: string, t: TableNa
 
 /** `install: 'none'`: the schema must already be at this release's version (made by rheoMigrations, or by another process). */
 export async function requirePgVersion(on: TypeormQueryable, schema: string, t: TableNames): Promise<void> {
-  requireLatest(await installedPgVersion(on, schema, t), PG_SCHEMA);
+  requireLatest(await installedPgVersion(on, schema, t), PG_SCHEMA, { place: `schema "${schema}"`, field: 'schema' });
 }

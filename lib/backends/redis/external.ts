@@ -67,6 +67,8 @@ export interface RedisCommands {
   ping(): Promise<unknown>;
   config(subcommand: 'GET', parameter: string): Promise<unknown>;
   hmget(key: string, ...fields: string[]): Promise<Array<string | null>>;
+  get(key: string): Promise<string | null>;
+  exists(key: string): Promise<number>;
   sadd(key: string, member: string): Promise<unknown>;
   smembers(key: string): Promise<string[]>;
   xrange(key: string, start: string, end: string, countToken: 'COUNT', count: number): Promise<unknown>;

@@ -97,6 +97,14 @@ export interface RedisBackendOptions {
   clusterOptions?: RedisClusterOptions;
   /** Key prefix, default `rheo`. No braces or whitespace. */
   prefix?: string;
+  /**
+   * `'auto'` (default): record the data layout this release writes under the prefix
+   * at start-up (the `<prefix>:layout` key). `'none'`: write nothing at start-up:
+   * the prefix must already hold nestjs-rheo data (a recorded layout, or registered
+   * streams), else start-up fails with `failed`. What an inspecting tool uses (the
+   * `rheo` CLI), so a mistyped prefix is refused, not claimed.
+   */
+  install?: 'auto' | 'none';
   /** Time source for timestamps, lease expiry and retry delays. Default: the system clock. */
   clock?: Clock;
   /**
@@ -134,6 +142,7 @@ const OPTION_KEYS = keySet('a redisBackend option', [
   'cluster',
   'clusterOptions',
   'prefix',
+  'install',
   'clock',
   'queryScanLimit',
   'durability',
@@ -272,6 +281,8 @@ export class RedisBackend implements Backend {
     this.durability = checkDurabilityOption(options);
     this.options = options;
     this.prefix = checkPrefix(options.prefix ?? 'rheo');
+    if (options.install !== undefined && options.install !== 'auto' && options.install !== 'none')
+      throw RheoError.invalid('install', "must be 'auto' or 'none'");
     this.streamKeys = new KeyCache(this.prefix);
     this.clock = options.clock ?? systemClock;
     this.owned = options.client === undefined && (options.cluster === undefined || Array.isArray(options.cluster));
@@ -386,7 +397,8 @@ export class RedisBackend implements Backend {
       }
     }
     await this.scripts.loadAll();
-    await this.checkLayout();
+    if (this.options.install === 'none') await this.requireLayout(client);
+    else await this.checkLayout();
     await this.checkDurability(client);
   }
 
@@ -398,6 +410,22 @@ export class RedisBackend implements Backend {
   private async checkLayout(): Promise<void> {
     const recorded = await this.scripts.callScript('layout', [layoutKey(this.prefix)], [BASE_LAYOUT]);
     checkLayout(recorded, this.prefix);
+  }
+
+  /**
+   * `install: 'none'`: read the recorded layout (refusing a newer one) and write
+   * nothing. Data of layout 1 has no layout key, only its registry of streams; a
+   * prefix with neither holds no nestjs-rheo data.
+   */
+  private async requireLayout(client: RedisCommands): Promise<void> {
+    const recorded = await client.get(layoutKey(this.prefix));
+    if (recorded !== null) return checkLayout(recorded, this.prefix);
+    if ((await client.exists(registryKey(this.prefix))) === 1) return;
+    throw new RheoError(
+      'failed',
+      `Redis prefix "${this.prefix}" holds no nestjs-rheo data (neither ${layoutKey(this.prefix)} nor ${registryKey(this.prefix)} exists): ` +
+        "check the prefix (the default is rheo); with install: 'none' nothing is written to it",
+    );
   }
 
   /**

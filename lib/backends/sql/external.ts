@@ -99,7 +99,7 @@ export interface TypeormEntitySchema {
 /** The DataSources `postgresBackend` and `sqliteBackend` create (and own). */
 export type TypeormOwnedDataSourceOptions =
   | { type: 'postgres'; url: string; poolSize: number; connectTimeoutMS: number; applicationName: string }
-  | { type: 'better-sqlite3'; database: string; timeout: number };
+  | { type: 'better-sqlite3'; database: string; timeout: number; readonly?: boolean; fileMustExist?: boolean };
 
 /** The parts of the 'typeorm' module loaded at run time. */
 export interface TypeormModule {

@@ -22,13 +22,24 @@ export function newerSchemaError(installed: number, latest: number): RheoError {
   );
 }
 
-/** `install: 'none'` on a database that is not at this release's version. */
-export function outdatedSchemaError(installed: number, latest: number): RheoError {
-  const state = installed === 0 ? 'are not installed' : `are at schema version ${installed}`;
+/** Where a backend looked for its tables: `schema "rheo"`, `file /var/lib/app.db`, and the option that named it. */
+export interface TablesPlace {
+  place: string;
+  field: string;
+}
+
+/**
+ * `install: 'none'` on a database that is not at this release's version. When
+ * nothing was found, the message names the place looked in and the error its
+ * option (`field`): the tables may well be somewhere else.
+ */
+export function outdatedSchemaError(installed: number, latest: number, where?: TablesPlace): RheoError {
+  const state = installed === 0 ? `are not installed${where ? ` in ${where.place}` : ''}` : `are at schema version ${installed}`;
   return new RheoError(
     'failed',
     `the rheo tables ${state}, and this nestjs-rheo needs version ${latest} with install: 'none': ` +
       `run rheoMigrations() (or start once with install: 'auto')`,
+    installed === 0 && where ? { field: where.field } : {},
   );
 }
 
@@ -39,11 +50,11 @@ export function pendingVersions(installed: number, all: readonly SchemaVersion[]
   return all.filter((v) => v.version > installed).sort((a, b) => a.version - b.version);
 }
 
-/** `install: 'none'`: the installed version must be exactly this release's. */
-export function requireLatest(installed: number, all: readonly SchemaVersion[]): void {
+/** `install: 'none'`: the installed version must be exactly this release's (`where`: see {@link outdatedSchemaError}). */
+export function requireLatest(installed: number, all: readonly SchemaVersion[], where?: TablesPlace): void {
   const latest = latestVersion(all);
   if (installed > latest) throw newerSchemaError(installed, latest);
-  if (installed < latest) throw outdatedSchemaError(installed, latest);
+  if (installed < latest) throw outdatedSchemaError(installed, latest, where);
 }
 
 /**

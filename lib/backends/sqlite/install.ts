@@ -3,6 +3,7 @@
 // with PostgreSQL). Everything here is synchronous and runs inside the caller's
 // `BEGIN IMMEDIATE` transaction: starters racing on one file queue on the write
 // lock, and the second finds the work done.
+import { RheoError } from '../../core/errors';
 import type { SqliteDatabase } from '../sql/external';
 import { installedFrom, pendingVersions, requireLatest } from '../sql/migrations';
 import { TABLES, type TableNames } from '../sql/names';
@@ -42,7 +43,18 @@ export function upgradeSqlite(db: SqliteDatabase, t: TableNames, now: number): n
   return pending.map((v) => v.version);
 }
 
-/** `install: 'none'`: the tables must already be at this release's version (rheoMigrations, or another process's install). */
-export function requireSqliteVersion(db: SqliteDatabase, t: TableNames): void {
-  requireLatest(installedSqliteVersion(db, t), SQLITE_SCHEMA);
+/**
+ * `install: 'none'`: the tables must already be at this release's version (rheoMigrations, or another process's
+ * install). Only reads: a file that is no rheo store (another application's database, an empty file) is refused
+ * as it is, and one that is no SQLite database at all is said to be so. `file` names it in the refusal.
+ */
+export function requireSqliteVersion(db: SqliteDatabase, t: TableNames, file: string): void {
+  let installed: number;
+  try {
+    installed = installedSqliteVersion(db, t);
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'SQLITE_NOTADB') throw err;
+    throw new RheoError('failed', `file ${file} is not a SQLite database, so not a rheo store`, { cause: err });
+  }
+  requireLatest(installed, SQLITE_SCHEMA, { place: `file ${file}`, field: 'database' });
 }

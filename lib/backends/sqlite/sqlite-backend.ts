@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { backoffDelay } from '../../core/backoff';
 import { leaseExpiredReason } from '../../core/settle';
@@ -71,6 +72,15 @@ export interface SqliteBackendOptions {
   /** Database file path (`':memory:'` for a throwaway in-process database). */
   database: string;
   install?: InstallMode;
+  /**
+   * Open an existing store for reading only: the file is opened read-only (it must
+   * exist, and must hold this release's tables), no setting is written to it, and
+   * every operation that writes fails with `failed`. What an inspecting tool uses
+   * (the `rheo` CLI's read commands): a path to another application's database is
+   * refused with the file byte for byte as it was. Implies `install: 'none'`.
+   * Default false.
+   */
+  readOnly?: boolean;
   clock?: Clock;
   /**
    * How long, in all, an operation waits for a lock another connection (another
@@ -88,6 +98,8 @@ export interface SqliteBackendSettings {
   clock: Clock;
   /** Bound on the whole wait for a lock another connection holds, in ms (see locks.ts). */
   lockTimeoutMs: number;
+  /** Opened read-only (sqliteBackend's `readOnly`): nothing is written, every write refused. */
+  readOnly?: boolean;
 }
 
 type Plans = ReturnType<typeof sqlitePlans>;
@@ -187,9 +199,16 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   // ---------------------------------------------------------------- lifecycle
 
   protected async open(): Promise<void> {
+    const file = String(this.ds.options.database);
+    // The driver would make the missing folders of a missing file before refusing to open it.
+    if (this.settings.readOnly && !existsSync(file))
+      throw new RheoError('failed', `sqlite: file ${file} does not exist (readOnly opens a store)`);
     await this.initializeDataSource(this.ds, this.settings.owned);
     this.db = (this.ds.driver as SqliteDriver).databaseConnection;
-    if (this.settings.owned) {
+    // Before anything is written (the journal mode below writes the file's header): a path to a file that is no
+    // rheo store, another application's database or an empty file, is refused with the file as it was.
+    if (this.settings.install === 'none') await this.locked('read', 'init', () => requireSqliteVersion(this.conn(), sqliteTables(), file));
+    if (this.settings.owned && !this.settings.readOnly) {
       // WAL lets readers run beside the writer; NORMAL sync is durable in WAL mode except for the last
       // transactions on power loss (never corruption). Set here rather than by TypeORM's enableWAL:
       // switching to WAL needs a lock another process may hold, and here that wait goes through
@@ -200,8 +219,8 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       });
     }
     if (this.settings.install === 'auto') await this.install();
-    else await this.locked('read', 'init', () => requireSqliteVersion(this.conn(), sqliteTables()));
-    if (this.settings.owned) this.startCheckpointer(); // only once the file is usable: a refused one starts nothing
+    // Only once the file is usable: a refused one starts nothing. A read-only one is checkpointed by its writers.
+    if (this.settings.owned && !this.settings.readOnly) this.startCheckpointer();
   }
 
   /**
@@ -295,6 +314,10 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
    * repeatable: build results inside it and return them.
    */
   private locked<T>(kind: StatementKind, what: string, fn: () => T): Promise<T> {
+    if (kind === 'write' && this.settings.readOnly) {
+      const file = String(this.ds.options.database);
+      return Promise.reject(new RheoError('failed', `sqlite: ${what} writes, and file ${file} was opened read-only (readOnly: true)`));
+    }
     // A handler's transaction is open on the connection: wait for its end (unless we run inside it).
     const turn = this.gate.blocked();
     if (turn) return turn.then(() => this.locked(kind, what, fn));
@@ -1094,7 +1117,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   }
 }
 
-const OPTION_KEYS = keySet('a sqliteBackend option', ['database', 'install', 'clock', 'lockTimeoutMs']);
+const OPTION_KEYS = keySet('a sqliteBackend option', ['database', 'install', 'readOnly', 'clock', 'lockTimeoutMs']);
 
 /**
  * SQLite: the embedded durable default, one file, no server. Creates and owns its
@@ -1106,12 +1129,22 @@ export function sqliteBackend(options: SqliteBackendOptions): SqliteBackend {
   const o = options;
   if (typeof o.database !== 'string' || o.database.length === 0)
     throw RheoError.invalid('options.database', "must be a file path or ':memory:'");
-  const { install, clock } = checkCommonOptions('options', o);
+  const common = checkCommonOptions('options', o);
+  const readOnly = o.readOnly ?? false;
+  if (typeof readOnly !== 'boolean') throw RheoError.invalid('options.readOnly', 'must be a boolean');
+  if (readOnly && o.install === 'auto') throw RheoError.invalid('options.readOnly', "cannot be combined with install: 'auto'");
+  if (readOnly && o.database === ':memory:') throw RheoError.invalid('options.readOnly', "needs a file: ':memory:' starts empty");
+  const install = readOnly ? 'none' : common.install;
   const lockTimeoutMs = checkLockTimeout('options.lockTimeoutMs', o.lockTimeoutMs);
   const { DataSource } = loadOptionalPeer<TypeormModule>('typeorm', 'sqliteBackend');
   loadOptionalPeer('better-sqlite3', 'sqliteBackend');
   // SQLite's busy timeout is a synchronous sleep on the event loop: a few ms only, the rest of a lock
   // wait is the backend's, on timers. WAL is switched on by the backend's init, under the same wait.
-  const dataSource = new DataSource({ type: 'better-sqlite3', database: o.database, timeout: SQLITE_BUSY_TIMEOUT_MS });
-  return new SqliteBackend({ dataSource, owned: true, install, clock, lockTimeoutMs });
+  const dataSource = new DataSource({
+    type: 'better-sqlite3',
+    database: o.database,
+    timeout: SQLITE_BUSY_TIMEOUT_MS,
+    ...(readOnly ? { readonly: true, fileMustExist: true } : {}),
+  });
+  return new SqliteBackend({ dataSource, owned: true, install, clock: common.clock, lockTimeoutMs, readOnly });
 }

@@ -6,8 +6,8 @@ import type { EventSummary } from '../../admin/types';
 import type { EventMetadata, JsonValue } from '../../core/types';
 import { type Column, fields, type Io, json, preview, table } from '../output';
 import { progress } from '../progress';
-import { type GlobalOptions, withAdmin } from '../store';
-import { jsonObject, jsonValue, positiveNumber } from '../usage';
+import { type GlobalOptions, withAdmin, withReadOnlyAdmin } from '../store';
+import { intervalMs, jsonObject, jsonValue, positiveNumber } from '../usage';
 
 const EVENT_COLUMNS: Column<EventSummary>[] = [
   { header: 'TIMESTAMP', cell: (e) => e.timestamp },
@@ -63,14 +63,14 @@ async function follow(admin: RheoAdmin, io: Io, stream: string, opts: TailOption
 export function eventCommands(program: Command, io: Io): void {
   program
     .command('tail <stream>')
-    .description('the latest events of a stream (all partitions); --follow to keep printing new ones')
+    .description('the newest events of a stream (all partitions, newest last); --follow to keep printing new ones')
     .option('--follow', 'keep printing new events until interrupted (--json: one event per line)')
     .option('--where <json>', 'only events matching this query filter, e.g. \'{"type":"order.paid"}\'', jsonObject)
     .option('--limit <n>', 'events per page (1-1000)', positiveNumber, 20)
     .option('--cursor <cursor>', "start after a previous tail's `next` instead of at the latest events")
-    .option('--interval <ms>', 'with --follow, how often to look for new events', positiveNumber, 1000)
+    .option('--interval <ms>', 'with --follow, how often to look for new events (1-2147483647)', intervalMs, 1000)
     .action((stream: string, opts: TailOptions, cmd: Command) =>
-      withAdmin(cmd.optsWithGlobals<GlobalOptions>(), async (admin) => {
+      withReadOnlyAdmin(cmd.optsWithGlobals<GlobalOptions>(), async (admin) => {
         const asJson = cmd.optsWithGlobals<GlobalOptions>().json === true;
         if (opts.follow) {
           // The first page is the latest events (or those after --cursor), printed like every later one.

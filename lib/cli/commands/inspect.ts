@@ -1,9 +1,9 @@
-// The read-only commands: streams, groups, lag, info, dead-letters.
+// The read-only commands: streams, groups, lag, info, dead-letters (and tail, in events.ts).
 import type { Command } from 'commander';
 import type { GroupSummary, StreamSummary } from '../../admin/types';
 import type { Retention } from '../../core/types';
-import { type Column, duration, fields, type Io, json, oneLine, preview, table } from '../output';
-import { type GlobalOptions, withAdmin } from '../store';
+import { type Column, duration, escapeControls, fields, type Io, json, oneLine, preview, table } from '../output';
+import { type GlobalOptions, withReadOnlyAdmin } from '../store';
 import { positiveNumber } from '../usage';
 
 function retention(r: Retention | null): string {
@@ -47,7 +47,7 @@ function lagOf(g: GroupSummary) {
 }
 
 function warnings(g: GroupSummary): string {
-  return g.warnings.map((w) => `warning: ${w}\n`).join('');
+  return g.warnings.map((w) => `warning: ${escapeControls(w)}\n`).join('');
 }
 
 export function inspectCommands(program: Command, io: Io): void {
@@ -55,7 +55,7 @@ export function inspectCommands(program: Command, io: Io): void {
     .command('streams')
     .description('list the streams: partitions, events appended (the high watermark), retention')
     .action((_opts, cmd: Command) =>
-      withAdmin(cmd.optsWithGlobals<GlobalOptions>(), async (admin) => {
+      withReadOnlyAdmin(cmd.optsWithGlobals<GlobalOptions>(), async (admin) => {
         const streams = await admin.streams();
         io.out(cmd.optsWithGlobals<GlobalOptions>().json ? json(streams) : table(streams, STREAM_COLUMNS, 'No streams.'));
       }),
@@ -65,7 +65,7 @@ export function inspectCommands(program: Command, io: Io): void {
     .command('groups <stream>')
     .description("list a stream's consumer groups: lag, inflight, dead letters, oldest unsettled event")
     .action((stream: string, _opts, cmd: Command) =>
-      withAdmin(cmd.optsWithGlobals<GlobalOptions>(), async (admin) => {
+      withReadOnlyAdmin(cmd.optsWithGlobals<GlobalOptions>(), async (admin) => {
         const groups = await admin.groups(stream);
         io.out(cmd.optsWithGlobals<GlobalOptions>().json ? json(groups) : table(groups, GROUP_COLUMNS, `No groups on ${stream}.`));
       }),
@@ -75,7 +75,7 @@ export function inspectCommands(program: Command, io: Io): void {
     .command('lag <stream> [group]')
     .description('how far behind its stream each group is; with a group, per partition')
     .action((stream: string, group: string | undefined, _opts, cmd: Command) =>
-      withAdmin(cmd.optsWithGlobals<GlobalOptions>(), async (admin) => {
+      withReadOnlyAdmin(cmd.optsWithGlobals<GlobalOptions>(), async (admin) => {
         const asJson = cmd.optsWithGlobals<GlobalOptions>().json;
         if (group === undefined) {
           const groups = await admin.groups(stream);
@@ -92,7 +92,7 @@ export function inspectCommands(program: Command, io: Io): void {
     .command('info <stream> <group>')
     .description("a group's state: lag, inflight, dead letters, oldest unsettled event, settings, partitions, warnings")
     .action((stream: string, group: string, _opts, cmd: Command) =>
-      withAdmin(cmd.optsWithGlobals<GlobalOptions>(), async (admin) => {
+      withReadOnlyAdmin(cmd.optsWithGlobals<GlobalOptions>(), async (admin) => {
         const g = await admin.group(stream, group);
         if (cmd.optsWithGlobals<GlobalOptions>().json) return io.out(json(g));
         const summary = fields([
@@ -116,7 +116,7 @@ export function inspectCommands(program: Command, io: Io): void {
     .option('--after <eventId>', 'the page after this event id (printed as the next page)')
     .option('--payloads', 'include each event payload')
     .action((stream: string, group: string, opts: { limit: number; after?: string; payloads?: boolean }, cmd: Command) =>
-      withAdmin(cmd.optsWithGlobals<GlobalOptions>(), async (admin) => {
+      withReadOnlyAdmin(cmd.optsWithGlobals<GlobalOptions>(), async (admin) => {
         const page = await admin.deadLetters(stream, group, { limit: opts.limit, after: opts.after, withPayloads: opts.payloads });
         if (cmd.optsWithGlobals<GlobalOptions>().json) return io.out(json(page));
         const columns: Column<(typeof page.items)[number]>[] = [
@@ -130,7 +130,7 @@ export function inspectCommands(program: Command, io: Io): void {
           { header: 'REASON', cell: (d) => oneLine(d.reason) },
         ];
         if (opts.payloads) columns.push({ header: 'PAYLOAD', cell: (d) => preview(d.payload) });
-        const more = page.next ? `next page: --after ${page.next}\n` : '';
+        const more = page.next ? `next page: --after ${escapeControls(page.next)}\n` : '';
         io.out(table(page.items, columns, `No dead letters in ${stream}/${group}.`) + more);
       }),
     );

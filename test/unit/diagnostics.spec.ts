@@ -103,10 +103,16 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the facade on $name', (
         eventId: e.id,
         partition: 0,
         sequence: 1,
+        repeats: 0,
       }),
     );
     expect(first.sequence).toBe(1);
-    await expectTraced('appendBatch', () => rheo.appendBatch(stream, [ev(2), ev(3), ev(4)]), { stream, count: 3 });
+    await expectTraced(
+      'appendBatch',
+      () => rheo.appendBatch(stream, [ev(2), ev(3), ev(4)]),
+      { stream, count: 3 },
+      () => ({ repeats: 0 }),
+    );
     await expectTraced(
       'query',
       () => rheo.query({ stream }),

@@ -1,9 +1,10 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { performance, monitorEventLoopDelay } from 'node:perf_hooks';
 
 /**
  * Another process holding a lock on a SQLite file: a child running better-sqlite3
- * directly (no Rheo), so the lock is a real file lock the kernel arbitrates.
+ * directly (no Rheo), so the lock is a real file lock the kernel arbitrates. It
+ * holds the lock until told to let go ({@link LockHolder.release}), so what a test
+ * sees while it is held does not depend on how fast the machine is.
  * - 'write': `BEGIN IMMEDIATE`, the write lock (readers still read, in WAL mode);
  * - 'exclusive': `locking_mode = EXCLUSIVE` and a read, so nobody else can even
  *   read or switch the journal mode until the child closes the file;
@@ -11,15 +12,15 @@ import { performance, monitorEventLoopDelay } from 'node:perf_hooks';
  *   (a change every older read snapshot misses).
  */
 export interface LockHolder {
-  /** performance.now() in this process when the child reported the lock taken. */
-  lockedAt: number;
-  /** Resolves when the child has released the lock and exited. */
-  released: Promise<void>;
+  /** Commit, close the file and exit; resolves once the child has. */
+  release(): Promise<void>;
+  /** Whether the child still holds the lock (it has not been told to release it). */
+  readonly holding: boolean;
   child: ChildProcess;
 }
 
 const SCRIPT = `
-const [driver, file, mode, holdMs] = process.argv.slice(1);
+const [driver, file, mode] = process.argv.slice(1);
 const Database = require(driver);
 const db = new Database(file);
 if (mode === 'exclusive') {
@@ -31,33 +32,41 @@ if (mode === 'exclusive') {
   if (mode === 'commit') db.exec('CREATE TABLE IF NOT EXISTS scratch (x); INSERT INTO scratch VALUES (1)');
 }
 process.stdout.write('locked\\n');
-setTimeout(() => {
+process.stdin.once('data', () => {
   db.exec('COMMIT');
   db.close();
-  process.stdout.write('released\\n');
   process.exit(0);
-}, Number(holdMs));
+});
 `;
 
-export function holdLock(file: string, mode: 'write' | 'exclusive' | 'commit', holdMs: number): Promise<LockHolder> {
-  const child = spawn(process.execPath, ['-e', SCRIPT, require.resolve('better-sqlite3'), file, mode, String(holdMs)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
+export function holdLock(file: string, mode: 'write' | 'exclusive' | 'commit'): Promise<LockHolder> {
+  const child = spawn(process.execPath, ['-e', SCRIPT, require.resolve('better-sqlite3'), file, mode], {
+    stdio: ['pipe', 'pipe', 'pipe'],
   });
   let stderr = '';
   child.stderr!.on('data', (b) => (stderr += String(b)));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  let holding = true;
+  const release = async () => {
+    if (holding) {
+      holding = false;
+      child.stdin!.end('release\n');
+    }
+    const code = await exited;
+    if (code !== 0) throw new Error(`lock holder exited with ${code}: ${stderr}`);
+  };
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (b) => {
       out += String(b);
-      if (out.includes('locked\n') && !out.includes('released')) {
-        out = out.replace('locked\n', '');
+      if (out.includes('locked\n')) {
+        out = '';
         resolve({
-          lockedAt: performance.now(),
+          release,
+          get holding() {
+            return holding;
+          },
           child,
-          released: exited.then((code) => {
-            if (code !== 0) throw new Error(`lock holder exited with ${code}: ${stderr}`);
-          }),
         });
       }
     });
@@ -65,21 +74,37 @@ export function holdLock(file: string, mode: 'write' | 'exclusive' | 'commit', h
   });
 }
 
-/** What the event loop went through while `work` ran: p99 and max delay (ms), and how long the work took. */
-export async function loopDelayDuring<T>(
-  work: () => Promise<T>,
-): Promise<{ outcome: PromiseSettledResult<T>; p99Ms: number; maxMs: number; tookMs: number }> {
-  const histogram = monitorEventLoopDelay({ resolution: 10 });
-  histogram.enable();
-  // Its first tick only starts the clock: a stall before it would go unrecorded. Let it tick first.
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  const started = performance.now();
-  const [outcome] = await Promise.allSettled([work()]);
-  const tookMs = performance.now() - started;
-  // The histogram samples on a timer: a stall is recorded when that timer finally runs, after
-  // it. Let it run (a few resolutions) before reading, or a loop blocked to the very end of
-  // the work would show no delay at all.
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  histogram.disable();
-  return { outcome, p99Ms: histogram.percentile(99) / 1e6, maxMs: histogram.max / 1e6, tookMs };
+/** An operation under way, and what the event loop did while it was. */
+export interface Watched<T> {
+  /** Timer rounds the event loop ran since the operation started and until it settled. */
+  readonly turns: number;
+  /** Whether it has settled. */
+  readonly settled: boolean;
+  /** Its outcome, and the rounds the loop ran while it was pending. */
+  done: Promise<{ outcome: PromiseSettledResult<T>; turns: number }>;
+}
+
+/**
+ * Start `work` and count the event loop's timer rounds until it settles: an
+ * operation that waits for a lock on timers lets the loop turn; one that sleeps
+ * inside SQLite's busy handler freezes it, and settles with no round counted.
+ */
+export function watch<T>(work: () => Promise<T>): Watched<T> {
+  let turns = 0;
+  let settled = false;
+  const ticker = setInterval(() => turns++, 1);
+  const done = Promise.allSettled([work()]).then(([outcome]) => {
+    settled = true;
+    clearInterval(ticker);
+    return { outcome, turns };
+  });
+  return {
+    get turns() {
+      return turns;
+    },
+    get settled() {
+      return settled;
+    },
+    done,
+  };
 }

@@ -1,6 +1,6 @@
 // The CLI's printing helpers, in process: the progress line (on a terminal only,
 // first drawn after a second, erased at the end), durations and tables.
-import { duration, table } from '../../lib/cli/output';
+import { duration, escapeControls, fields, table } from '../../lib/cli/output';
 import { progress } from '../../lib/cli/progress';
 
 /** A stand-in for process.stderr that records what was written. */
@@ -73,5 +73,24 @@ describe('output', () => {
     ];
     expect(table(rows, columns, 'none')).toBe('NAME       N  NOTE\norders     3  -\na       1200  x\n');
     expect(table([], columns, 'No rows.')).toBe('No rows.\n');
+  });
+});
+
+describe('escapeControls', () => {
+  it('writes every C0, DEL and C1 character as an escape, and leaves all other text as it is', () => {
+    expect(escapeControls('a\x1b[2Jb\x07c\rd\ne\tf\x00g\x7fh\u0085i\u009b')).toBe(
+      'a\\x1b[2Jb\\x07c\\rd\\ne\\tf\\x00g\\x7fh\\u0085i\\u009b',
+    );
+    for (let c = 0; c < 0xa0; c++) {
+      const ch = String.fromCharCode(c);
+      const control = c < 0x20 || c >= 0x7f;
+      expect(escapeControls(ch) === ch).toBe(!control);
+    }
+    expect(escapeControls('café ☕ 日本 \\x1b \u00a0')).toBe('café ☕ 日本 \\x1b \u00a0');
+  });
+
+  it('is what every table and field cell goes through', () => {
+    expect(table([{ r: 'x\x1b]0;title\x07' }], [{ header: 'R', cell: (row) => row.r }], '')).toBe('R\nx\\x1b]0;title\\x07\n');
+    expect(fields([['reason', '\rgone']])).toBe('reason  \\rgone\n');
   });
 });

@@ -88,6 +88,43 @@ describe('redis layout version', () => {
     expect(await keysUnder(prefix)).toEqual([`${prefix}:layout`]);
   });
 
+  it("install 'none' records nothing: a recorded layout or a registry of streams is read, a prefix with neither is refused", async () => {
+    const open = async (prefix: string) => {
+      const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix, install: 'none' }));
+      try {
+        return await rheo.listStreams().then(
+          (streams) => streams.map((x) => x.name),
+          (e: unknown) => e as RheoError,
+        );
+      } finally {
+        await rheo.close();
+      }
+    };
+    const empty = prefixFor('none-empty');
+    expect(await open(empty)).toMatchObject({
+      code: 'failed',
+      message: expect.stringContaining(
+        `Redis prefix "${empty}" holds no nestjs-rheo data (neither ${empty}:layout nor ${empty}:streams exists)`,
+      ),
+    });
+    expect(await keysUnder(empty)).toEqual([]);
+    // Data of layout 1 has no layout key: its registry says the prefix is rheo's, and it is read without one recorded.
+    const old = prefixFor('none-v1');
+    await admin.sadd(`${old}:streams`, 'gone');
+    expect(await open(old)).toEqual([]);
+    expect(await keysUnder(old)).toEqual([`${old}:streams`]);
+    const newer = prefixFor('none-newer');
+    await admin.set(`${newer}:layout`, '4');
+    expect(await open(newer)).toMatchObject({ code: 'failed', message: expect.stringContaining('newer than this nestjs-rheo knows') });
+    const older = prefixFor('none-older');
+    await admin.set(`${older}:layout`, '1');
+    expect(await open(older)).toEqual([]);
+    expect(await admin.get(`${older}:layout`)).toBe('1');
+    expect(() => redisBackend({ url: REDIS_URL, install: 'never' as never })).toThrow(
+      expect.objectContaining({ code: 'invalid_argument', field: 'install' }),
+    );
+  });
+
   it('records 2 over an older version', async () => {
     const prefix = prefixFor('older');
     await admin.set(`${prefix}:layout`, '1');

@@ -1,6 +1,6 @@
 // Schema versions on SQLite: what a fresh install records, and the files a
 // backend refuses to touch (a newer release's, or an old one under install 'none').
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
@@ -76,6 +76,23 @@ describe('sqlite schema versions', () => {
     });
     await rheo.close();
     expect(await tables(file)).toEqual([]);
+  });
+
+  it("install 'none' and readOnly leave another application's database byte-identical: the check comes before any write", async () => {
+    const file = join(dir, 'their-app.db');
+    await onFile(file, (ds) => ds.query(`CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)`));
+    const before = readFileSync(file);
+    for (const options of [{ install: 'none' as const }, { readOnly: true }]) {
+      const rheo = new Rheo(sqliteBackend({ database: file, ...options }));
+      await expect(rheo.init()).rejects.toMatchObject({ code: 'failed', field: 'database' });
+      await rheo.close();
+      // Still in its own journal mode (no WAL switch, no header rewritten), and no side files.
+      expect(readFileSync(file).equals(before)).toBe(true);
+      expect(readdirSync(dir).filter((f) => f.startsWith('their-app'))).toEqual(['their-app.db']);
+    }
+    const missing = join(dir, 'no-such-folder', 'x.db');
+    await expect(new Rheo(sqliteBackend({ database: missing, readOnly: true })).init()).rejects.toMatchObject({ code: 'failed' });
+    expect(existsSync(join(dir, 'no-such-folder'))).toBe(false);
   });
 
   it('refuses a file a newer release made, with either install mode, and touches nothing', async () => {

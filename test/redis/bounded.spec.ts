@@ -1,39 +1,115 @@
 import Redis from 'ioredis';
 import { Lease, Rheo, redisBackend, RheoError } from '../../lib';
 import { SCRIPTS } from '../../lib/backends/redis/scripts';
-import { deleteKeys, freshPrefix, REDIS_URL, SlowScripts } from './support';
+import { MAX_PAGE_LIMIT } from '../../lib/core/limits';
+import { deleteKeys, freshPrefix, REDIS_URL, type ScriptCall, ScriptCalls } from './support';
 
 // Bulk calls at the sizes users reach (100k dead letters, a 40k-event replay,
 // 10k-lease batches) and a backlog of 100k acked records behind one stuck event.
 // Two things are checked: the call works at all (no argument array is spread
 // into a call: that overflows the JS stack above ~125k values), and no single
-// Lua script runs long, since a script blocks the whole Redis server while it
-// runs. Script durations come from the server's SLOWLOG (calls of 1 ms or more,
-// filtered to this file's key prefix); 10 ms is the bound asked for. A slice does
-// about 1 ms of work; SLOWLOG durations are wall time, so a call the OS preempts
-// on a busy 2-core machine logs several ms more: each test measures only the
-// operation it is about, not its setup, to keep that exposure small, and a test
-// whose bound was crossed is run once more from scratch (the failure is logged).
-// An unbounded script is slow on every run (the frontier walk took 164-405 ms,
-// a settle of 10k 250 ms); a preempted 1 ms call is slow by chance (one 0.5 ms
-// call logged 12 ms while the machine ran other builds).
-jest.retryTimes(1, { logErrorsBeforeRetry: true });
+// Lua script does unbounded work, since a script blocks the whole Redis server
+// while it runs (docs/adr/014-redis-bounded-scripts.md). Measured by what the
+// backend sends, not by the clock: every script call is recorded with its
+// arguments, each is given at most its bound (100 ops or claims or events, 500
+// records, a page of the caller's limit), and the operation took as many calls as its size needs, which a
+// script that ignored its bound (and so finished in one call) would not.
+const OPS_PER_CALL = 100;
+const RECORDS_PER_SLICE = 500;
 const prefix = freshPrefix('bounded');
-const BOUND_MICROS = 10_000;
-const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
-const slow = new SlowScripts(prefix);
+const backend = redisBackend({ url: REDIS_URL, prefix });
+const rheo = new Rheo(backend);
+let recorder: ScriptCalls;
 let n = 0;
-const name = (p: string) => `${p}-${++n}`;
+const streams: string[] = [];
+const name = (p: string) => {
+  const stream = `${p}-${++n}`;
+  streams.push(stream);
+  return stream;
+};
 
 beforeAll(async () => {
   await rheo.init();
+  recorder = new ScriptCalls(backend);
+});
+
+// Each test's keys go with it (a 100k-event stream is ~100 MB of the shared server), the rest after the file.
+afterEach(async () => {
+  for (const stream of streams.splice(0)) await deleteKeys(`${prefix}:{${stream}}`);
 });
 
 afterAll(async () => {
-  await slow.stop();
-  await rheo.close();
-  await deleteKeys(prefix);
+  try {
+    await rheo.close();
+  } finally {
+    await deleteKeys(prefix);
+  }
 });
+
+/** Scripts whose work does not grow with the backlog or the call (a replay records its target, a reset UNLINKs). */
+const CONSTANT = new Set(['replay', 'reset', 'inspect', 'dead-letters', 'count-dead-letters', 'layout']);
+
+/** Settle's ops, one flat JSON array: per op by kind, 'a' 5 values, 'r' 6, 'n' 7 (scripts/settle.ts). */
+function settleOps(json: string): number {
+  const flat = JSON.parse(json) as unknown[];
+  let ops = 0;
+  for (let i = 0; i < flat.length; ops++) i += flat[i] === 'a' ? 5 : flat[i] === 'r' ? 6 : 7;
+  return ops;
+}
+
+/** What one call was given to do, against its bound, from the argument layouts of scripts/*.ts. */
+function sizes(c: ScriptCall): Array<{ of: string; size: number; bound: number }> {
+  switch (c.script) {
+    case 'renew':
+      return [{ of: 'leases', size: (JSON.parse(c.args[2]) as unknown[]).length / 4, bound: OPS_PER_CALL }];
+    case 'release':
+      return [{ of: 'leases', size: (JSON.parse(c.args[1]) as unknown[]).length / 4, bound: OPS_PER_CALL }];
+    case 'settle':
+      return [
+        { of: 'ops', size: settleOps(c.args[c.args.length - 1]), bound: OPS_PER_CALL },
+        { of: 'walked records', size: Number(c.args[1]), bound: RECORDS_PER_SLICE },
+      ];
+    case 'fetch':
+      return [{ of: 'claims', size: Number(c.args[1]), bound: OPS_PER_CALL }];
+    case 'redrive':
+      return [{ of: 'dead letters', size: Number(c.args[2]), bound: OPS_PER_CALL }];
+    case 'reopen':
+      return [{ of: 'events', size: (c.args.length - 2) / 4, bound: OPS_PER_CALL }];
+    case 'deadLetters':
+      return [{ of: 'dead letters', size: Number(c.args[0]), bound: MAX_PAGE_LIMIT }];
+    case 'tidy':
+      return [{ of: 'records', size: Number(c.args[0]), bound: RECORDS_PER_SLICE }];
+    default:
+      return [];
+  }
+}
+
+/**
+ * Every script call since recorder.start() was given at most its bound, and each
+ * script named in `atLeast` ('a+b': the two together) took at least that many calls.
+ */
+function expectSliced(what: string, atLeast: Record<string, number>): void {
+  const calls = recorder.calls();
+  const perScript = new Map<string, { calls: number; largest: number }>();
+  for (const c of calls) {
+    const s = perScript.get(c.script) ?? { calls: 0, largest: 0 };
+    perScript.set(c.script, { calls: s.calls + 1, largest: Math.max(s.largest, ...sizes(c).map((x) => x.size)) });
+  }
+  // Printed so a run shows the figures, not just pass/fail.
+  const summary = [...perScript].map(([script, s]) => `${script} ${s.calls} call(s), largest ${s.largest}`).join('; ');
+  process.stdout.write(`[bounded] ${what}: ${summary}\n`);
+  expect(calls.filter((c) => sizes(c).length === 0 && !CONSTANT.has(c.script)).map((c) => c.script)).toEqual([]);
+  const over = calls.flatMap((c) =>
+    sizes(c)
+      .filter((x) => x.size > x.bound)
+      .map((x) => `${c.script}: ${x.size} ${x.of} > ${x.bound}`),
+  );
+  expect(over).toEqual([]);
+  for (const [scripts, min] of Object.entries(atLeast)) {
+    const made = scripts.split('+').reduce((sum, script) => sum + (perScript.get(script)?.calls ?? 0), 0);
+    expect({ scripts, calls: made >= min ? `at least ${min}` : made }).toEqual({ scripts, calls: `at least ${min}` });
+  }
+}
 
 /** Append `count` events in batches of 10,000 (one script call per batch, run concurrently). */
 async function appendMany(
@@ -70,22 +146,6 @@ async function expectAllOk(results: Array<{ ok: boolean }>, count: number) {
   expect(failed).toEqual([]);
 }
 
-/** Every script call since slow.start() stayed under the bound; returns the slowest (µs). */
-async function expectBounded(what: string): Promise<number> {
-  const calls = await slow.calls();
-  const slowest = calls[0]?.micros ?? 0;
-  // Printed so a run shows the measured figures (slowest per script), not just pass/fail.
-  const perScript = new Map<string, { max: number; n: number }>();
-  for (const c of calls) {
-    const s = perScript.get(c.script) ?? { max: 0, n: 0 };
-    perScript.set(c.script, { max: Math.max(s.max, c.micros), n: s.n + 1 });
-  }
-  const summary = [...perScript].map(([script, s]) => `${script} ${s.max} µs (${s.n} calls >= 1 ms)`).join(', ');
-  process.stdout.write(`[bounded] ${what}: slowest script call ${slowest} µs; ${summary || 'no call reached 1 ms'}\n`);
-  expect(calls.filter((c) => c.micros >= BOUND_MICROS)).toEqual([]);
-  return slowest;
-}
-
 describe('redis: bulk calls at size, each script call bounded', () => {
   it('renews, releases and settles 10,000 leases, each in one call', async () => {
     const stream = name('ten-k');
@@ -96,19 +156,19 @@ describe('redis: bulk calls at size, each script call bounded', () => {
     for (let i = 0; i < 10; i++) leases.push(...(await rheo.fetch(stream, 'g', { limit: 1000, leaseMs: 600_000 })));
     expect(leases).toHaveLength(10_000);
 
-    await slow.start();
+    recorder.start();
     await expectAllOk(await rheo.renewMany(leases, { leaseMs: 900_000 }), 10_000);
     await expectAllOk(await rheo.releaseMany(leases), 10_000);
-    await expectBounded('renew and release of 10,000 leases');
+    expectSliced('renew and release of 10,000 leases', { renew: 100, release: 100 });
     // Released: claimable at once, with the attempt they had.
     const again: Lease[] = [];
     for (let i = 0; i < 10; i++) again.push(...(await rheo.fetch(stream, 'g', { limit: 1000, leaseMs: 600_000 })));
     expect(again).toHaveLength(10_000);
     expect(again.every((l) => l.attempt === 1)).toBe(true);
-    await slow.start();
+    recorder.start();
     await expectAllOk(await rheo.settleMany(again.map((lease) => ({ kind: 'ack' as const, lease }))), 10_000);
     expect((await rheo.lag(stream, 'g')).lag).toBe(0);
-    await expectBounded('settle of 10,000 leases');
+    expectSliced('settle of 10,000 leases', { settle: 100 });
   }, 120_000);
 
   it('redrives 100,000 dead letters with { all: true }, then resets the group', async () => {
@@ -121,7 +181,7 @@ describe('redis: bulk calls at size, each script call bounded', () => {
     });
     expect(rejected).toBe(100_000);
     expect((await rheo.groupInfo(stream, 'g')).deadLetters).toBe(100_000);
-    await slow.start();
+    recorder.start();
 
     expect(await rheo.redrive(stream, 'g', { all: true })).toBe(100_000);
     const info = await rheo.groupInfo(stream, 'g');
@@ -132,15 +192,15 @@ describe('redis: bulk calls at size, each script call bounded', () => {
     const redelivered = await rheo.fetch(stream, 'g', { limit: 1000 });
     expect(redelivered).toHaveLength(1000);
     expect(redelivered.every((l) => l.attempt === 1)).toBe(true);
-    await expectBounded('redrive of 100,000 dead letters');
+    expectSliced('redrive of 100,000 dead letters', { redrive: 1000 });
 
     // Reset forgets 100k delivery records and retry entries: it must not free them inside one script.
-    await slow.start();
+    recorder.start();
     await rheo.reset(stream, 'g', { confirm: true, start: 'end' });
     const after = await rheo.groupInfo(stream, 'g');
     expect(after).toMatchObject({ inflight: 0, deadLetters: 0, lag: { lag: 0 } });
     expect(await rheo.fetch(stream, 'g', { limit: 10 })).toEqual([]);
-    await expectBounded('reset over 100,000 delivery records');
+    expectSliced('reset over 100,000 delivery records', { reset: 1 });
   }, 300_000);
 
   it('replays a query matching 40,000 events', async () => {
@@ -154,11 +214,11 @@ describe('redis: bulk calls at size, each script call bounded', () => {
     });
     expect(acked).toBe(50_000);
     expect((await rheo.lag(stream, 'g')).lag).toBe(0);
-    await slow.start();
+    recorder.start();
 
     expect(await rheo.replay(stream, 'g', { query: { where: { type: 'match' } } })).toBe(40_000);
     expect((await rheo.lag(stream, 'g')).lag).toBe(50_000);
-    await expectBounded('replay of a 40,000-event query');
+    expectSliced('replay of a 40,000-event query', { reopen: 400 });
     const types = new Set<string | null>();
     const redelivered = await drain(stream, 'g', async (leases) => {
       for (const l of leases) {
@@ -190,7 +250,7 @@ describe('redis: the frontier and rewinds move in bounded slices', () => {
     // Every ack above the hole left a record; the frontier has not moved.
     expect(await rheo.lag(stream, 'g')).toMatchObject({ lag: N, partitions: [{ frontier: 0, highWatermark: N }] });
 
-    await slow.start();
+    recorder.start();
     await rheo.ack(stuck);
     expect(await rheo.lag(stream, 'g')).toMatchObject({ lag: 0, partitions: [{ frontier: N, highWatermark: N }] });
     // The records behind the frontier are gone, not just passed.
@@ -200,7 +260,7 @@ describe('redis: the frontier and rewinds move in bounded slices', () => {
     } finally {
       admin.disconnect();
     }
-    await expectBounded('frontier walk over 100,000 acked records');
+    expectSliced('frontier walk over 100,000 acked records', { 'settle+tidy': 200 });
   }, 300_000);
 
   it('replay { afterSequence: 0 } over 40,000 acked records and 20,000 dead letters rewinds in bounded slices', async () => {
@@ -218,7 +278,7 @@ describe('redis: the frontier and rewinds move in bounded slices', () => {
       );
     });
     expect((await rheo.groupInfo(stream, 'g')).deadLetters).toBe(20_000);
-    await slow.start();
+    recorder.start();
 
     expect(await rheo.replay(stream, 'g', { afterSequence: 0 })).toBe(N);
     const info = await rheo.groupInfo(stream, 'g');
@@ -231,7 +291,7 @@ describe('redis: the frontier and rewinds move in bounded slices', () => {
     const first = await rheo.fetch(stream, 'g', { limit: 1000 });
     expect(first.map((l) => l.event.sequence)).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
     expect(first.every((l) => l.attempt === 1)).toBe(true);
-    await expectBounded('replay over 40,000 records and 20,000 dead letters');
+    expectSliced('replay over 40,000 records and 20,000 dead letters', { tidy: 120 });
   }, 300_000);
 });
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
 import { SCRIPTS } from '../../lib/backends/redis/scripts';
-import { ManualClock, Rheo, redisBackend, type RheoEvent } from '../../lib';
+import { ManualClock, Rheo, redisBackend, type RedisBackend, type RheoEvent } from '../../lib';
 
 /** The machine's Redis; override with RHEO_REDIS_URL. */
 export const REDIS_URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -30,73 +30,58 @@ export async function deleteKeys(prefix: string): Promise<number> {
 
 const SCRIPT_BY_SHA = new Map(Object.entries(SCRIPTS).map(([name, lua]) => [createHash('sha1').update(lua).digest('hex'), name]));
 
-/** One SLOWLOG entry of a script call (EVALSHA/EVAL) on keys under a prefix. */
-export interface SlowCall {
-  micros: number;
-  /** The script's name in the scripts/ registry (by its SHA), or the command when it is not one of ours. */
+/** One script call a backend sent (EVALSHA, or the EVAL fallback): its name in scripts/, keys and arguments as sent. */
+export interface ScriptCall {
   script: string;
-  /** The first key the call declared (names the script's stream and group). */
-  key: string;
+  keys: string[];
+  args: string[];
+}
+
+/** ioredis's command object, as `sendCommand` receives it. */
+interface SentCommand {
+  name: string;
+  args: unknown[];
 }
 
 /**
- * Records every script call on keys under `prefix` that takes at least
- * `thresholdMicros`, through the server's SLOWLOG (durations measured by Redis
- * itself, not by a wall clock on this side). Only entries logged after `start()`
- * count, so other files' entries and earlier runs do not; the server's slowlog
- * settings are restored by `stop()`.
+ * Records the script calls a Redis backend sends on its connection, alone or
+ * pipelined (ioredis sends both through the client's `sendCommand`), between
+ * `start()` and `calls()`. A deterministic measure of how work is cut: how many
+ * calls an operation took and what each was given to do; the server's own timings
+ * (SLOWLOG) depend on how loaded the machine is.
  */
-export class SlowScripts {
-  private readonly admin = new Redis(REDIS_URL);
-  private saved: { threshold: string; maxLen: string } | null = null;
-  private fromId = -1;
+export class ScriptCalls {
+  private recorded: ScriptCall[] | null = null;
 
-  constructor(
-    private readonly prefix: string,
-    private readonly thresholdMicros = 1000,
-  ) {}
-
-  async start(): Promise<void> {
-    const [, threshold] = (await this.admin.config('GET', 'slowlog-log-slower-than')) as string[];
-    const [, maxLen] = (await this.admin.config('GET', 'slowlog-max-len')) as string[];
-    this.saved ??= { threshold, maxLen };
-    await this.admin.config('SET', 'slowlog-log-slower-than', String(this.thresholdMicros));
-    await this.admin.config('SET', 'slowlog-max-len', '100000');
-    const [last] = (await this.admin.slowlog('GET', 1)) as Array<[number, ...unknown[]]>;
-    this.fromId = last ? Number(last[0]) : -1;
-  }
-
-  /** Script calls of ours logged since start(), slowest first. */
-  async calls(): Promise<SlowCall[]> {
-    const entries = (await this.admin.slowlog('GET', -1)) as Array<[number, number, number, string[]]>;
-    return entries
-      .filter(
-        ([id, , , args]) =>
-          id > this.fromId && /^EVAL/i.test(String(args[0])) && args.slice(3).some((a) => String(a).startsWith(this.prefix)),
-      )
-      .map(([, , micros, args]) => ({
-        micros: Number(micros),
-        script: SCRIPT_BY_SHA.get(String(args[1])) ?? String(args[0]),
-        key: String(args[3]),
-      }))
-      .sort((a, b) => b.micros - a.micros);
-  }
-
-  /** The slowest of our script calls since start(), in microseconds (0 when none reached the threshold). */
-  async slowest(): Promise<number> {
-    return (await this.calls())[0]?.micros ?? 0;
-  }
-
-  async stop(): Promise<void> {
-    try {
-      if (this.saved) {
-        await this.admin.config('SET', 'slowlog-log-slower-than', this.saved.threshold);
-        await this.admin.config('SET', 'slowlog-max-len', this.saved.maxLen);
+  /** `backend` must be initialised (its connection exists). */
+  constructor(backend: RedisBackend) {
+    const client = (backend as unknown as { client?: { sendCommand(c: SentCommand, ...rest: unknown[]): unknown } }).client;
+    if (!client) throw new Error('ScriptCalls: init() the backend first');
+    const send = client.sendCommand.bind(client);
+    client.sendCommand = (command: SentCommand, ...rest: unknown[]) => {
+      if (this.recorded && /^eval(sha)?$/i.test(command.name)) {
+        const [first, count, ...rest2] = command.args.map(String);
+        const n = Number(count);
+        const script = /^evalsha$/i.test(command.name) ? (SCRIPT_BY_SHA.get(first) ?? first) : (SCRIPT_BY_SHA.get(sha1(first)) ?? 'eval');
+        this.recorded.push({ script, keys: rest2.slice(0, n), args: rest2.slice(n) });
       }
-    } finally {
-      this.admin.disconnect();
-    }
+      return send(command, ...rest);
+    };
   }
+
+  /** Record from now on, forgetting what was recorded before. */
+  start(): void {
+    this.recorded = [];
+  }
+
+  /** The calls since start(), in the order sent. */
+  calls(): ScriptCall[] {
+    return [...(this.recorded ?? [])];
+  }
+}
+
+function sha1(text: string): string {
+  return createHash('sha1').update(text).digest('hex');
 }
 
 /** `e` as a read returns it (RESP entry fields, eventFromEntry): the reference the hot paths' encodings are held to. */

@@ -313,17 +313,23 @@ function toJsonValue(path: JsonPath, value: unknown, key: string | number, depth
     if (typeof replaced !== 'object' || replaced === null) return toJsonValue(path, replaced, key, depth, seen);
     obj = replaced;
   }
-  if (types.isBoxedPrimitive(obj)) {
-    if (types.isNumberObject(obj) || types.isStringObject(obj) || types.isBooleanObject(obj))
-      return toJsonValue(path, obj.valueOf(), key, depth, seen);
-    throw RheoError.invalid(path.field, 'must be JSON: a boxed BigInt or Symbol is not a JSON value');
+  const isArray = Array.isArray(obj);
+  const proto = isArray ? null : Object.getPrototypeOf(obj);
+  // Plain objects and arrays skip the built-in tests: the usual nested payload is nothing else.
+  const plain = isArray || proto === Object.prototype || proto === null;
+  if (!plain) {
+    if (types.isBoxedPrimitive(obj)) {
+      if (types.isNumberObject(obj) || types.isStringObject(obj) || types.isBooleanObject(obj))
+        return toJsonValue(path, obj.valueOf(), key, depth, seen);
+      throw RheoError.invalid(path.field, 'must be JSON: a boxed BigInt or Symbol is not a JSON value');
+    }
+    const opaque = opaqueKind(obj);
+    if (opaque) throw RheoError.invalid(path.field, `must be JSON: ${opaque} is not a JSON value (JSON.stringify would write {})`);
   }
-  const opaque = opaqueKind(obj);
-  if (opaque) throw RheoError.invalid(path.field, `must be JSON: ${opaque} is not a JSON value (JSON.stringify would write {})`);
   if (depth > MAX_JSON_DEPTH) throw RheoError.invalid(path.field, `must be JSON nested at most ${MAX_JSON_DEPTH} levels deep`);
   if (seen.has(obj)) throw RheoError.invalid(path.field, 'must be JSON: it contains a cycle');
   seen.add(obj);
-  const result = Array.isArray(obj) ? toJsonArray(path, obj, depth, seen) : toJsonObject(path, obj, depth, seen);
+  const result = isArray ? toJsonArray(path, obj, depth, seen) : toJsonObject(path, obj, depth, seen, !plain);
   seen.delete(obj);
   return result;
 }
@@ -343,11 +349,10 @@ function toJsonArray(path: JsonPath, arr: unknown[], depth: number, seen: Set<ob
   return out ?? arr;
 }
 
-function toJsonObject(path: JsonPath, obj: object, depth: number, seen: Set<object>): object {
-  const proto = Object.getPrototypeOf(obj);
+function toJsonObject(path: JsonPath, obj: object, depth: number, seen: Set<object>, instance: boolean): object {
   const source = obj as Record<string, unknown>;
   // A class instance is always copied: the store keeps its own enumerable properties, on a plain object.
-  let out: Record<string, unknown> | undefined = proto === Object.prototype || proto === null ? undefined : {};
+  let out: Record<string, unknown> | undefined = instance ? {} : undefined;
   const keys = Object.keys(obj);
   for (let i = 0; i < keys.length; i++) {
     const k = keys[i];

@@ -32,7 +32,7 @@ export const MAX_FETCH_LIMIT = 1000;
 export const MAX_PAGE_LIMIT = 1000;
 /** Page size of read, query and dead letters when not given. */
 export const DEFAULT_PAGE_LIMIT = 100;
-/** Longest delay (a nack's delay, a group's backoff, an appended event's `delayMs`): a year. */
+/** Longest delay (a nack's delay, a group's backoff, an appended event's `delayMs` or `deliverAt` ahead of now): a year. */
 export const MAX_DELAY_MS = 365 * 24 * 3600 * 1000;
 /** Longest lease, drain or other wait: a day. */
 export const MAX_DURATION_MS = 24 * 3600 * 1000;

@@ -41,7 +41,15 @@ export interface AppendInput<P = JsonValue> {
   /** Routes to a partition through the partitioner. */
   key?: string;
   type?: string;
+  /** Plain JSON values, at most `maxMetadataBytes` of JSON (64 KiB by default). */
   metadata?: EventMetadata;
+  /**
+   * Stored as what `JSON.stringify` makes of it, when that is faithful: a class
+   * instance by its own enumerable properties, `toJSON` honoured (a `Date` becomes
+   * its ISO string), `undefined` properties left out; BigInt, NaN, ±Infinity,
+   * functions, symbols, cycles and lone surrogates are refused
+   * (docs/payloads-and-limits.md). The appended event carries the stored form.
+   */
   payload: P;
   /** Overrides key routing. */
   partition?: number;
@@ -52,7 +60,7 @@ export interface AppendInput<P = JsonValue> {
    * clock). It keeps its place in the log: lag counts it, a group with
    * `ordering: 'partition'` holds the later events of its partition until it is
    * settled, and a group without ordering gets them meanwhile. At most one of
-   * `deliverAt` and `delayMs`.
+   * `deliverAt` and `delayMs`; at most a year (`MAX_DELAY_MS`) after now.
    */
   deliverAt?: Date;
   /** Delay the event by this many ms from now (the backend's clock): `deliverAt` = now + `delayMs`. An integer from 0 to a year (`MAX_DELAY_MS`). */

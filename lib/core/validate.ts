@@ -329,7 +329,7 @@ function toJsonValue(path: JsonPath, value: unknown, key: string | number, depth
   if (depth > MAX_JSON_DEPTH) throw RheoError.invalid(path.field, `must be JSON nested at most ${MAX_JSON_DEPTH} levels deep`);
   if (seen.has(obj)) throw RheoError.invalid(path.field, 'must be JSON: it contains a cycle');
   seen.add(obj);
-  const result = isArray ? toJsonArray(path, obj, depth, seen) : toJsonObject(path, obj, depth, seen, !plain);
+  const result = isArray ? toJsonArray(path, obj as unknown[], depth, seen) : toJsonObject(path, obj, depth, seen, !plain);
   seen.delete(obj);
   return result;
 }

@@ -12,7 +12,7 @@ import { postgresBackend } from '../backends/postgres';
 import { redisBackend } from '../backends/redis';
 import type { InstallMode } from '../backends/sql';
 import { sqliteBackend } from '../backends/sqlite';
-import { checkObject } from '../core/validate';
+import { checkKeys, checkObject, keySet } from '../core/validate';
 
 /** Options of {@link backendFromUrl}. */
 export interface BackendFromUrlOptions {
@@ -37,6 +37,8 @@ export interface BackendFromUrlOptions {
   readOnly?: boolean;
 }
 
+const OPTION_KEYS = keySet('a backendFromUrl option', ['schema', 'prefix', 'install', 'readOnly']);
+
 const FORMS = 'must be postgres://…, postgresql://…, redis://…, rediss://… or sqlite:<file>';
 
 /**
@@ -46,7 +48,7 @@ const FORMS = 'must be postgres://…, postgresql://…, redis://…, rediss://�
  * the message never repeats the URL, which may hold a password.
  */
 export function backendFromUrl(url: string, options: BackendFromUrlOptions = {}): Backend {
-  checkObject('options', options);
+  checkKeys('options', checkObject('options', options), OPTION_KEYS);
   if (typeof url !== 'string' || url.length === 0) throw RheoError.invalid('url', FORMS);
   const install = options.install ?? 'none';
   const readOnly = options.readOnly ?? false;

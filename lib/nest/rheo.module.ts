@@ -3,7 +3,7 @@ import { DiscoveryModule, DiscoveryService, MetadataScanner, ModuleRef } from '@
 import type { Backend } from '../backends/backend';
 import { RheoError } from '../core/errors';
 import { Rheo } from '../core/rheo';
-import { checkName } from '../core/validate';
+import { checkKeys, checkName, keySet } from '../core/validate';
 import {
   DEFAULT_RHEO_INSTANCE,
   getRheoClientToken,
@@ -21,6 +21,8 @@ import { RheoLifecycle } from './rheo-lifecycle';
 import { RheoMetrics } from './metrics';
 import type { RheoModuleAsyncOptions, RheoModuleOptions, RheoModuleRegistration } from './rheo-module-options';
 import { RheoServer } from './rheo-server';
+
+const ASYNC_KEYS = keySet('a RheoModule.forRootAsync option', ['name', 'isGlobal', 'imports', 'inject', 'useFactory']);
 
 function registration(input: unknown): Required<RheoModuleRegistration> {
   // A bare backend has a `name` of its own (`'memory'`, `'postgres'`): not an instance name.
@@ -49,6 +51,7 @@ export class RheoModule {
     const { name, isGlobal } = registration(options);
     if (typeof options?.useFactory !== 'function')
       throw RheoError.invalid('useFactory', 'must be a function returning the module options or a backend');
+    checkKeys('', options, ASYNC_KEYS);
     return RheoModule.build(name, isGlobal, options.imports ?? [], {
       provide: getRheoOptionsToken(name),
       useFactory: options.useFactory,

@@ -2,10 +2,12 @@ import { RheoError } from '../core/errors';
 import { MAX_DELAY_MS } from '../core/limits';
 import { boundReason, type Outcome } from '../core/outcomes';
 import type { Lease, RheoEvent } from '../core/types';
-import { checkInt, checkObject } from '../core/validate';
+import { checkInt, checkKeys, checkObject, keySet } from '../core/validate';
 import { LazyDeliveryControl } from './delivery-control';
 import type { BatchControl, BatchRetryOptions } from './group-types';
 import { ACK } from './handler-result';
+
+const RETRY_KEYS = keySet('a retry option', ['reason', 'delayMs']);
 
 /**
  * One batch handler call: its leases, its signal, and the outcomes the handler
@@ -44,6 +46,7 @@ export class BatchRun implements BatchControl {
 
   retry(target: Lease | RheoEvent, options: BatchRetryOptions = {}): void {
     const o = checkObject('options', options);
+    checkKeys('options', o, RETRY_KEYS);
     if (o.reason !== undefined && typeof o.reason !== 'string') throw RheoError.invalid('options.reason', 'must be a string');
     const reason = boundReason((o.reason as string | undefined) ?? 'retry');
     if (o.delayMs === undefined) return this.decide(target, { kind: 'nack', reason });

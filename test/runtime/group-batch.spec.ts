@@ -148,6 +148,7 @@ describe('Group batch mode: leases, timeouts, ordering', () => {
         () => ctl.reject(leases[0], 42 as never),
         () => ctl.retry(leases[0], { delayMs: -1 }),
         () => ctl.retry(leases[0], { reason: 7 as never }),
+        () => ctl.retry(leases[0], { delay: 5 } as never),
       ];
       for (const t of tries) {
         try {
@@ -164,6 +165,7 @@ describe('Group batch mode: leases, timeouts, ordering', () => {
       ['reason', 'invalid_argument'],
       ['options.delayMs', 'invalid_argument'],
       ['options.reason', 'invalid_argument'],
+      ['options.delay', 'invalid_argument'],
     ]);
     expect(backend.settles.map((s) => [s.kind, s.eventId])).toEqual([['ack', a.id]]);
   });

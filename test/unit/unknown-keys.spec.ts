@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import type { Lease } from '../../lib';
 import {
+  backendFromUrl,
   BroadcastMember,
   Group,
   ManualClock,
@@ -11,6 +12,7 @@ import {
   Rheo,
   RheoAdmin,
   RheoError,
+  RheoModule,
   sqliteBackend,
   Trimmer,
   typeormBackend,
@@ -274,6 +276,12 @@ describe('backend construction options', () => {
       ['url', 'client', 'options', 'cluster', 'clusterOptions', 'prefix', 'clock', 'queryScanLimit', 'durability'],
     ],
     [
+      'backendFromUrl',
+      () => backendFromUrl('sqlite::memory:', { prefx: 'x' } as never),
+      'options.prefx',
+      ['schema', 'prefix', 'install', 'readOnly'],
+    ],
+    [
       'redisBackend durability',
       () => redisBackend({ durability: { replicas: 1, timeout: 5 } } as never),
       'durability.timeout',
@@ -389,6 +397,14 @@ describe('Nest module options', () => {
       caught(() => new RheoInstance('default', { backend: memoryBackend(), maxPayloadByte: 1 } as never)),
       'maxPayloadByte',
       ['backend', 'streams', 'defaults', 'consumers', 'maxPayloadBytes', 'drainTimeoutMs', 'trimIntervalMs', 'metrics'],
+    );
+  });
+
+  it('RheoModule.forRootAsync options', () => {
+    expectRefused(
+      caught(() => RheoModule.forRootAsync({ useFactory: () => memoryBackend(), injects: [] } as never)),
+      'injects',
+      ['name', 'isGlobal', 'imports', 'inject', 'useFactory'],
     );
   });
 

@@ -27,7 +27,14 @@ export function nameCases(ctx: ConformanceContext): void {
       const group = 'billing/v2';
       await ctx.rheo.init();
       await ctx.backend.createStream(stream, 2);
-      await ctx.backend.createGroup({ stream, group, start: { kind: 'beginning' }, maxAttempts: 3, retry: { ...DEFAULT_RETRY }, ordering: 'none' });
+      await ctx.backend.createGroup({
+        stream,
+        group,
+        start: { kind: 'beginning' },
+        maxAttempts: 3,
+        retry: { ...DEFAULT_RETRY },
+        ordering: 'none',
+      });
 
       // Declaring them again (a module's streams, a consumer's group) finds them.
       expect(await ctx.rheo.createStream(stream, { partitions: 2, ifNotExists: true })).toMatchObject({ name: stream, partitions: 2 });

@@ -12,6 +12,8 @@ import {
   Rheo,
   RheoAdmin,
   RheoError,
+  rheoEntities,
+  rheoMigrations,
   RheoModule,
   sqliteBackend,
   Trimmer,
@@ -275,6 +277,8 @@ describe('backend construction options', () => {
       'prefx',
       ['url', 'client', 'options', 'cluster', 'clusterOptions', 'prefix', 'clock', 'queryScanLimit', 'durability'],
     ],
+    ['rheoMigrations', () => rheoMigrations({ scheme: 'x' } as never), 'scheme', ['schema']],
+    ['rheoEntities', () => rheoEntities({ scheme: 'x' } as never), 'scheme', ['schema']],
     [
       'backendFromUrl',
       () => backendFromUrl('sqlite::memory:', { prefx: 'x' } as never),

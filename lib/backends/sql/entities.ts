@@ -1,4 +1,5 @@
 import { loadOptionalPeer } from '../../core/optional-peer';
+import { checkKeys, checkObject, keySet } from '../../core/validate';
 import type { TypeormColumnOptions, TypeormEntitySchema, TypeormModule } from './external';
 import { checkSchemaName, TABLES } from './names';
 
@@ -7,6 +8,8 @@ export interface RheoEntitiesOptions {
   /** PostgreSQL schema of the tables. Default `public`. Leave unset on SQLite. */
   schema?: string;
 }
+
+const SCHEMA_ONLY = keySet('a rheoEntities option', ['schema']);
 
 type Columns = Record<string, TypeormColumnOptions>;
 
@@ -22,6 +25,7 @@ const big = (primary = false, nullable = false): TypeormColumnOptions => ({ type
  * alter them. The backend itself never goes through them.
  */
 export function rheoEntities(options: RheoEntitiesOptions = {}): TypeormEntitySchema[] {
+  checkKeys('', checkObject('options', options), SCHEMA_ONLY);
   const schema = options.schema === undefined ? undefined : checkSchemaName('schema', options.schema);
   const { EntitySchema } = loadOptionalPeer<TypeormModule>('typeorm', 'rheoEntities');
   const entity = (key: keyof typeof TABLES, columns: Columns, uniques: Array<{ name: string; columns: string[] }> = []) =>

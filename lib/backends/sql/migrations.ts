@@ -2,6 +2,7 @@ import { RheoError } from '../../core/errors';
 import { PG_SCHEMA, pgSchemaVersionTable } from '../postgres/schema';
 import { SQLITE_SCHEMA, sqliteDropAll, sqliteSchemaVersionTable } from '../sqlite/schema';
 import type { TypeormMigration, TypeormMigrationClass, TypeormQueryRunner } from './external';
+import { checkKeys, checkObject, keySet } from '../../core/validate';
 import { checkSchemaName, pgTables, sqliteTables, TABLES, type TableNames } from './names';
 import type { SchemaVersion } from './schema-version';
 
@@ -74,6 +75,8 @@ export interface RheoMigrationsOptions {
   /** PostgreSQL schema of the tables (the backend's `schema`). Default `public`. Ignored on SQLite. */
   schema?: string;
 }
+
+const SCHEMA_ONLY = keySet('a rheoMigrations option', ['schema']);
 
 /**
  * The migration class of each version, by version. TypeORM orders migrations by
@@ -181,6 +184,7 @@ function migrationOf(version: number, schema: string): TypeormMigrationClass {
  * ```
  */
 export function rheoMigrations(options: RheoMigrationsOptions = {}): TypeormMigrationClass[] {
+  checkKeys('', checkObject('options', options), SCHEMA_ONLY);
   const schema = options.schema === undefined ? 'public' : checkSchemaName('schema', options.schema);
   const versions = Math.max(latestVersion(PG_SCHEMA), latestVersion(SQLITE_SCHEMA));
   return Array.from({ length: versions }, (_, i) => migrationOf(i + 1, schema));

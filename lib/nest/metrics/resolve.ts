@@ -4,7 +4,7 @@ import type * as Prom from 'prom-client';
 import type { Registry } from 'prom-client';
 import { RheoError } from '../../core/errors';
 import { loadOptionalPeer } from '../../core/optional-peer';
-import { checkObject, isName } from '../../core/validate';
+import { checkKeys, checkObject, isName, keySet } from '../../core/validate';
 import { DEFAULT_METRICS_PREFIX, type RheoMetricsOptions } from './options';
 
 /** The prom-client module (its types only: the module itself is loaded on demand). */
@@ -21,7 +21,7 @@ export interface ResolvedMetrics {
   groups: GroupSelection;
 }
 
-const OPTION_KEYS = ['registry', 'prefix', 'groups'];
+const OPTION_KEYS = keySet('a metrics option', ['registry', 'prefix', 'groups']);
 
 // Prometheus metric names: the prefix must keep every name valid.
 const METRIC_PREFIX = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
@@ -32,8 +32,7 @@ export function resolveMetricsOptions(value: unknown): ResolvedMetrics | undefin
   if (value !== true && (typeof value !== 'object' || value === null))
     throw RheoError.invalid('metrics', 'must be true, false or { registry?, prefix?, groups? }');
   const options = (value === true ? {} : checkObject('metrics', value)) as RheoMetricsOptions;
-  for (const key of Object.keys(options))
-    if (!OPTION_KEYS.includes(key)) throw RheoError.invalid(`metrics.${key}`, `is not a metrics option (use ${OPTION_KEYS.join(', ')})`);
+  checkKeys('metrics', options, OPTION_KEYS);
   const prefix = options.prefix ?? DEFAULT_METRICS_PREFIX;
   if (typeof prefix !== 'string' || (prefix !== '' && !METRIC_PREFIX.test(prefix)))
     throw RheoError.invalid('metrics.prefix', 'must be a string of letters, digits, _ and : not starting with a digit (e.g. "rheo_")');

@@ -1,4 +1,5 @@
 import { RheoError } from '../core/errors';
+import { checkKeys, keySet } from '../core/validate';
 
 /** What a backend promises. Guarantees decide which conformance cases run. */
 export interface Guarantees {
@@ -59,12 +60,12 @@ function pick<K extends string>(
 ): Record<K, boolean> {
   const out = {} as Record<K, boolean>;
   for (const k of known) out[k] = false;
+  if (given !== undefined) checkKeys(`capabilities.${section}`, given, keySet(`a known ${section} flag`, [...known, ...invariants]));
   for (const [k, v] of Object.entries(given ?? {})) {
     if (invariants.includes(k)) {
       if (v !== true) throw RheoError.invalid(`capabilities.${section}.${k}`, 'is an invariant and must be true');
       continue;
     }
-    if (!(known as readonly string[]).includes(k)) throw RheoError.invalid(`capabilities.${section}.${k}`, 'is not a known flag');
     if (typeof v !== 'boolean') throw RheoError.invalid(`capabilities.${section}.${k}`, 'must be a boolean');
     out[k as K] = v;
   }

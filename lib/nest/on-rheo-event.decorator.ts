@@ -1,5 +1,5 @@
 import { RheoError } from '../core/errors';
-import { checkName } from '../core/validate';
+import { checkKeys, checkName, keySet } from '../core/validate';
 import { RHEO_EVENT_NAMES, type RheoEventName } from './rheo-events';
 
 /** Method metadata `@OnRheoEvent` sets: one entry per decorator on the method. */
@@ -23,14 +23,14 @@ export interface RheoEventListenerMarker {
   handlerName: string;
 }
 
+const OPTION_KEYS = keySet('an @OnRheoEvent option', ['stream', 'group', 'instance']);
+
 function checkOptions(options: unknown): OnRheoEventOptions {
   if (options === undefined) return {};
   if (typeof options !== 'object' || options === null || Array.isArray(options))
     throw RheoError.invalid('options', 'must be an object { stream?, group?, instance? }');
   const o = options as Record<string, unknown>;
-  for (const k of Object.keys(o))
-    if (!['stream', 'group', 'instance'].includes(k))
-      throw RheoError.invalid(k, 'is not an @OnRheoEvent option (use stream, group, instance)');
+  checkKeys('', o, OPTION_KEYS);
   const checked: OnRheoEventOptions = {};
   if (o.stream !== undefined) checked.stream = checkName('stream', o.stream);
   if (o.group !== undefined) checked.group = checkName('group', o.group);

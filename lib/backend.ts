@@ -10,8 +10,8 @@ export { appended } from './core/appended';
 export type { Capabilities, CapabilitiesInput, Guarantees, Mechanisms } from './backends/capabilities';
 export { RheoError, isRheoError, toRheoError, RHEO_ERROR_CODES } from './core/errors';
 export type { RheoErrorCode, RheoErrorOptions } from './core/errors';
-export { ManualClock, systemClock } from './core/clock';
-export type { Clock } from './core/clock';
+export { ManualClock, StoreClock, storeClock, systemClock } from './core/clock';
+export type { Clock, StoreClockOptions, StoreTimeReader } from './core/clock';
 // Delayed events (ADR 028): a claim that parks delayed events claims again for their places.
 export { claimPastDelays, PARKING_ROUNDS } from './backends/delays';
 export type { ClaimRound } from './backends/delays';

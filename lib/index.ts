@@ -2,8 +2,8 @@
 // nothing here loads a driver: backends that need one load it when constructed.
 export { RheoError, isRheoError, RHEO_ERROR_CODES } from './core/errors';
 export type { RheoErrorCode, RheoErrorOptions } from './core/errors';
-export { ManualClock, systemClock } from './core/clock';
-export type { Clock } from './core/clock';
+export { CLOCK_SKEW_WARN_MS, ManualClock, StoreClock, storeClock, systemClock } from './core/clock';
+export type { Clock, StoreClockOptions, StoreTimeReader } from './core/clock';
 export { partitionForKey, murmur3 } from './core/partitioner';
 export { backoffDelay, DEFAULT_RETRY } from './core/backoff';
 export { classifySettleError } from './core/settle';
@@ -28,6 +28,7 @@ export type {
   LeaseLostMessage,
   RenewErrorMessage,
   ProcessMessage,
+  ClockSkewMessage,
 } from './core/diagnostics';
 export type { RheoOptions, FetchOptions, NackOptions, RejectOptions, SettleRequest } from './core/rheo';
 export type { MetricsGroups, MetricsRegistry, RheoMetricsOptions } from './nest/metrics/options';

@@ -181,7 +181,7 @@ export interface Backend {
   /** Short name: memory, postgres, sqlite, redis. */
   readonly name: string;
   readonly capabilities: Capabilities;
-  /** The clock used for timestamps, lease expiry and retry delays. */
+  /** The clock used for timestamps, lease expiry, retry delays and delayed events: one per store, judged by every process alike (ADR 041). */
   readonly clock: Clock;
 
   /** Connect / install. Called once by the facade before first use; idempotent. */

@@ -162,6 +162,18 @@ export interface ProcessMessage extends DeliveryMessage {
   error?: unknown;
 }
 
+/** `rheo:clock_skew`: a measurement of the store's time found this process's clock far from it (ADR 041). */
+export interface ClockSkewMessage {
+  /** The backend's name (`postgres`, `redis`). */
+  backend: string;
+  /** Store time minus this process's clock, ms: negative when the process is ahead. */
+  offsetMs: number;
+  /** How far the measurement itself may be off, ms (half its round trip). */
+  errorMs: number;
+  /** The offset beyond which this is reported, ms. */
+  thresholdMs: number;
+}
+
 /** The channels, by name. Subscribe with `diagnostics_channel.subscribe(name, fn)` or `tracingChannel(name).subscribe({...})`. */
 export const CHANNELS = {
   lease: 'rheo:lease',
@@ -177,6 +189,7 @@ export const CHANNELS = {
   leaseExpired: 'rheo:lease:expired',
   renewError: 'rheo:renew:error',
   process: 'rheo:process',
+  clockSkew: 'rheo:clock_skew',
 } as const;
 
 /** The plain channels (typed by their message). */
@@ -193,6 +206,7 @@ export const channels = {
   leaseLost: channel(CHANNELS.leaseLost) as Channel & { publish(m: LeaseLostMessage): void },
   leaseExpired: channel(CHANNELS.leaseExpired) as Channel & { publish(m: LeaseLostMessage): void },
   renewError: channel(CHANNELS.renewError) as Channel & { publish(m: RenewErrorMessage): void },
+  clockSkew: channel(CHANNELS.clockSkew) as Channel & { publish(m: ClockSkewMessage): void },
 };
 
 /** `rheo:process`: one handler run (start when the handler is called, asyncEnd when its result is known). */

@@ -5,6 +5,7 @@
 import type { Backend, RenewResult, ReplayRequest, SettleOp, SettleResult } from '../backends/backend';
 import { repeatsOf } from './appended';
 import { encodeCursor } from './cursor';
+import { StoreClock } from './clock';
 import { type OperationMessage, traced } from './diagnostics';
 import { newId } from './ids';
 import { RheoError, toRheoError } from './errors';
@@ -691,7 +692,9 @@ export class Rheo {
     await this.stream(stream);
     const info = await this.backend.groupInfo(stream, group);
     this.frontiers.observe(info.lag);
-    return info;
+    // A clock far from the store's is this process's condition, shown beside the store's own (ADR 041).
+    const skew = this.backend.clock instanceof StoreClock ? this.backend.clock.warning() : undefined;
+    return skew === undefined ? info : { ...info, warnings: [...(info.warnings ?? []), skew] };
   }
 
   /** Dead letters of a group, ordered by (partition, sequence); `after` is the last event id of the previous page. */

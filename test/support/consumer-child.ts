@@ -6,6 +6,7 @@
 //   node -r ts-node/register/transpile-only test/support/consumer-child.ts
 import type { Backend, FetchRequest, Lease, RenewResult } from '../../lib';
 import { Group, Rheo } from '../../lib';
+import { appendFileSync } from 'node:fs';
 import { backendFromEnv } from './backend-from-env';
 
 /** What a child reports. Times are epoch ms from the backend's clock (the system clock here). */
@@ -27,6 +28,12 @@ export interface ChildConfig {
   pollMs: number;
   /** Handler duration, ms (0: settle at once). */
   workMs: number;
+  /**
+   * A file each handler run appends `start|end <eventId> <child>` lines to, synchronously, as it
+   * starts and ends: appends to one file are ordered by the kernel, so the file is the one order of
+   * every process's runs, whatever each process's clock says.
+   */
+  runLog?: string;
 }
 
 /** The same backend with its fetch results and renewals reported. */
@@ -100,9 +107,11 @@ async function main(): Promise<void> {
       pollMs: config.pollMs,
     },
     async (lease) => {
+      if (config.runLog) appendFileSync(config.runLog, `start ${lease.event.id} ${config.index}\n`);
       report({ k: 'start', child: config.index, leaseId: lease.leaseId, at: Date.now() });
       if (config.workMs > 0) await new Promise((r) => setTimeout(r, config.workMs));
       report({ k: 'end', child: config.index, leaseId: lease.leaseId, at: Date.now() });
+      if (config.runLog) appendFileSync(config.runLog, `end ${lease.event.id} ${config.index}\n`);
     },
   );
   group.on('settled', ({ lease, outcome }) => {

@@ -30,21 +30,32 @@ export interface Consumers {
   kill(index: number): Promise<void>;
 }
 
+/** How to start a child: `faketime` runs it under libfaketime with that offset (`+45s`, `-45s`), its wall clock skewed. */
+export interface ChildLaunch {
+  faketime?: string;
+}
+
 /** Start `n` consumer children on the backend `backend` built from `options` (JSON-able). */
 export async function startConsumers(
   n: number,
   backend: { name: string; options: Record<string, unknown> },
   config: Omit<ChildConfig, 'index'>,
+  launch: (index: number) => ChildLaunch = () => ({}),
 ): Promise<Consumers> {
   const records: ChildRecord[] = [];
   const script = join(__dirname, 'consumer-child.ts');
   const children: Child[] = [];
   const ready: Promise<void>[] = [];
   for (let index = 0; index < n; index++) {
+    const { faketime } = launch(index);
+    const nodeArgs = ['-r', 'ts-node/register/transpile-only'];
     const proc = fork(script, [], {
-      execArgv: ['-r', 'ts-node/register/transpile-only'],
+      // fork runs `execPath ...execArgv script`: faketime then execs node with the IPC channel inherited.
+      ...(faketime ? { execPath: 'faketime', execArgv: ['-f', faketime, process.execPath, ...nodeArgs] } : { execArgv: nodeArgs }),
       env: {
         ...process.env,
+        // Only the wall clock is skewed: timers (the monotonic clock) keep real time.
+        ...(faketime ? { FAKETIME_DONT_FAKE_MONOTONIC: '1' } : {}),
         [BACKEND_ENV.name]: backend.name,
         [BACKEND_ENV.options]: JSON.stringify(backend.options),
         RHEO_TEST_CHILD: JSON.stringify({ ...config, index }),

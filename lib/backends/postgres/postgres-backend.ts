@@ -1,4 +1,4 @@
-import type { Clock } from '../../core/clock';
+import { type Clock, StoreClock, storeClock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import { loadOptionalPeer } from '../../core/optional-peer';
 import { checkInt, checkKeys, checkObject, keySet } from '../../core/validate';
@@ -79,6 +79,11 @@ export interface PostgresBackendOptions {
   /** Pool size. Default 10. */
   poolSize?: number;
   install?: InstallMode;
+  /**
+   * Time source for timestamps, lease expiry, retry delays and delayed events. Default: the
+   * store's time (`storeClock()`: this process's clock corrected by an offset measured against
+   * PostgreSQL's `clock_timestamp()`, docs/adr/041). Any other clock is used as it is.
+   */
   clock?: Clock;
 }
 
@@ -201,6 +206,8 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
   private readonly prepared = new Map<string, string>();
   /** Schema versions install() applied in this process (for describe()). */
   private readonly installed: number[] = [];
+  /** Stops the store clock's refresh through this backend (a StoreClock only). */
+  private detachClock?: () => void;
 
   constructor(private readonly settings: PostgresBackendSettings) {
     super();
@@ -219,6 +226,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     await this.initializeDataSource(this.ds, this.settings.owned);
     if (this.settings.install === 'auto') await this.install();
     else await this.checkInstalled();
+    if (this.clock instanceof StoreClock) this.detachClock = await this.clock.attach('postgres', () => this.storeTime());
     this.listener = new PgListener(
       (this.ds.driver as PostgresDriver).postgres,
       listenerClientConfig(this.ds.options as PgDataSourceOptions, this.schema),
@@ -268,6 +276,18 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     }
   }
 
+  /** PostgreSQL's own time, ms: what the store clock measures against (never on an operation's path). */
+  private async storeTime(): Promise<number> {
+    const pool = (this.ds.driver as PostgresDriver).master;
+    if (!pool) throw new RheoError('backend_unavailable', 'the DataSource has no connection pool (not initialized or destroyed)');
+    try {
+      const rows = (await pool.query({ name: 'rheo_store_time', text: STORE_TIME_SQL, values: [] })).rows as Array<{ ms: number | string }>;
+      return Number(rows[0]?.ms);
+    } catch (err) {
+      throw mapDriverError(err, 'read', 'clock');
+    }
+  }
+
   async ping(): Promise<void> {
     await this.init().catch((err) => {
       throw new RheoError('backend_unavailable', `postgres: ${(err as Error).message}`, { cause: err });
@@ -283,6 +303,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
     if (this.closed) return;
     this.closed = true;
     await this.ready?.catch(() => undefined);
+    this.detachClock?.();
     this.board.close();
     await this.listener?.stop();
     if (this.settings.owned && this.ds.isInitialized) await this.ds.destroy().catch(() => undefined);
@@ -947,6 +968,9 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
   }
 }
 
+/** The server's wall clock now (not the transaction's start, as now() would be), ms since the epoch. */
+const STORE_TIME_SQL = 'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms';
+
 const OPTION_KEYS = keySet('a postgresBackend option', ['url', 'schema', 'poolSize', 'install', 'clock']);
 
 /**
@@ -959,7 +983,7 @@ export function postgresBackend(options: PostgresBackendOptions): PostgresBacken
   if (typeof o.url !== 'string' || !/^postgres(ql)?:\/\//.test(o.url)) throw RheoError.invalid('options.url', 'must be a postgres:// URL');
   const schema = o.schema === undefined ? 'public' : checkSchemaName('options.schema', o.schema);
   const poolSize = o.poolSize === undefined ? 10 : checkInt('options.poolSize', o.poolSize, 1, 1000);
-  const { install, clock } = checkCommonOptions('options', o);
+  const { install, clock } = checkCommonOptions('options', o, () => storeClock());
   const { DataSource } = loadOptionalPeer<TypeormModule>('typeorm', 'postgresBackend');
   loadOptionalPeer('pg', 'postgresBackend');
   const dataSource = new DataSource({ type: 'postgres', url: o.url, poolSize, connectTimeoutMS: 10_000, applicationName: 'rheo' });

@@ -65,6 +65,8 @@ export interface RedisCommands {
   evalsha(sha: string, numKeys: number, keysAndArgs: string[]): Promise<unknown>;
   eval(script: string, numKeys: number, keysAndArgs: string[]): Promise<unknown>;
   ping(): Promise<unknown>;
+  /** `TIME`: the server's clock, [seconds, microseconds] as strings. */
+  time(): Promise<Array<string | number>>;
   config(subcommand: 'GET', parameter: string): Promise<unknown>;
   hmget(key: string, ...fields: string[]): Promise<Array<string | null>>;
   get(key: string): Promise<string | null>;

@@ -1,5 +1,5 @@
 import { backoffDelay } from '../../core/backoff';
-import { Clock, systemClock } from '../../core/clock';
+import { type Clock, StoreClock, storeClock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import { checkKeys, keySet } from '../../core/validate';
 import { newId } from '../../core/ids';
@@ -105,7 +105,11 @@ export interface RedisBackendOptions {
    * `rheo` CLI), so a mistyped prefix is refused, not claimed.
    */
   install?: 'auto' | 'none';
-  /** Time source for timestamps, lease expiry and retry delays. Default: the system clock. */
+  /**
+   * Time source for timestamps, lease expiry, retry delays and delayed events. Default: the
+   * store's time (`storeClock()`: this process's clock corrected by an offset measured with
+   * Redis `TIME`, docs/adr/041). Any other clock is used as it is.
+   */
   clock?: Clock;
   /**
    * Log entries one query call may read to fill its page (there are no secondary
@@ -174,7 +178,8 @@ const REOPEN_PER_CALL = 100;
  * sets next to it, under the stream's hash tag. Every state change (append,
  * claim, renew, settle, frontier advance, replay, reset, redrive) is one Lua
  * script, so a fence check and the write it guards are atomic. Times come from
- * the backend's clock, never from Redis. See docs/redis.md.
+ * the backend's clock, passed to each script: by default the store's time, the
+ * process clock corrected by an offset measured with Redis `TIME` (ADR 041). See docs/redis.md.
  */
 export class RedisBackend implements Backend {
   readonly name = 'redis';
@@ -234,6 +239,8 @@ export class RedisBackend implements Backend {
   /** What init found wrong with the server's durability settings (see checkDurability). */
   private durabilityWarnings: string[] = [];
   private warned = false;
+  /** Stops the store clock's refresh through this backend (a StoreClock only). */
+  private detachClock?: () => void;
 
   constructor(options: RedisBackendOptions = {}) {
     if (typeof options !== 'object' || options === null) throw RheoError.invalid('options', 'must be an object');
@@ -284,7 +291,12 @@ export class RedisBackend implements Backend {
     if (options.install !== undefined && options.install !== 'auto' && options.install !== 'none')
       throw RheoError.invalid('install', "must be 'auto' or 'none'");
     this.streamKeys = new KeyCache(this.prefix);
-    this.clock = options.clock ?? systemClock;
+    if (
+      options.clock !== undefined &&
+      (typeof options.clock !== 'object' || options.clock === null || typeof options.clock.now !== 'function')
+    )
+      throw RheoError.invalid('clock', 'must be a Clock ({ now(): number })');
+    this.clock = options.clock ?? storeClock();
     this.owned = options.client === undefined && (options.cluster === undefined || Array.isArray(options.cluster));
     this.client = options.client ?? (Array.isArray(options.cluster) ? undefined : options.cluster);
   }
@@ -400,6 +412,17 @@ export class RedisBackend implements Backend {
     if (this.options.install === 'none') await this.requireLayout(client);
     else await this.checkLayout();
     await this.checkDurability(client);
+    if (this.clock instanceof StoreClock && !this.detachClock) this.detachClock = await this.clock.attach('redis', () => this.storeTime());
+  }
+
+  /**
+   * Redis's own time (`TIME`), ms: what the store clock measures against, never on an operation's
+   * path. On a cluster, the node ioredis sends a keyless command to: masters are taken to share
+   * one time source (NTP), as they must for each other's failovers anyway.
+   */
+  private async storeTime(): Promise<number> {
+    const [seconds, micros] = await this.withMappedErrors('read', () => this.redis().time());
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
   }
 
   /**
@@ -505,6 +528,7 @@ export class RedisBackend implements Backend {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.detachClock?.();
     this.listener?.close();
     const closing: Array<Promise<void>> = [];
     if (this.clusterListeners) closing.push(this.clusterListeners.close());

@@ -1,4 +1,4 @@
-import type { Clock } from '../../core/clock';
+import { type Clock, storeClock, systemClock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import { checkKeys, checkObject, keySet } from '../../core/validate';
 import { PostgresBackend } from '../postgres/postgres-backend';
@@ -50,8 +50,8 @@ export function typeormBackend(options: TypeormBackendOptions): PostgresBackend 
   if (!ds || typeof ds !== 'object' || typeof ds.createQueryRunner !== 'function' || !ds.options) {
     throw RheoError.invalid('options.dataSource', 'must be a TypeORM DataSource');
   }
-  const { install, clock } = checkCommonOptions('options', o);
   const type = ds.options.type;
+  const { install, clock } = checkCommonOptions('options', o, type === 'postgres' ? () => storeClock() : () => systemClock);
   if (type === 'postgres') {
     const schema = o.schema === undefined ? 'public' : checkSchemaName('options.schema', o.schema);
     if (o.lockTimeoutMs !== undefined)

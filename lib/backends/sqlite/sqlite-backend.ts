@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { backoffDelay } from '../../core/backoff';
 import { leaseExpiredReason } from '../../core/settle';
-import type { Clock } from '../../core/clock';
+import { type Clock, systemClock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { loadOptionalPeer } from '../../core/optional-peer';
@@ -1129,7 +1129,7 @@ export function sqliteBackend(options: SqliteBackendOptions): SqliteBackend {
   const o = options;
   if (typeof o.database !== 'string' || o.database.length === 0)
     throw RheoError.invalid('options.database', "must be a file path or ':memory:'");
-  const common = checkCommonOptions('options', o);
+  const common = checkCommonOptions('options', o, () => systemClock);
   const readOnly = o.readOnly ?? false;
   if (typeof readOnly !== 'boolean') throw RheoError.invalid('options.readOnly', 'must be a boolean');
   if (readOnly && o.install === 'auto') throw RheoError.invalid('options.readOnly', "cannot be combined with install: 'auto'");

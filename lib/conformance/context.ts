@@ -2,7 +2,7 @@ import type { AppendInput, JsonValue, Lease } from '../core/types';
 import type { Backend } from '../backends/backend';
 import type { Capabilities } from '../backends/capabilities';
 import type { RheoErrorCode } from '../core/errors';
-import { ManualClock } from '../core/clock';
+import type { Clock, ManualClock } from '../core/clock';
 import { Rheo } from '../core/rheo';
 import { RheoError } from '../core/errors';
 
@@ -26,6 +26,12 @@ export interface ConformanceContext {
    * not yet init'ed; the case closes it. Absent for a backend that keeps nothing.
    */
   reopen?: () => Promise<Backend>;
+  /**
+   * Distributed backends only (`guarantees.distributed`): another backend on the
+   * same store, as another process would open it, on `clock` (the target's
+   * `create(clock)`), not yet init'ed; the case closes it.
+   */
+  open?: (clock: Clock) => Promise<Backend>;
 }
 
 /** The suite's lease length; cases advance the clock past it to expire leases. */

@@ -1,7 +1,8 @@
 import type { Backend } from '../backends/backend';
-import { ManualClock } from '../core/clock';
+import { type Clock, ManualClock } from '../core/clock';
 import { Rheo } from '../core/rheo';
 import { bulkCases } from './cases/bulk';
+import { clockSkewCases } from './cases/clock-skew';
 import { deadLetterCases } from './cases/dead-letters';
 import { delayedCases } from './cases/delayed';
 import { deleteGroupCases } from './cases/delete-group';
@@ -31,9 +32,11 @@ export interface ConformanceTarget {
   name: string;
   /**
    * Build a backend bound to `clock` (not yet init'ed; the suite wraps it in `new Rheo(backend)`). Called once per
-   * suite, in beforeAll; for a durable backend also by the restart cases, and then it must open the same store.
+   * suite, in beforeAll, with a ManualClock; for a durable backend also by the restart cases, and for a distributed one
+   * by the store-time cases (with a `storeClock`, which the backend must measure against its store as it starts,
+   * ADR 041): then it must open the same store.
    */
-  create(clock: ManualClock): Promise<Backend>;
+  create(clock: Clock): Promise<Backend>;
   /** After backend.close(): drop the schema / delete the keys the suite created. */
   cleanup?(): Promise<void>;
   /** A backend of the same kind pointing at nothing (e.g. a closed port), for the `ping -> backend_unavailable` case. */
@@ -56,6 +59,7 @@ export function runConformance(target: ConformanceTarget): void {
     name: (prefix: string) => `${prefix}-${run}-${++counter}`,
   } as ConformanceContext;
   if (ctx.caps.guarantees.durable) ctx.reopen = () => target.create(ctx.clock);
+  if (ctx.caps.guarantees.distributed) ctx.open = (clock) => target.create(clock);
 
   describe(`conformance: ${target.name}`, () => {
     beforeAll(async () => {
@@ -93,5 +97,6 @@ export function runConformance(target: ConformanceTarget): void {
     releaseTurnCases(ctx);
     if (ctx.waits) wakeUpCases(ctx);
     if (ctx.caps.mechanisms.transactionalAck && ctx.caps.mechanisms.transactionalAppend) transactionalAckCases(ctx);
+    if (ctx.caps.guarantees.distributed) clockSkewCases(ctx);
   });
 }

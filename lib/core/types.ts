@@ -217,7 +217,8 @@ export interface GroupInfo {
   /**
    * Conditions of the store that put the group's data at risk, in words an
    * operator can act on (a Redis server that can lose acknowledged writes or
-   * evict keys, say). Absent or empty when there are none.
+   * evict keys, say), and this process's clock when it is far from the store's
+   * (ADR 041). Absent or empty when there are none.
    */
   warnings?: string[];
 }

@@ -48,7 +48,7 @@ export interface RheoGroupHealth {
   consumer?: string;
   /** The local consumer's renewal error while its renewals are failing. */
   renewals?: string;
-  /** Conditions of the store that put the group's data at risk (see `GroupInfo.warnings`). */
+  /** Conditions of the store that put the group's data at risk, and a clock far from the store's (see `GroupInfo.warnings`). */
   warnings?: string[];
 }
 

@@ -1,7 +1,7 @@
 /**
  * claimTurn: take or extend a named, expiring turn for background work. Expiry is
- * kept as a time of the backend's clock inside the hash (not as a Redis TTL, which
- * runs on the server's clock), so every process and a ManualClock agree on it.
+ * kept as a time of the backend's clock inside the hash (the store's time by default,
+ * ADR 041; not a Redis TTL), so every process and a ManualClock agree on it.
  *
  * KEYS[1]  turn  HASH  `h` holder, `u` until (ms) (written when granted)
  *

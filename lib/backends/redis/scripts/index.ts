@@ -10,8 +10,8 @@
  * Conventions shared by every script:
  * - every key a script touches arrives in KEYS (cluster-safe: all share the stream's
  *   hash tag, see ../keys.ts; layout and claimTurn touch one key each, outside any stream);
- * - the caller passes `now` from the backend's clock (never Redis TIME), so a
- *   ManualClock can expire leases;
+ * - the caller passes `now` from the backend's clock (by default the store's time,
+ *   measured with TIME outside the scripts: ADR 041), so a ManualClock can expire leases;
  * - an error the caller should see as a RheoError is raised as `RHEO:<code>[:<detail>]`
  *   (includes/error.ts; mapped by ../errors.ts);
  * - delivery records, dead letters and positions are described in includes/record.ts,

@@ -75,7 +75,7 @@ export function runClockSkewSuite(target: ClockSkewTarget): void {
           { stream, group: 'g', maxDemand: 8, concurrency: 4, leaseMs: 5000, pollMs: 100, workMs: 300, runLog },
           (index) => (index === 1 ? { faketime: skew } : {}),
         );
-        let ids: string[] = [];
+        let ids: string[];
         try {
           const appended = await rheo.appendBatch(
             stream,

@@ -299,7 +299,8 @@ end
 chunked('HSET', KEYS[3], records, 1000)
 -- Dead letters as settle files them: a trimmed event's dead letter under the same id is replaced.
 local dk = 5 + 3 * np
-local dead = {}
+-- What the reply tells of them (see Returns): made only when a lease expired on its last attempt.
+local dead = #buried > 0 and {} or nil
 for _, b in ipairs(buried) do
   local p, seq, att, id = b[1], b[2], b[3], b[4]
   local old = redis.call('HGET', KEYS[dk], id)
@@ -319,7 +320,7 @@ for _, b in ipairs(buried) do
   dead[n + 4] = tostring(att)
   dead[n + 5] = reason
 end
-if #dead > 0 then out[5 + #rows] = cjson.encode(dead) end
+if dead then out[5 + #rows] = cjson.encode(dead) end
 for _, q in ipairs(queues) do
   if q.unleased then chunked('ZREM', KEYS[6 + 3 * q.j], q.unleased, 1000) end
   if #q.picks > 0 then

@@ -7,6 +7,8 @@ export type * from './backends/backend';
 export { createCapabilities } from './backends/capabilities';
 // Append (Backend.append): the stored events with how many were idempotent repeats.
 export { appended } from './core/appended';
+// Fetch (Backend.fetch): the leases with the deliveries the claim dead-lettered.
+export { fetched } from './core/fetched';
 export type { Capabilities, CapabilitiesInput, Guarantees, Mechanisms } from './backends/capabilities';
 export { RheoError, isRheoError, toRheoError, RHEO_ERROR_CODES } from './core/errors';
 export type { RheoErrorCode, RheoErrorOptions } from './core/errors';

@@ -56,6 +56,29 @@ export interface NewEvent {
  */
 export type AppendedEvents = RheoEvent[] & { repeats?: number };
 
+/**
+ * A delivery a claim dead-lettered instead of leasing it: its lease expired on
+ * attempt `attempt`, the group's last (docs/adr/035-every-delivery-ends.md), and
+ * `reason` is what the dead letter stores (`leaseExpiredReason`).
+ */
+export interface ClaimDeadLetter {
+  eventId: string;
+  partition: number;
+  sequence: number;
+  attempt: number;
+  reason: string;
+}
+
+/**
+ * What `Backend.fetch` returns: the leases, and `deadLettered`, the deliveries
+ * its claim dead-lettered, each once, attached (not enumerable: see
+ * `fetched`) only when there are any. The facade reports each as a dead letter
+ * (`rheo:dead_letter`, cause `lease_expired`), as a settle's would be: a claim's
+ * dead letter has no settle to tell of it. A backend that leaves it out still
+ * works; its claims' dead letters are only counted, never told.
+ */
+export type FetchedLeases = Lease[] & { deadLettered?: ClaimDeadLetter[] };
+
 /** A start position resolved by the facade: per partition, the last sequence to skip, or a time. */
 export type ResolvedStart =
   { kind: 'beginning' } | { kind: 'end' } | { kind: 'after'; sequences: Record<number, number> | number } | { kind: 'at'; time: Date };
@@ -221,7 +244,8 @@ export interface Backend {
   read(request: ReadRequest): Promise<RheoEvent[]>;
   query(request: QueryRequest): Promise<RheoEvent[]>;
 
-  fetch(request: FetchRequest): Promise<Lease[]>;
+  /** Claim up to `limit` events; the deliveries the claim dead-lettered ride along (see {@link FetchedLeases}). */
+  fetch(request: FetchRequest): Promise<FetchedLeases>;
   renew(leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]>;
   settle(ops: SettleOp[]): Promise<SettleResult[]>;
   /**

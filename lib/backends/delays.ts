@@ -10,10 +10,19 @@
 // a claim looks at a fresh event's deliverAt only while the partition holds a
 // delayed event at or above the cursor (a per-partition mark of the last one).
 
-/** What one claim statement (or script call) did: the leases it took, and how many delayed events it parked. */
+import { fetched } from '../core/fetched';
+import type { Lease } from '../core/types';
+import type { ClaimDeadLetter, FetchedLeases } from './backend';
+
+/**
+ * What one claim statement (or script call) did: the leases it took, and how
+ * many delayed events it parked or expired deliveries it dead-lettered (their
+ * places of the limit); `deadLettered`, when it dead-lettered any, names those.
+ */
 export interface ClaimRound<L> {
   leases: L[];
   parked: number;
+  deadLettered?: ClaimDeadLetter[];
 }
 
 /**
@@ -28,16 +37,22 @@ export const PARKING_ROUNDS = 8;
 /**
  * Claim up to `limit` leases, claiming again while the last round parked a
  * delayed event and the fetch is not full (at most {@link PARKING_ROUNDS}
- * rounds). Without delayed events this is exactly one claim.
+ * rounds). Without delayed events this is exactly one claim. The rounds'
+ * `deadLettered` are attached to the result (`fetched`, ../core/fetched.ts).
  */
-export async function claimPastDelays<L>(limit: number, claim: (want: number) => Promise<ClaimRound<L>>): Promise<L[]> {
+export async function claimPastDelays<L extends Lease>(
+  limit: number,
+  claim: (want: number) => Promise<ClaimRound<L>>,
+): Promise<L[] & FetchedLeases> {
   const first = await claim(limit);
-  if (first.parked === 0 || first.leases.length >= limit) return first.leases;
+  if (first.parked === 0 || first.leases.length >= limit) return fetched(first.leases, first.deadLettered);
   const leases = [...first.leases];
+  let dead = first.deadLettered;
   for (let round = 1; round < PARKING_ROUNDS && leases.length < limit; round++) {
     const next = await claim(limit - leases.length);
     leases.push(...next.leases);
+    if (next.deadLettered?.length) dead = dead ? [...dead, ...next.deadLettered] : next.deadLettered;
     if (next.parked === 0) break;
   }
-  return leases;
+  return fetched(leases, dead);
 }

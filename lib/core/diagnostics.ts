@@ -82,11 +82,19 @@ export interface DeliveryMessage {
   attempt: number;
 }
 
-/** `rheo:dead_letter`: a settle dead-lettered the event for the group. */
+/**
+ * `rheo:dead_letter`: a settle dead-lettered the event for the group, or a fetch
+ * did (`lease_expired`: `consumerId` is then the fetching consumer's, not the one
+ * that held the expired lease).
+ */
 export interface DeadLetterMessage extends DeliveryMessage {
   reason: string;
-  /** `rejected`: the handler (or caller) rejected it; `max_attempts`: a nack on the group's last attempt. */
-  cause: 'rejected' | 'max_attempts';
+  /**
+   * `rejected`: the handler (or caller) rejected it; `max_attempts`: a nack on the group's last attempt;
+   * `lease_expired`: its lease expired on the group's last attempt (nobody settled it: a crash, a lost
+   * process) and the next claim dead-lettered it. No `rheo:settle` message goes with this one.
+   */
+  cause: 'rejected' | 'max_attempts' | 'lease_expired';
 }
 
 /** What a settle decided for a delivery, in the vocabulary of metrics. */

@@ -3,14 +3,25 @@
 // frontiers seen. Each publisher returns at once when nobody subscribes.
 import type { SettleOp, SettleResult } from '../backends/backend';
 import { channels, deliveryOf } from './diagnostics';
+import { deadLetteredOf } from './fetched';
 import { writtenOutcome } from './settle';
 import type { Lag, Lease } from './types';
 
-/** `rheo:lease` for a fetch that returned leases, and `rheo:redelivery` for each lease past its first attempt. */
+/**
+ * `rheo:lease` for a fetch that returned leases, `rheo:redelivery` for each lease
+ * past its first attempt, and `rheo:dead_letter` (cause `lease_expired`) for each
+ * delivery the claim dead-lettered (FetchedLeases.deadLettered): a dead letter no
+ * settle tells of, told here by the consumer whose fetch made it.
+ */
 export function publishLeases(stream: string, group: string, consumerId: string, leases: Lease[]): void {
   if (leases.length > 0 && channels.lease.hasSubscribers) channels.lease.publish({ stream, group, consumerId, count: leases.length });
-  if (!channels.redelivery.hasSubscribers) return;
-  for (const lease of leases) if (lease.attempt > 1) channels.redelivery.publish(deliveryOf(lease));
+  if (channels.redelivery.hasSubscribers) for (const lease of leases) if (lease.attempt > 1) channels.redelivery.publish(deliveryOf(lease));
+  const dead = deadLetteredOf(leases);
+  if (dead === undefined || !channels.deadLetter.hasSubscribers) return;
+  for (const d of dead) {
+    const { eventId, partition, sequence, attempt, reason } = d;
+    channels.deadLetter.publish({ stream, group, consumerId, eventId, partition, sequence, attempt, reason, cause: 'lease_expired' });
+  }
 }
 
 /** True when a settle's outcome is wanted: someone listens to `rheo:settle` or `rheo:dead_letter`. */

@@ -2,7 +2,7 @@
 // (the one place request validation lives), resolves what needs the stream, and
 // calls the backend. It depends on the Backend contract by type only (erased at
 // runtime), so core/ still loads nothing of ours (docs/adr/003-errors-and-layers.md).
-import type { Backend, RenewResult, ReplayRequest, SettleOp, SettleResult } from '../backends/backend';
+import type { Backend, FetchedLeases, RenewResult, ReplayRequest, SettleOp, SettleResult } from '../backends/backend';
 import { repeatsOf } from './appended';
 import { encodeCursor } from './cursor';
 import { StoreClock } from './clock';
@@ -425,8 +425,13 @@ export class Rheo {
 
   // ---------------------------------------------------------------- leases
 
-  /** Claim up to `limit` events for `group`. Empty when there is no work. */
-  async fetch(stream: string, group: string, options: FetchOptions = {}): Promise<Lease[]> {
+  /**
+   * Claim up to `limit` events for `group`. Empty when there is no work. The
+   * deliveries the claim dead-lettered (leases expired on the group's last
+   * attempt) are named in `deadLettered` (see {@link FetchedLeases}) and told on
+   * `rheo:dead_letter`.
+   */
+  async fetch(stream: string, group: string, options: FetchOptions = {}): Promise<FetchedLeases> {
     checkName('stream', stream);
     checkName('group', group);
     const { limit, leaseMs, consumerId } = checkFetchOptions(options);

@@ -1,11 +1,13 @@
 // The words of RheoServer's log lines about a consumer: one place, so the lines
 // stay alike and docs/observability.md can quote them. A settled nack becomes a
 // retry line or, on the group's last attempt, a dead-letter line, with the delay
-// the store applies (the outcome's, or the group's backoff for that attempt).
+// the store applies (the outcome's, or the group's backoff for that attempt). A
+// dead letter a fetch made (an expired lease on the last attempt) has its own line.
 import { backoffDelay } from '../core/backoff';
 import type { Outcome } from '../core/outcomes';
 import { writtenOutcome } from '../core/settle';
 import type { GroupConfig, Lease } from '../core/types';
+import type { ClaimDeadLetterEvent } from '../runtime/group-types';
 import type { ResolvedGroupOptions } from '../runtime/options';
 import type { RheoConsumerSettingsSnapshot, RheoEventConsumer } from './rheo-events';
 
@@ -62,6 +64,11 @@ export function settleReport(lease: Lease, outcome: Outcome, config: GroupConfig
   // A retry is a nack: its own delay, else the group's backoff for this attempt.
   const delayMs = (outcome.kind === 'nack' ? outcome.delayMs : undefined) ?? backoffDelay(config.retry, lease.attempt);
   return { kind: 'retry', reason: outcome.reason, delayMs, maxAttempts };
+}
+
+/** The one WARN line of a dead letter a fetch made: the lease of the event's last attempt expired unsettled. */
+export function expiredDeadLetterLine(c: RheoEventConsumer, d: ClaimDeadLetterEvent, maxAttempts: number): string {
+  return `${consumerLabel(c)}: event ${d.eventId} dead-lettered (attempt ${d.attempt}/${maxAttempts}, lease expired): ${d.reason}`;
 }
 
 /** The one WARN line of a retry or a dead letter. */

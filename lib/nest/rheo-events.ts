@@ -41,10 +41,30 @@ export interface RheoConsumerSettingsSnapshot {
 }
 
 /**
+ * A delivery dead-lettered by a consumer's fetch, not by a settle: its lease
+ * expired on the group's last attempt (the process holding it died or hung), so
+ * the claim that found it dead-lettered it instead of leasing it again. No lease
+ * of it is held: `lease` is absent (read the event with `RheoClient.deadLetters`).
+ */
+export interface RheoLeaseExpiredDeadLetterEvent extends RheoEventConsumer {
+  eventId: string;
+  partition: number;
+  sequence: number;
+  /** The attempt its lease expired on. */
+  attempt: number;
+  /** `lease expired on attempt N of M`, as the dead letter stores it. */
+  reason: string;
+  cause: 'lease_expired';
+  maxAttempts: number;
+  lease?: undefined;
+}
+
+/**
  * Every event `@OnRheoEvent` can react to, with its payload:
  * - `retry`: a failed delivery was nacked and will come back after `delayMs`;
  * - `dead_letter`: a delivery was dead-lettered, `rejected` (RheoReject, a 4xx
- *   HttpException, a guard that said no) or at `max_attempts`;
+ *   HttpException, a guard that said no), at `max_attempts`, or, by a fetch,
+ *   `lease_expired` (its lease expired on the last attempt: no `lease` then);
  * - `handler_error`: the handler (or a guard, pipe or interceptor) failed; `error`
  *   is what was thrown (it may quote the payload: do not ship it blindly);
  * - `settled`: an outcome was written (ack, retry or dead letter);
@@ -56,7 +76,8 @@ export interface RheoConsumerSettingsSnapshot {
  */
 export interface RheoEventMap {
   retry: RheoDeliveryEvent & { reason: string; delayMs: number; maxAttempts: number };
-  dead_letter: RheoDeliveryEvent & { reason: string; cause: 'rejected' | 'max_attempts'; maxAttempts: number };
+  dead_letter:
+    (RheoDeliveryEvent & { reason: string; cause: 'rejected' | 'max_attempts'; maxAttempts: number }) | RheoLeaseExpiredDeadLetterEvent;
   handler_error: RheoDeliveryEvent & { reason: string; error: unknown };
   settled: RheoDeliveryEvent & { outcome: Outcome };
   settle_error: RheoDeliveryEvent & { outcome: Outcome; error: RheoError };

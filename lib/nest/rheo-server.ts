@@ -13,7 +13,7 @@ import { RHEO_CONSUMER_EXTRAS, rheoTransportId } from './constants';
 import { blameSource, prefixed, resolveConsumer, type ResolvedConsumer } from './consumer-options';
 import { deliverThroughNest } from './deliver-through-nest';
 import type { RheoConsumerMarker } from './rheo-consumer.decorator';
-import { consumerLabel, settingsOf, settingsText, settleLine, settleReport } from './consumer-log';
+import { consumerLabel, expiredDeadLetterLine, settingsOf, settingsText, settleLine, settleReport } from './consumer-log';
 import { quietReportedRpcErrors } from './quiet-rpc-errors';
 import { RheoBatchContext, RheoContext, type RheoDeliveryContext } from './rheo-context';
 import { deliveryEvent, RHEO_EVENT_NAMES, RheoEventHub, type RheoEventListener, type RheoEventName } from './rheo-events';
@@ -329,6 +329,11 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     group.on('settled', ({ lease, outcome }) => {
       this.emitter.emit('settled', ref, lease, outcome);
       this.reportSettled(ref, config, lease, outcome);
+    });
+    group.on('dead_letter', (d) => {
+      const { maxAttempts } = config;
+      this.logger.warn(expiredDeadLetterLine(ref, d, maxAttempts));
+      this.events.emit('dead_letter', { ...ref, ...d, cause: 'lease_expired', maxAttempts });
     });
     group.on('settle_error', ({ lease, outcome, error }) => {
       this.logger.warn(`${label}: settling event ${lease.event.id} (${outcome.kind}) failed: ${error.message}`);

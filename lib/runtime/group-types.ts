@@ -154,6 +154,22 @@ export interface LateSettleEvent {
   outcome: Outcome;
 }
 
+/**
+ * Payload of the `dead_letter` event: this Group's fetch dead-lettered a delivery
+ * instead of leasing it, because its lease had expired on the group's last
+ * attempt (nobody settled it: a process that died holding it). No lease of it is
+ * held, so there is no `settled` event for it.
+ */
+export interface ClaimDeadLetterEvent {
+  eventId: string;
+  partition: number;
+  sequence: number;
+  /** The attempt its lease expired on (the group's `maxAttempts`). */
+  attempt: number;
+  /** What the dead letter stores: `lease expired on attempt N of M`. */
+  reason: string;
+}
+
 /** The events a {@link Group} emits, with their arguments. */
 export interface GroupEvents {
   state: [GroupState];
@@ -161,6 +177,8 @@ export interface GroupEvents {
   recovered: [];
   settled: [SettledEvent];
   settle_error: [SettleErrorEvent];
+  /** A fetch dead-lettered an expired lease on the last attempt (see {@link ClaimDeadLetterEvent}). */
+  dead_letter: [ClaimDeadLetterEvent];
   lease_lost: [Lease];
   handler_error: [HandlerErrorEvent];
   renew_error: [RenewErrorEvent];

@@ -6,6 +6,7 @@ import { type Outcome, outcomeOfError, RheoReject, RheoRetry } from '../core/out
 import type { Rheo, SettleRequest } from '../core/rheo';
 import { classifySettleError } from '../core/settle';
 import type { Lease } from '../core/types';
+import { deadLetteredOf } from '../core/fetched';
 import { MAX_BATCH, MAX_FETCH_LIMIT } from '../core/limits';
 import type { DrainResult, GroupBatchHandler, GroupEvents, GroupHandler, GroupState, GroupStats } from './group-types';
 import { BatchRun } from './batch-run';
@@ -295,6 +296,9 @@ export class Group extends EventEmitter<GroupEvents> {
 
   private onLeases(leases: Lease[], byWake: boolean): void {
     this.phase = 'off';
+    // Told whatever happens next: the dead letters are written already.
+    const dead = deadLetteredOf(leases);
+    if (dead) for (const d of dead) this.notify('dead_letter', { ...d });
     if (this.current === 'stopped') return; // the drain timed out meanwhile: these expire and are redelivered
     this.counters.leases += leases.length;
     if (this.fetchFailures > 0) {

@@ -8,6 +8,7 @@ export type {
   DrainResult,
   SettledEvent,
   SettleErrorEvent,
+  ClaimDeadLetterEvent,
   HandlerErrorEvent,
   RenewErrorEvent,
   LateSettleEvent,

@@ -19,21 +19,11 @@ import {
 } from '../../lib';
 import { deleteKeys, freshPrefix, REDIS_URL } from '../redis/support';
 import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
+import { parseExposition as parse } from './support';
 
 // The metrics of an app on a store that holds many more groups than the app's
 // own (SQLite): which groups get gauges, and what the append counters count,
 // on every backend.
-
-/** `name{labels} value` lines of a Prometheus text exposition, by `name{labels}`. */
-function parse(text: string): Map<string, number> {
-  const samples = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const at = line.lastIndexOf(' ');
-    samples.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return samples;
-}
 
 /** The (stream, group) pairs a gauge has a series for, as `stream/group`, sorted. */
 function gaugeGroups(text: string, gauge = 'rheo_group_lag'): string[] {

@@ -20,7 +20,7 @@ import {
 } from '../../lib';
 import { MARKET_EVENTS } from '../../sample/market';
 import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
-import { sampleApp, waitFor } from './support';
+import { parseExposition as parse, sampleApp, waitFor } from './support';
 
 // The /metrics of issue 11: a known workload on PostgreSQL, scraped over HTTP
 // the way Prometheus does, with exact counter values and lag 0 at the end.
@@ -62,17 +62,6 @@ class OrdersController {
   onAudit(@Payload() order: { n: number }) {
     if (order.n === 9) throw new Error('audit store refused order 9');
   }
-}
-
-/** `name{labels} value` lines of a Prometheus text exposition, by `name{labels}`. */
-function parse(text: string): Map<string, number> {
-  const samples = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const at = line.lastIndexOf(' ');
-    samples.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return samples;
 }
 
 async function scrape(app: INestApplication): Promise<Map<string, number>> {

@@ -87,3 +87,14 @@ export async function startupError(
   expect(error).toBeInstanceOf(RheoError);
   return error as RheoError;
 }
+
+/** `name{labels} value` lines of a Prometheus text exposition, by `name{labels}`. */
+export function parseExposition(text: string): Map<string, number> {
+  const samples = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const at = line.lastIndexOf(' ');
+    samples.set(line.slice(0, at), Number(line.slice(at + 1)));
+  }
+  return samples;
+}

@@ -217,4 +217,30 @@ describe('redis settle ops (one JSON text)', () => {
     expect((await rheo.settleMany([a, b, c, f].map((lease) => ({ kind: 'ack' as const, lease })))).every((r) => r.ok)).toBe(true);
     expect((await rheo.lag('fence', 'g')).lag).toBe(0);
   });
+
+  it('tells the expired leases a claim dead-lettered, ids with awkward characters exactly, beside the leases it took', async () => {
+    await rheo.createStream('expiring', { partitions: 2 });
+    await rheo.createGroup('expiring', 'g', { maxAttempts: 1 });
+    const ids = AWKWARD.slice(0, 4).map((s, i) => `dead-${i}-${s}`);
+    const poison = await rheo.appendBatch(
+      'expiring',
+      ids.map((id, i) => ({ id, partition: i % 2, payload: i })),
+    );
+    const held = await rheo.fetch('expiring', 'g', { limit: 10, leaseMs: 1000 });
+    expect(held).toHaveLength(4);
+    expect(held.deadLettered).toBeUndefined();
+    const fresh = await rheo.appendBatch('expiring', [
+      { partition: 0, payload: 'a' },
+      { partition: 1, payload: 'b' },
+    ]);
+    clock.advance(1001);
+    const next = await rheo.fetch('expiring', 'g', { limit: 10, leaseMs: 1000 });
+    expect(next.map((l) => l.event.id).sort()).toEqual(fresh.map((e) => e.id).sort());
+    const told = [...(next.deadLettered ?? [])].sort((a, b) => a.partition - b.partition || a.sequence - b.sequence);
+    const want = [...poison]
+      .sort((a, b) => a.partition - b.partition || a.sequence - b.sequence)
+      .map((e) => ({ eventId: e.id, partition: e.partition, sequence: e.sequence, attempt: 1, reason: 'lease expired on attempt 1 of 1' }));
+    expect(told).toEqual(want);
+    expect((await rheo.deadLetters('expiring', 'g')).map((d) => d.eventId).sort()).toEqual(ids.slice().sort());
+  });
 });

@@ -266,6 +266,29 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the facade on $name', (
     expect((await rheo.deadLetters(stream, group)).map((d) => d.sequence).sort()).toEqual([2, 3]);
   });
 
+  it('rheo:dead_letter tells a delivery a fetch dead-lettered (its lease expired on the last attempt), cause lease_expired', async () => {
+    await rheo.createStream(stream);
+    await rheo.createGroup(stream, group, { maxAttempts: 2 });
+    await rheo.appendBatch(stream, [ev(1), ev(2)]);
+    const [a] = await rheo.fetch(stream, group, { limit: 1, leaseMs: 1000, consumerId: 'crashed' });
+    clock.advance(1001);
+    const [a2] = await rheo.fetch(stream, group, { limit: 1, leaseMs: 1000, consumerId: 'crashed' });
+    expect([a2.event.id, a2.attempt]).toEqual([a.event.id, 2]);
+    clock.advance(1001);
+    rec.clear();
+    // The crashed process never settled attempt 2 of 2: the next claim dead-letters it and leases the next event.
+    const leases = await rheo.fetch(stream, group, { limit: 1, leaseMs: 1000, consumerId: 'c-1' });
+    expect(leases.map((l) => l.event.sequence)).toEqual([2]);
+    expect(rec.messages('rheo:dead_letter')).toEqual([
+      { ...delivery(a2), consumerId: 'c-1', reason: 'lease expired on attempt 2 of 2', cause: 'lease_expired' },
+    ]);
+    // Not a settle: no settle was written.
+    expect(rec.messages('rheo:settle')).toEqual([]);
+    expect((await rheo.deadLetters(stream, group)).map((d) => [d.eventId, d.reason])).toEqual([
+      [a.event.id, 'lease expired on attempt 2 of 2'],
+    ]);
+  });
+
   it('rheo:frontier fires once per move of a partition frontier, not once per lag read', async () => {
     await rheo.createStream(stream, { partitions: 2 });
     await rheo.createGroup(stream, group);

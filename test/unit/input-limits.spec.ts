@@ -13,6 +13,7 @@ import {
   RheoError,
 } from '../../lib';
 import { RheoInstance } from '../../lib/nest/rheo-instance';
+import { expectRefused } from '../support/refusals';
 
 /**
  * The size limits of what a caller hands in: metadata per event, the bytes of one
@@ -35,24 +36,8 @@ beforeEach(async () => {
   await rheo.append('s', { key: 'a', type: 't', metadata: { source: 'x' }, payload: { n: 1 } });
 });
 
-async function snapshot(): Promise<unknown> {
-  return { log: await rheo.query({ stream: 's', limit: 1000 }), info: await rheo.groupInfo('s', 'g') };
-}
-
-async function refused(call: () => Promise<unknown>, code: RheoErrorCode, field: string): Promise<RheoError> {
-  const before = await snapshot();
-  let caught: unknown;
-  try {
-    await call();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(RheoError);
-  const e = caught as RheoError;
-  expect({ code: e.code, field: e.field }).toEqual({ code, field });
-  expect(await snapshot()).toEqual(before);
-  return e;
-}
+const refused = (call: () => Promise<unknown>, code: RheoErrorCode, field: string): Promise<RheoError> =>
+  expectRefused(rheo, call, code, field);
 
 /** Metadata whose JSON text is exactly `bytes` long: `{"m":"xxx…"}`. */
 const metadataOf = (bytes: number) => ({ m: 'x'.repeat(bytes - 8) });

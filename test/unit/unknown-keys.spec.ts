@@ -21,6 +21,7 @@ import {
 } from '../../lib';
 import { resolveDashboardOptions } from '../../lib/nest/dashboard/dashboard-options';
 import { RheoInstance } from '../../lib/nest/rheo-instance';
+import { leasedRheo, observe } from '../support/refusals';
 
 /**
  * An unknown key in any options object, event or settle request is refused: a
@@ -33,26 +34,10 @@ let rheo: Rheo;
 let lease: Lease;
 
 beforeEach(async () => {
-  rheo = new Rheo(new MemoryBackend({ clock: new ManualClock() }));
-  await rheo.createStream('s', { partitions: 2 });
-  await rheo.createGroup('s', 'g');
-  await rheo.appendBatch('s', [
-    { partition: 0, payload: { n: 1 } },
-    { partition: 1, payload: { n: 2 } },
-  ]);
-  [lease] = await rheo.fetch('s', 'g', { limit: 1, leaseMs: 10_000 });
+  ({ rheo, lease } = await leasedRheo(2));
 });
 
-/** Everything a caller can observe. */
-async function snapshot(): Promise<unknown> {
-  return {
-    streams: await rheo.listStreams(),
-    groups: await rheo.listGroups('s'),
-    info: await rheo.groupInfo('s', 'g'),
-    log: await rheo.query({ stream: 's', limit: 1000 }),
-    dead: await rheo.deadLetters('s', 'g'),
-  };
-}
+const snapshot = () => observe(rheo);
 
 function caught(run: () => unknown): unknown {
   try {

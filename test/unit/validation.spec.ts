@@ -1,5 +1,6 @@
 import type { JsonValue, Lease, RheoErrorCode } from '../../lib';
-import { ManualClock, MAX_BATCH, MAX_NAME_LENGTH, MemoryBackend, Rheo, RheoError } from '../../lib';
+import { MAX_BATCH, MAX_NAME_LENGTH, MemoryBackend, Rheo, RheoError } from '../../lib';
+import { expectRefused, leasedRheo, observe } from '../support/refusals';
 
 /**
  * Bad input at every public entry point of `Rheo`: a RheoError with the right code
@@ -10,39 +11,12 @@ let rheo: Rheo;
 let lease: Lease;
 
 beforeEach(async () => {
-  rheo = new Rheo(new MemoryBackend({ clock: new ManualClock() }));
-  await rheo.createStream('s', { partitions: 4 });
-  await rheo.createGroup('s', 'g');
-  await rheo.appendBatch('s', [
-    { partition: 0, payload: { n: 1 } },
-    { partition: 1, payload: { n: 2 } },
-  ]);
-  [lease] = await rheo.fetch('s', 'g', { limit: 1, leaseMs: 10_000 });
+  ({ rheo, lease } = await leasedRheo(4));
 });
 
-/** Everything a caller can observe. */
-async function snapshot(): Promise<unknown> {
-  return {
-    streams: await rheo.listStreams(),
-    groups: await rheo.listGroups('s'),
-    info: await rheo.groupInfo('s', 'g'),
-    log: await rheo.query({ stream: 's', limit: 1000 }),
-    dead: await rheo.deadLetters('s', 'g'),
-  };
-}
-
 async function expectRejected(call: () => Promise<unknown>, code: RheoErrorCode, field: string): Promise<void> {
-  const before = await snapshot();
-  let caught: unknown;
-  try {
-    await call();
-  } catch (err) {
-    caught = err;
-  }
-  expect(caught).toBeInstanceOf(RheoError);
-  expect({ code: (caught as RheoError).code, field: (caught as RheoError).field }).toEqual({ code, field });
-  expect((caught as RheoError).message).toContain(field.replace(/\[\d+\]$/, ''));
-  expect(await snapshot()).toEqual(before);
+  const e = await expectRefused(rheo, call, code, field);
+  expect(e.message).toContain(field.replace(/\[\d+\]$/, ''));
 }
 
 type Case = [label: string, call: () => Promise<unknown>, field: string];
@@ -390,8 +364,8 @@ describe('missing streams and groups are not bad input', () => {
     ['redrive', () => rheo.redrive('s', 'none', { all: true }), 'group_not_found'],
     ['ack on a missing group', () => rheo.ack({ ...lease, group: 'none' }), 'group_not_found'],
   ] as Array<[string, () => Promise<unknown>, RheoErrorCode]>)('%s', async (_label, call, code) => {
-    const before = await snapshot();
+    const before = await observe(rheo);
     await expect(call()).rejects.toMatchObject({ name: 'RheoError', code });
-    expect(await snapshot()).toEqual(before);
+    expect(await observe(rheo)).toEqual(before);
   });
 });

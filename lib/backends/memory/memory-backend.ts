@@ -22,6 +22,7 @@ import type {
   Backend,
   BackendDescription,
   CreateGroupRequest,
+  FetchedLeases,
   FetchRequest,
   NewEvent,
   QueryRequest,
@@ -327,7 +328,7 @@ export class MemoryBackend implements Backend {
 
   // ------------------------------------------------------------ leases
 
-  async fetch(req: FetchRequest): Promise<Lease[]> {
+  async fetch(req: FetchRequest): Promise<FetchedLeases> {
     const { s, g } = this.group(req.stream, req.group);
     const now = this.clock.now();
     return claimPastDelays(req.limit, async (limit) => this.claimRound({ ...req, limit }, s, g, now));
@@ -363,37 +364,39 @@ export class MemoryBackend implements Backend {
       if (seqs.length) queues.push({ p, seqs });
     }
     // Round-robin over partitions, starting where the last fetch left off. A parked event takes its place too.
-    const leases: Lease[] = [];
+    const round: ClaimRound<Lease> = { leases: [], parked: 0 };
     let taken = 0;
-    let parked = 0;
     const start = g.nextPartition++ % Math.max(1, queues.length);
-    for (let round = 0; taken < req.limit; round++) {
+    for (let turn = 0; taken < req.limit; turn++) {
       let took = false;
       for (let i = 0; i < queues.length && taken < req.limit; i++) {
         const q = queues[(start + i) % queues.length];
-        if (round < q.seqs.length) {
-          const lease = this.claim(req, s, g, q.p, q.seqs[round], now);
-          if (lease) leases.push(lease);
-          else parked++;
+        if (turn < q.seqs.length) {
+          this.claim(req, s, g, q.p, q.seqs[turn], now, round);
           taken++;
           took = true;
         }
       }
       if (!took) break;
     }
-    return { leases, parked };
+    return round;
   }
 
   /**
-   * Lease one event; null when it is a delayed event reached before its time, which is parked instead, or when
-   * its lease expired on the group's last attempt, which dead-letters it (docs/adr/035-every-delivery-ends.md).
+   * Lease one event into `round`; a delayed event reached before its time is parked instead, and one whose
+   * lease expired on the group's last attempt is dead-lettered (docs/adr/035-every-delivery-ends.md): each
+   * takes its place of the limit (`round.parked`), the dead letter is named in `round.deadLettered`.
    */
-  private claim(req: FetchRequest, s: MemStream, g: MemGroup, p: number, seq: number, now: number): Lease | null {
+  private claim(req: FetchRequest, s: MemStream, g: MemGroup, p: number, seq: number, now: number, round: ClaimRound<Lease>): void {
     const part = g.parts[p];
     let d = part.deliveries.get(seq);
     if (d && d.state === 'leased' && d.attempt >= g.config.maxAttempts) {
-      this.bury(g, part, s.log[p].get(seq)!.id, p, d, leaseExpiredReason(d.attempt, g.config.maxAttempts), now);
-      return null;
+      const eventId = s.log[p].get(seq)!.id;
+      const reason = leaseExpiredReason(d.attempt, g.config.maxAttempts);
+      this.bury(g, part, eventId, p, d, reason, now);
+      (round.deadLettered ??= []).push({ eventId, partition: p, sequence: seq, attempt: d.attempt, reason });
+      round.parked++;
+      return;
     }
     if (!d) {
       d = { sequence: seq, state: 'available', attempt: 0, leaseId: null, consumerId: null, leasedAt: 0, expiresAt: 0, availableAt: 0 };
@@ -404,7 +407,8 @@ export class MemoryBackend implements Backend {
       if (deliverAt !== undefined && deliverAt > now) {
         // Parked: due at its deliverAt like a nack's delay, holding the frontier until it is settled.
         d.availableAt = deliverAt;
-        return null;
+        round.parked++;
+        return;
       }
     }
     d.state = 'leased';
@@ -413,7 +417,7 @@ export class MemoryBackend implements Backend {
     d.consumerId = req.consumerId;
     d.leasedAt = now;
     d.expiresAt = now + req.leaseMs;
-    return {
+    round.leases.push({
       leaseId: d.leaseId,
       receipt: d.leaseId,
       stream: req.stream,
@@ -423,7 +427,7 @@ export class MemoryBackend implements Backend {
       leasedAt: new Date(now),
       expiresAt: new Date(d.expiresAt),
       event: toEvent(req.stream, s.log[p].get(seq)!),
-    };
+    });
   }
 
   /** The live delivery a lease refers to, or the portable reason it is not live. */

@@ -64,9 +64,15 @@ export interface DbAllocated {
 
 /**
  * A delivery a claim leased (fetch, fetchOrdered): its event, attempt and new
- * lease id; or a delayed event it parked (no lease id, no event columns).
+ * lease id; a lease that expired on the last attempt, which it dead-lettered (no
+ * lease id, the event's id and position, the attempt it expired on); or a delayed
+ * event it parked (no lease id, no id: only the position).
  */
-export type DbClaimed = { attempt: number } & (({ lease_id: string } & DbEvent) | ({ lease_id: null } & DbNulls<DbEvent>));
+export type DbClaimed = { attempt: number } & (
+  | ({ lease_id: string } & DbEvent)
+  | ({ lease_id: null; id: string | null } & Pick<DbEvent, 'partition' | 'sequence'> &
+      DbNulls<Omit<DbEvent, 'id' | 'partition' | 'sequence'>>)
+);
 
 /** An op of a batch whose lease held (renew; settle and release: {@link DbSettled}): its index `i`, and whether its receipt matched. */
 export interface DbFenced {
@@ -112,7 +118,9 @@ const STREAM_COLUMNS = `name, partitions, created_at, max_age_ms, max_events, de
 
 /** The per-row columns of an event as every read returns them. */
 // JSON leaves as text and is parsed once in JS, the same for both dialects.
-export const EVENT_COLUMNS = `e.id, e.partition, e.sequence, e.ts, e.key, e.type, e.metadata::text AS metadata, e.payload::text AS payload, e.deliver_at`;
+/** The event columns after its position (id, partition, sequence): a claim takes those from elsewhere. */
+const EVENT_BODY_COLUMNS = `e.ts, e.key, e.type, e.metadata::text AS metadata, e.payload::text AS payload, e.deliver_at`;
+export const EVENT_COLUMNS = `e.id, e.partition, e.sequence, ${EVENT_BODY_COLUMNS}`;
 
 /**
  * The delivery an op names, locked: one primary-key probe per op (a LATERAL
@@ -823,6 +831,7 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boolean): st
         FROM expired x JOIN ${t.events} e ON e.stream = $1 AND e.partition = x.partition AND e.sequence = x.sequence
         ON CONFLICT (stream, group_name, partition, sequence)
         DO UPDATE SET event_id = EXCLUDED.event_id, attempt = EXCLUDED.attempt, reason = EXCLUDED.reason, dead_at = EXCLUDED.dead_at
+        RETURNING partition, sequence, event_id
       ), opened AS (
         -- A fresh event is leased, or, when it is a delayed event before its time, parked: available at
         -- attempt 0, due at its deliver_at (no lease id: the final SELECT returns it without its event).
@@ -853,9 +862,12 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boolean): st
         WHERE g.stream = $1 AND g.group_name = $2 AND g.partition = l.partition
           AND (m.next IS NOT NULL OR (l.seen AND l.low > g.low))
       )
-      SELECT l.attempt, l.lease_id, ${EVENT_COLUMNS}
+      -- A row's position comes from the delivery; its id from its event, or, for a lease that expired on the
+      -- last attempt, from the dead letter this claim filed (the caller reports it: Backend.fetch, FetchedLeases).
+      SELECT l.attempt, l.lease_id, COALESCE(e.id, b.event_id) AS id, l.partition, l.sequence, ${EVENT_BODY_COLUMNS}
       FROM (SELECT * FROM leased UNION ALL SELECT * FROM opened UNION ALL SELECT * FROM expired) l
       JOIN chosen c ON c.partition = l.partition AND c.sequence = l.sequence
       LEFT JOIN ${t.events} e ON e.stream = $1 AND e.partition = l.partition AND e.sequence = l.sequence AND l.lease_id IS NOT NULL
+      LEFT JOIN buried b ON b.partition = l.partition AND b.sequence = l.sequence AND l.lease_id IS NULL
       ORDER BY c.pos`;
 }

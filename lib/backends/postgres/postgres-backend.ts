@@ -19,6 +19,8 @@ import type {
   Backend,
   BackendDescription,
   CreateGroupRequest,
+  ClaimDeadLetter,
+  FetchedLeases,
   FetchRequest,
   NewEvent,
   QueryRequest,
@@ -32,7 +34,7 @@ import type {
   TrimRequest,
   WaitRequest,
 } from '../backend';
-import { classifySettleError } from '../../core/settle';
+import { classifySettleError, leaseExpiredReason } from '../../core/settle';
 import { boolArray, intArray, textArray } from './arrays';
 import { newId } from '../../core/ids';
 import { appended } from '../../core/appended';
@@ -565,7 +567,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
 
   // ---------------------------------------------------------------- leases
 
-  async fetch(req: FetchRequest): Promise<Lease[]> {
+  async fetch(req: FetchRequest): Promise<FetchedLeases> {
     const info = await this.mustStream(req.stream);
     const g = await this.mustGroup(req.stream, req.group);
     const partitions = req.partitions ?? Array.from({ length: info.partitions }, (_, p) => p);
@@ -595,9 +597,17 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
             })
           : await this.claimFresh(params);
       const leases: Lease[] = [];
+      let deadLettered: ClaimDeadLetter[] | undefined;
       for (const r of rows) {
-        // A row without a lease id is a delayed event the claim parked, or one it dead-lettered.
-        if (r.lease_id === null) continue;
+        // A row without a lease id is a delayed event the claim parked (no id), or one it dead-lettered.
+        if (r.lease_id === null) {
+          if (r.id !== null) {
+            const attempt = Number(r.attempt);
+            const dead = { eventId: r.id, partition: Number(r.partition), sequence: Number(r.sequence), attempt };
+            (deadLettered ??= []).push({ ...dead, reason: leaseExpiredReason(attempt, g.maxAttempts) });
+          }
+          continue;
+        }
         leases.push({
           leaseId: r.lease_id,
           receipt: r.lease_id,
@@ -610,7 +620,8 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
           event: toEvent(req.stream, r),
         });
       }
-      return { leases, parked: rows.length - leases.length };
+      const parked = rows.length - leases.length;
+      return deadLettered ? { leases, parked, deadLettered } : { leases, parked };
     });
   }
 

@@ -1,5 +1,5 @@
 import type { EventMetadata, JsonValue, RheoEvent } from '../../core/types';
-import type { NewEvent } from '../backend';
+import type { ClaimDeadLetter, NewEvent } from '../backend';
 
 /**
  * Stream entry fields of an event (stored names, one letter each: existing logs
@@ -7,7 +7,7 @@ import type { NewEvent } from '../backend';
  * are stored only when present. Partition and
  * sequence are not stored in the entry: they are the log key and the entry id
  * (`0-<sequence>`). The append script writes these names; fetch reads them all (and
- * answers them as JSON, see {@link FetchedLeases}), settle reads `i`, inspect reads `t`.
+ * answers them as JSON, see {@link LeaseRows}), settle reads `i`, inspect reads `t`.
  */
 export const ENTRY_FIELDS = {
   id: 'i',
@@ -79,7 +79,7 @@ export function eventFromEntry(stream: string, partition: number, sequence: numb
  * timestamp (ms), metadata, payload (as the append's JSON.stringify wrote them, now
  * parsed), deliverAt (ms, null when none).
  */
-export interface FetchedLeases {
+export interface LeaseRows {
   count: number;
   strings: string[];
   rows: unknown[];
@@ -89,20 +89,39 @@ const STRINGS_PER_LEASE = 4;
 const VALUES_PER_LEASE = 7;
 
 /** The leases of a fetch reply: its strings JSON at 3, then one JSON row text per lease. */
-export function fetchedLeases(reply: unknown[]): FetchedLeases {
-  if (reply.length < 5) return { count: 0, strings: [], rows: [] };
+export function fetchedLeases(reply: unknown[]): LeaseRows {
+  if (reply.length < 4) return { count: 0, strings: [], rows: [] };
   const strings = JSON.parse(String(reply[3])) as string[];
-  const rows = JSON.parse(`[${reply.slice(4).join(',')}]`) as unknown[];
-  return { count: strings.length / STRINGS_PER_LEASE, strings, rows };
+  const count = strings.length / STRINGS_PER_LEASE;
+  const rows = count > 0 ? (JSON.parse(`[${reply.slice(4, 4 + count).join(',')}]`) as unknown[]) : [];
+  return { count, strings, rows };
 }
 
-/** Lease n's lease id and attempt (see {@link FetchedLeases}). */
-export function leaseOf(f: FetchedLeases, n: number): { leaseId: string; attempt: number } {
+const STRINGS_PER_DEAD_LETTER = 5;
+
+/**
+ * The expired leases a fetch reply's claim dead-lettered: the JSON text after its
+ * `count` rows, 5 strings each (event id, partition, sequence, attempt, reason);
+ * undefined when the reply has none (nothing expired on its last attempt).
+ */
+export function fetchedDeadLetters(reply: unknown[], count: number): ClaimDeadLetter[] | undefined {
+  const at = 4 + count;
+  if (reply.length <= at) return undefined;
+  const v = JSON.parse(String(reply[at])) as string[];
+  const dead: ClaimDeadLetter[] = [];
+  for (let i = 0; i + STRINGS_PER_DEAD_LETTER <= v.length; i += STRINGS_PER_DEAD_LETTER) {
+    dead.push({ eventId: v[i], partition: Number(v[i + 1]), sequence: Number(v[i + 2]), attempt: Number(v[i + 3]), reason: v[i + 4] });
+  }
+  return dead;
+}
+
+/** Lease n's lease id and attempt (see {@link LeaseRows}). */
+export function leaseOf(f: LeaseRows, n: number): { leaseId: string; attempt: number } {
   return { leaseId: f.strings[n * STRINGS_PER_LEASE + 3], attempt: f.rows[n * VALUES_PER_LEASE + 2] as number };
 }
 
-/** Lease n's event (see {@link FetchedLeases}): the same object {@link eventFromEntry} builds. */
-export function eventOfLease(stream: string, f: FetchedLeases, n: number): RheoEvent {
+/** Lease n's event (see {@link LeaseRows}): the same object {@link eventFromEntry} builds. */
+export function eventOfLease(stream: string, f: LeaseRows, n: number): RheoEvent {
   const s = n * STRINGS_PER_LEASE;
   const r = n * VALUES_PER_LEASE;
   const v = f.rows;

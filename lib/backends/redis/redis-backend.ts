@@ -9,6 +9,8 @@ import type {
   Backend,
   BackendDescription,
   CreateGroupRequest,
+  ClaimDeadLetter,
+  FetchedLeases,
   FetchRequest,
   NewEvent,
   QueryRequest,
@@ -28,9 +30,10 @@ import {
   appendOutcomes,
   eventFromEntry,
   eventOfLease,
+  fetchedDeadLetters,
   fetchedLeases,
-  type FetchedLeases,
   leaseOf,
+  type LeaseRows,
   parseDeadRecord,
 } from './codec';
 import { ClusterWakeListeners, isCluster, nodeKey, slotOwner } from './cluster';
@@ -67,7 +70,8 @@ import type { ScriptName } from './scripts';
 import { runTrim } from './trimming';
 import { WakeListener } from './wake-listener';
 import { copyGroupConfig, copyJson, copyStreamInfo } from '../copies';
-import { claimPastDelays } from '../delays';
+import { claimPastDelays, type ClaimRound } from '../delays';
+import { deadLetteredOf, fetched } from '../../core/fetched';
 import { hostPort, urlTarget } from '../target';
 
 /**
@@ -933,7 +937,7 @@ export class RedisBackend implements Backend {
    * crash never leaves a group stuck; a fetch that found nothing because of it
    * tries once more.
    */
-  async fetch(req: FetchRequest): Promise<Lease[]> {
+  async fetch(req: FetchRequest): Promise<FetchedLeases> {
     const P = await this.partitions(req.stream);
     const parts = req.partitions ?? Array.from({ length: P }, (_, p) => p);
     let pending = false;
@@ -945,7 +949,14 @@ export class RedisBackend implements Backend {
     });
     if (!pending) return leases;
     await this.tidy(req.stream, req.group, parts);
-    return leases.length > 0 ? leases : (await this.claim(req, parts)).leases;
+    if (leases.length > 0) return leases;
+    // The claim after tidy may dead-letter too: both claims' dead letters are told.
+    const again = await this.claim(req, parts);
+    const before = deadLetteredOf(leases);
+    return fetched(
+      again.leases,
+      before && again.deadLettered ? [...before, ...again.deadLettered] : (again.deadLettered ?? before?.slice()),
+    );
   }
 
   /**
@@ -954,7 +965,7 @@ export class RedisBackend implements Backend {
    * for the rest of the limit go out together, in one pipeline (one round trip,
    * not one per hundred leases).
    */
-  private async claim(req: FetchRequest, parts: number[]): Promise<{ leases: Lease[]; pending: boolean; parked: number }> {
+  private async claim(req: FetchRequest, parts: number[]): Promise<ClaimRound<Lease> & { pending: boolean }> {
     const k = this.keys(req.stream);
     const g = k.group(req.group);
     const keys = [k.meta, g.cfg, g.deliveries, k.wake];
@@ -979,9 +990,11 @@ export class RedisBackend implements Backend {
     const leases: Lease[] = [];
     let pending = false;
     let parked = 0;
+    let deadLettered: ClaimDeadLetter[] | undefined;
     for (const out of answers) {
       pending ||= out.pending;
       parked += out.parked;
+      if (out.deadLettered) deadLettered = deadLettered ? [...deadLettered, ...out.deadLettered] : out.deadLettered;
       for (let n = 0; n < out.leases.count; n++) {
         const event = eventOfLease(req.stream, out.leases, n);
         const { leaseId, attempt } = leaseOf(out.leases, n);
@@ -998,7 +1011,7 @@ export class RedisBackend implements Backend {
         });
       }
     }
-    return { leases, pending, parked };
+    return deadLettered ? { leases, pending, parked, deadLettered } : { leases, pending, parked };
   }
 
   /**
@@ -1588,10 +1601,18 @@ interface FetchAnswer {
   wakeId: string;
   pending: boolean;
   parked: number;
-  leases: FetchedLeases;
+  leases: LeaseRows;
+  deadLettered: ClaimDeadLetter[] | undefined;
 }
 
 function fetchAnswer(reply: unknown): FetchAnswer {
   const out = reply as unknown[];
-  return { wakeId: String(out[0]), pending: Number(out[1]) === 1, parked: Number(out[2]), leases: fetchedLeases(out) };
+  const leases = fetchedLeases(out);
+  return {
+    wakeId: String(out[0]),
+    pending: Number(out[1]) === 1,
+    parked: Number(out[2]),
+    leases,
+    deadLettered: fetchedDeadLetters(out, leases.count),
+  };
 }

@@ -79,6 +79,10 @@ export interface DbLiveLeases {
 export interface DbAttempt {
   attempt: number;
 }
+/** The event id a dead letter was filed under (deadByClaim). */
+export interface DbEventId {
+  event_id: string;
+}
 /** The lease on a delivery (leasedBy). */
 export interface DbLeaseId {
   lease_id: string;
@@ -272,6 +276,11 @@ export function sqlitePlans(t: TableNames) {
     dead: `
       INSERT OR REPLACE INTO ${t.deadLetters} (stream, group_name, partition, sequence, attempt, reason, dead_at, event_id)
       VALUES (?, ?, ?, ?, ?, ?, ?, coalesce((SELECT id FROM ${t.events} WHERE stream = ? AND partition = ? AND sequence = ?), ''))`,
+    /** `dead`, telling the event id it filed: a claim reports the dead letters it makes (Backend.fetch, FetchedLeases). */
+    deadByClaim: returning<DbEventId>(`
+      INSERT OR REPLACE INTO ${t.deadLetters} (stream, group_name, partition, sequence, attempt, reason, dead_at, event_id)
+      VALUES (?, ?, ?, ?, ?, ?, ?, coalesce((SELECT id FROM ${t.events} WHERE stream = ? AND partition = ? AND sequence = ?), ''))
+      RETURNING event_id`),
 
     // ---------------------------------------------------------------- replay, reset, redrive
 

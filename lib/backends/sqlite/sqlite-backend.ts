@@ -26,6 +26,8 @@ import type {
   Backend,
   BackendDescription,
   CreateGroupRequest,
+  ClaimDeadLetter,
+  FetchedLeases,
   FetchRequest,
   NewEvent,
   QueryRequest,
@@ -587,7 +589,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
 
   // ---------------------------------------------------------------- leases
 
-  async fetch(req: FetchRequest): Promise<Lease[]> {
+  async fetch(req: FetchRequest): Promise<FetchedLeases> {
     const info = await this.mustStream(req.stream);
     const g = await this.mustGroup(req.stream, req.group);
     const partitions = req.partitions ?? Array.from({ length: info.partitions }, (_, p) => p);
@@ -684,14 +686,17 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         event,
       });
       let parked = 0;
+      let deadLettered: ClaimDeadLetter[] | undefined;
       for (const [partition, cs] of picked) {
         const fresh = cs.filter((c) => c.fresh);
         for (const c of cs) {
           if (c.fresh) continue;
           if (c.expiredOn !== undefined) {
             const key = [stream, group, partition, c.sequence] as const;
+            const reason = leaseExpiredReason(c.expiredOn, g.maxAttempts);
             this.stmt(p.ack).run(...key);
-            this.stmt(p.dead).run(...key, c.expiredOn, leaseExpiredReason(c.expiredOn, g.maxAttempts), now, stream, partition, c.sequence);
+            const filed = this.stmt(p.deadByClaim).get(...key, c.expiredOn, reason, now, stream, partition, c.sequence)!;
+            (deadLettered ??= []).push({ eventId: filed.event_id, partition, sequence: c.sequence, attempt: c.expiredOn, reason });
             parked++;
             continue;
           }
@@ -738,7 +743,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         }
         if (!any) break;
       }
-      return { leases, parked };
+      return deadLettered ? { leases, parked, deadLettered } : { leases, parked };
     });
   }
 

@@ -42,11 +42,18 @@ export function endingCases(ctx: ConformanceContext): void {
         [2, 2],
         [3, 2],
       ]);
+      // Nothing dead-lettered: nothing told.
+      expect(second.deadLettered).toBeUndefined();
       const [later] = await ctx.rheo.appendBatch(stream, events(1));
       ctx.clock.advance(LEASE_MS + 1);
       // Expired on attempt 2 of 2: dead-lettered, and the claim goes on to the fresh event.
       const third = await ctx.rheo.fetch(stream, 'g', { limit: 10, leaseMs: LEASE_MS });
       expect(third.map((l) => [l.event.id, l.attempt])).toEqual([[later.id, 1]]);
+      // The fetch tells which deliveries its claim dead-lettered (FetchedLeases.deadLettered), so they can be reported.
+      expect(third.deadLettered).toEqual([
+        { eventId: evs[1].id, partition: 0, sequence: 2, attempt: 2, reason: 'lease expired on attempt 2 of 2' },
+        { eventId: evs[2].id, partition: 0, sequence: 3, attempt: 2, reason: 'lease expired on attempt 2 of 2' },
+      ]);
       await ctx.rheo.ack(third[0]);
       const dead = await ctx.rheo.deadLetters(stream, 'g');
       expect(dead.map((x) => [x.eventId, x.sequence, x.attempt, x.reason])).toEqual([
@@ -99,6 +106,9 @@ export function endingCases(ctx: ConformanceContext): void {
         ctx.clock.advance(LEASE_MS + 1);
         const next = await ctx.rheo.fetch(stream, 'g', { limit: 10, leaseMs: LEASE_MS });
         expect(next.map((l) => [l.event.sequence, l.attempt])).toEqual([[2, 1]]);
+        expect(next.deadLettered).toEqual([
+          { eventId: head.event.id, partition: 0, sequence: 1, attempt: 1, reason: 'lease expired on attempt 1 of 1' },
+        ]);
         expect((await ctx.rheo.deadLetters(stream, 'g')).map((x) => [x.sequence, x.reason])).toEqual([
           [1, 'lease expired on attempt 1 of 1'],
         ]);

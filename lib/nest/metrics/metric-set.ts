@@ -8,6 +8,7 @@ import type { Channel } from 'node:diagnostics_channel';
 import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import {
   channels,
+  type DeadLetterMessage,
   type LeaseLostMessage,
   type OperationMessage,
   operationChannel,
@@ -178,6 +179,10 @@ export class MetricSet {
     on(operationChannel('append').asyncEnd, appended);
     on(operationChannel('appendBatch').asyncEnd, appended);
     on(channels.settle, (m: SettleMessage) => this.delivered(m, m.outcome));
+    // A settle's dead letter is counted by its settle message; one a fetch made has no settle, only this.
+    on(channels.deadLetter, (m: DeadLetterMessage) => {
+      if (m.cause === 'lease_expired') this.delivered(m, 'dead_letter');
+    });
     on(channels.leaseLost, (m: LeaseLostMessage) => this.delivered(m, 'lease_lost'));
     on(channels.leaseExpired, (m: LeaseLostMessage) => this.delivered(m, 'expired'));
     on(channels.consumerStart, () => this.sources.forEach((s) => s.consumersChanged()));

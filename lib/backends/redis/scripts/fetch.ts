@@ -39,11 +39,14 @@
  * Returns { wakeId ('0-0' when none), pending (1 when a frontier walk or a rewind is
  * left unfinished: the backend runs tidy, then fetches again if nothing was claimed),
  * parked (delayed events parked, and expired leases dead-lettered: the backend claims again for their places),
- * then, only when something was leased: strings, then one row per lease }, JSON texts
- * the backend parses twice per call (fetchedLeases in ../codec.ts: the rows joined into
- * one array), instead of decoding RESP arrays and parsing metadata and payload per entry:
+ * then, only when something was leased or dead-lettered: strings, then one row per lease,
+ * then, only when something was dead-lettered: dead }, JSON texts the backend parses
+ * twice per call (fetchedLeases in ../codec.ts: the rows joined into one array), instead
+ * of decoding RESP arrays and parsing metadata and payload per entry:
  *   strings  one cjson.encode for the call, 4 per lease: event id, key ('' = none),
- *            type ('' = none), lease id;
+ *            type ('' = none), lease id ('[]' when nothing was leased);
+ *   dead     one cjson.encode, 5 strings per expired lease dead-lettered (fetchedDeadLetters):
+ *            event id, partition, sequence, attempt, reason (the texts the dead letter stores);
  *   row      7 values of one lease, comma-separated without brackets: partition, sequence,
  *            attempt, timestamp (ms), metadata, payload, deliverAt (ms, null when none).
  *            metadata and payload are the stored JSON texts (entry fields m, d) as they are;
@@ -226,7 +229,7 @@ end
 -- lost keys (eviction, a manual DEL), which is reported instead of delivered as an empty event.
 local records, cursors = {}, {}
 local parked = 0
--- Expired on the last attempt: { p, seq, attempt, event id } each, written after every entry was read.
+-- Expired on the last attempt: { p, seq, attempt, event id, sequence text } each, written after every entry was read.
 local buried = {}
 local maxAttempts = nil
 local strs, rows = {}, {}
@@ -269,7 +272,7 @@ for n, pick in ipairs(picks) do
   records[#records + 1] = k
   if expiredOn then
     records[#records + 1] = terminalRecord(expiredOn)
-    buried[#buried + 1] = { q.p, seq, expiredOn, entryField(e, 'i') or '' }
+    buried[#buried + 1] = { q.p, seq, expiredOn, entryField(e, 'i') or '', string.sub(e[1], 3) }
     if seq == fs[q.j] + 1 then pending = 1 end
     parked = parked + 1
   elseif parkAt then
@@ -289,13 +292,15 @@ for n, pick in ipairs(picks) do
 end
 out[3] = parked
 out[2] = pending
-if #rows > 0 then
-  out[4] = cjson.encode(strs)
+if #rows > 0 or #buried > 0 then
+  out[4] = #rows > 0 and cjson.encode(strs) or '[]'
   for i = 1, #rows do out[4 + i] = rows[i] end
 end
 chunked('HSET', KEYS[3], records, 1000)
 -- Dead letters as settle files them: a trimmed event's dead letter under the same id is replaced.
 local dk = 5 + 3 * np
+-- What the reply tells of them (see Returns): made only when a lease expired on its last attempt.
+local dead = #buried > 0 and {} or nil
 for _, b in ipairs(buried) do
   local p, seq, att, id = b[1], b[2], b[3], b[4]
   local old = redis.call('HGET', KEYS[dk], id)
@@ -303,10 +308,19 @@ for _, b in ipairs(buried) do
     local oldP, oldSeq = deadRecordPosition(old)
     if tonumber(oldP) ~= tonumber(p) or tonumber(oldSeq) ~= tonumber(seq) then redis.call('ZREM', KEYS[dk + 1], deadMember(oldP, oldSeq, id)) end
   end
-  redis.call('HSET', KEYS[dk], id, deadRecord(p, seq, att, now, 'lease expired on attempt ' .. att .. ' of ' .. maxAttempts))
+  local reason = 'lease expired on attempt ' .. att .. ' of ' .. maxAttempts
+  redis.call('HSET', KEYS[dk], id, deadRecord(p, seq, att, now, reason))
   redis.call('ZADD', KEYS[dk + 1], 0, deadMember(p, seq, id))
   redis.call('ZADD', KEYS[dk + 2], now, id)
+  -- Reported as texts: the sequence as the entry id spells it, never a Lua number printed.
+  local n = #dead
+  dead[n + 1] = id
+  dead[n + 2] = p
+  dead[n + 3] = b[5]
+  dead[n + 4] = tostring(att)
+  dead[n + 5] = reason
 end
+if dead then out[5 + #rows] = cjson.encode(dead) end
 for _, q in ipairs(queues) do
   if q.unleased then chunked('ZREM', KEYS[6 + 3 * q.j], q.unleased, 1000) end
   if #q.picks > 0 then

@@ -1,0 +1,20 @@
+// The one way a backend's fetch tells the facade which deliveries its claim
+// dead-lettered (Backend.fetch, FetchedLeases), as appended.ts tells repeats.
+import type { ClaimDeadLetter, FetchedLeases } from '../backends/backend';
+import type { Lease } from './types';
+
+/**
+ * `leases` with `deadLettered` attached, not enumerable: the array stays what
+ * callers compare, spread and serialise. Nothing is attached (and the array is
+ * returned as it is) when the claim dead-lettered nothing.
+ */
+export function fetched<L extends Lease>(leases: L[], deadLettered: ClaimDeadLetter[] | undefined): L[] & FetchedLeases {
+  if (deadLettered === undefined || deadLettered.length === 0) return leases;
+  return Object.defineProperty(leases, 'deadLettered', { value: deadLettered, enumerable: false, configurable: true, writable: true });
+}
+
+/** What `fetched` attached, or undefined (nothing dead-lettered, or a backend that does not tell). */
+export function deadLetteredOf(leases: Lease[]): readonly ClaimDeadLetter[] | undefined {
+  const dead = (leases as FetchedLeases).deadLettered;
+  return Array.isArray(dead) && dead.length > 0 ? dead : undefined;
+}

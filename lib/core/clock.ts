@@ -1,5 +1,6 @@
 import { channels, type ClockSkewMessage } from './diagnostics';
 import { RheoError } from './errors';
+import { checkKeys, keySet } from './validate';
 
 /**
  * Where nestjs-rheo reads the time: event timestamps, lease expiry, retry delays.
@@ -58,6 +59,7 @@ export const CLOCK_SKEW_WARN_MS = 1000;
 /** Round trips per measurement: the one with the shortest round trip is kept (the tightest bound). */
 const SAMPLES = 3;
 const DEFAULT_REFRESH_MS = 10_000;
+const STORE_CLOCK_KEYS = keySet('a storeClock option', ['refreshMs']);
 const MAX_REFRESH_MS = 24 * 3600 * 1000;
 
 /**
@@ -81,8 +83,7 @@ export class StoreClock implements Clock {
     if (typeof base !== 'object' || base === null || typeof base.now !== 'function')
       throw invalid('base', 'must be a Clock ({ now(): number })');
     if (typeof options !== 'object' || options === null) throw invalid('options', 'must be an object');
-    for (const k of Object.keys(options))
-      if (k !== 'refreshMs') throw invalid(`options.${k}`, 'is not a storeClock option (known: refreshMs)');
+    checkKeys('storeClock.options', options, STORE_CLOCK_KEYS);
     const refreshMs = options.refreshMs ?? DEFAULT_REFRESH_MS;
     if (!Number.isSafeInteger(refreshMs) || refreshMs < 0 || refreshMs > MAX_REFRESH_MS)
       throw invalid('options.refreshMs', `must be a whole number of ms from 0 to ${MAX_REFRESH_MS}`);

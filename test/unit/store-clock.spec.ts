@@ -159,6 +159,7 @@ describe('storeClock', () => {
     expect(caught(() => storeClock(undefined, { every: 1 } as never))).toMatchObject({
       code: 'invalid_argument',
       field: 'storeClock.options.every',
+      message: 'storeClock.options.every is not a storeClock option (use refreshMs)',
     });
     for (const refreshMs of [-1, 1.5, Number.NaN, 'often'])
       expect(caught(() => storeClock(undefined, { refreshMs } as never))).toMatchObject({

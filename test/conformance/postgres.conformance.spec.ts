@@ -1,6 +1,6 @@
 import { postgresBackend } from '../../lib';
 import { runConformance } from '../../lib/backend';
-import { dropSchema, freshSchema, PG_URL } from './pg-helpers';
+import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
 
 const schema = freshSchema('conf');
 

@@ -3,8 +3,8 @@ import { runConformance } from '../../lib/backend';
 import { keySlot } from '../../lib/backends/redis/cluster';
 import { StreamKeys } from '../../lib/backends/redis/keys';
 import type { Retention, StreamInfo } from '../../lib/core/types';
-import { CLUSTER_NODES, deleteClusterKeys, ensureCluster, masterOf, masters } from './cluster-support';
-import { freshPrefix } from './support';
+import { CLUSTER_NODES, deleteClusterKeys, ensureCluster, masterOf, masters } from '../redis/cluster-support';
+import { freshPrefix } from '../redis/support';
 
 // The whole conformance suite on the local Redis Cluster (3 masters, 3 replicas), which
 // this file starts when it is not up (scripts/redis-cluster.sh, as .ci/run does).

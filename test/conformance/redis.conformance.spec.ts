@@ -1,6 +1,6 @@
 import { redisBackend } from '../../lib';
 import { runConformance } from '../../lib/backend';
-import { deleteKeys, freshPrefix, REDIS_URL } from './support';
+import { deleteKeys, freshPrefix, REDIS_URL } from '../redis/support';
 
 const prefix = freshPrefix('conformance');
 

@@ -4,7 +4,7 @@ import { type CanActivate, Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
 import type { Browser, Page } from 'playwright-core';
 import { postgresBackend, Rheo, RheoConsumer, RheoDashboardModule, type RheoDashboardOptions, RheoModule, RheoReject } from '../../lib';
-import { waitFor } from '../e2e/support';
+import { until } from '../support/until';
 import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
 import { type Adapter, type DashboardApp, serveDashboard } from './apps';
 import { launchChromium } from './browser';
@@ -18,7 +18,7 @@ jest.setTimeout(90_000);
 const schema = freshSchema('dashboard');
 const STREAM = 'orders';
 const ARTIFACTS = join(__dirname, '..', '..', 'test-artifacts');
-/** The README's screenshot, rewritten when RHEO_WRITE_SCREENSHOT=1. */
+/** The screenshot of docs/operations.md, rewritten when RHEO_WRITE_SCREENSHOT=1. */
 const README_SCREENSHOT = join(__dirname, '..', '..', 'docs', 'images', 'dashboard.png');
 
 // Order 7 is poison until `fixed`: rejected (a dead letter), then accepted once redriven.
@@ -98,13 +98,13 @@ describe('with actions enabled, on Express', () => {
 
   it("shows a group's lag falling to 0 while its consumer runs", async () => {
     await page.goto(`${s.url}/rheo`);
-    await waitFor('lag 20 shown', async () => (await cell(page, 'billing', 'lag').textContent()) === '20', 20_000);
+    await until('lag 20 shown', async () => (await cell(page, 'billing', 'lag').textContent()) === '20', 20_000);
     expect(await textOf(page, '[data-testid=stream-row] [data-testid=high-watermark]')).toBe('20');
     expect(await textOf(page, '[data-testid=mode]')).toBe('actions enabled');
 
     await s.app.startAllMicroservices();
-    await waitFor('lag 0 shown', async () => (await cell(page, 'billing', 'lag').textContent()) === '0', 20_000);
-    await waitFor('the dead letter counted', async () => (await cell(page, 'billing', 'dead-letters').textContent()) === '1', 20_000);
+    await until('lag 0 shown', async () => (await cell(page, 'billing', 'lag').textContent()) === '0', 20_000);
+    await until('the dead letter counted', async () => (await cell(page, 'billing', 'dead-letters').textContent()) === '1', 20_000);
     expect(await cell(page, 'billing', 'consumer').textContent()).toBe('running');
     expect(await cell(page, 'shipping', 'lag').textContent()).toBe('20');
     expect(await cell(page, 'shipping', 'consumer').textContent()).toBe('–');
@@ -115,7 +115,7 @@ describe('with actions enabled, on Express', () => {
   it('shows the dead letter: event id, reason, attempt', async () => {
     await groupRow(page, 'billing').locator('[data-testid=open-group]').click();
     const row = page.locator('[data-testid=dead-letter-row]');
-    await row.first().waitFor();
+    await row.first().until();
     expect(await row.count()).toBe(1);
     const dead = (await s.app.get(Rheo).deadLetters(STREAM, 'billing'))[0];
     expect(await row.getAttribute('data-event-id')).toBe(dead.eventId);
@@ -124,7 +124,7 @@ describe('with actions enabled, on Express', () => {
     expect(await row.locator('[data-testid=attempt]').textContent()).toBe('1');
     // showPayloads is off: no payload column.
     expect(await page.locator('[data-testid=payload]').count()).toBe(0);
-    await page.locator('[data-testid=lag-chart] polyline').waitFor();
+    await page.locator('[data-testid=lag-chart] polyline').until();
   });
 
   it('saves a screenshot of the overview that is not blank', async () => {
@@ -146,10 +146,10 @@ describe('with actions enabled, on Express', () => {
   it('redrives the dead letter with a click, and it leaves', async () => {
     fixed = true;
     await page.locator('[data-testid=dead-letter-row] [data-testid=redrive-one]').click();
-    await page.locator('[data-testid=no-dead-letters]').waitFor({ timeout: 20_000 });
+    await page.locator('[data-testid=no-dead-letters]').until({ timeout: 20_000 });
     expect(await textOf(page, '[data-testid=notice]')).toBe('Redrove 1 dead letter(s)');
-    await waitFor('no dead letters counted', async () => (await cell(page, 'billing', 'dead-letters').textContent()) === '0', 20_000);
-    await waitFor('lag 0 again', async () => (await cell(page, 'billing', 'lag').textContent()) === '0', 20_000);
+    await until('no dead letters counted', async () => (await cell(page, 'billing', 'dead-letters').textContent()) === '0', 20_000);
+    await until('lag 0 again', async () => (await cell(page, 'billing', 'lag').textContent()) === '0', 20_000);
     expect(await s.app.get(Rheo).deadLetters(STREAM, 'billing')).toEqual([]);
     expect(handled.filter((n) => n === 7)).toEqual([7, 7]);
   });
@@ -169,7 +169,7 @@ describe('read-only (the default), on Express', () => {
     try {
       await page.goto(`${s.url}/rheo`);
       await groupRow(page, 'audit').locator('[data-testid=open-group]').click();
-      await page.locator(`[data-testid=dead-letter-row][data-event-id="${deadId}"]`).waitFor();
+      await page.locator(`[data-testid=dead-letter-row][data-event-id="${deadId}"]`).until();
       expect(await textOf(page, '[data-testid=mode]')).toBe('read-only');
       expect(await page.locator('[data-testid=redrive-one]').count()).toBe(0);
       expect(await page.locator('[data-testid=actions]').count()).toBe(0);
@@ -224,17 +224,17 @@ describe('the same page served by Fastify', () => {
     const page = await browser.newPage();
     try {
       await page.goto(`${s.url}/ops/rheo`);
-      await groupRow(page, 'archive').waitFor();
+      await groupRow(page, 'archive').until();
       expect(await cell(page, 'archive', 'dead-letters').textContent()).toBe('1');
       await groupRow(page, 'archive').locator('[data-testid=open-group]').click();
       const row = page.locator(`[data-testid=dead-letter-row][data-event-id="${deadId}"]`);
-      await row.waitFor();
+      await row.until();
       expect(await row.locator('[data-testid=reason]').textContent()).toBe('archive is full');
       expect(await row.locator('[data-testid=payload]').textContent()).toBe('{"n":100}');
       await row.locator('[data-testid=redrive-one]').click();
-      await page.locator('[data-testid=no-dead-letters]').waitFor({ timeout: 20_000 });
+      await page.locator('[data-testid=no-dead-letters]').until({ timeout: 20_000 });
       // Redriven, not consumed (no consumer here): deliverable again, so it counts as lag.
-      await waitFor('lag 1 shown', async () => (await cell(page, 'archive', 'lag').textContent()) === '1', 20_000);
+      await until('lag 1 shown', async () => (await cell(page, 'archive', 'lag').textContent()) === '1', 20_000);
       expect(await s.app.get(Rheo).deadLetters(STREAM, 'archive')).toEqual([]);
     } finally {
       await page.close();

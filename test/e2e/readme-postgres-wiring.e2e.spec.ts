@@ -4,9 +4,10 @@ import { Test } from '@nestjs/testing';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { RheoClient, RheoConsumer, RheoContext, RheoModule, RheoServer, typeormBackend } from '../../lib';
-import { startHybrid, waitFor } from './support';
+import { startHybrid } from './support';
+import { until } from '../support/until';
 
-// The README's PostgreSQL wiring ("PostgreSQL and SQLite (TypeORM 1.1)"), copied
+// The PostgreSQL wiring of docs/backends.md ("PostgreSQL and SQLite (TypeORM 1.1)"), copied
 // as it is written there, plus a consumer: it must boot and consume. Two
 // substitutions only: the URL (DATABASE_URL, else the machine's PostgreSQL) and a
 // fresh schema per run instead of 'rheo'.
@@ -30,7 +31,7 @@ class OrdersController {
   }
 }
 
-// ---- the README's module, verbatim but for the URL and the schema ----
+// ---- the module of docs/backends.md, verbatim but for the URL and the schema ----
 @Module({
   imports: [
     TypeOrmModule.forRoot({ type: 'postgres', url: DATABASE_URL }),
@@ -57,7 +58,7 @@ async function dropSchemas(...names: string[]): Promise<void> {
   }
 }
 
-describe("the README's PostgreSQL wiring (TypeOrmModule + RheoModule.forRootAsync)", () => {
+describe('the documented PostgreSQL wiring (TypeOrmModule + RheoModule.forRootAsync)', () => {
   afterAll(async () => {
     await dropSchemas(schema, schemaWithoutStreams);
   });
@@ -70,7 +71,7 @@ describe("the README's PostgreSQL wiring (TypeOrmModule + RheoModule.forRootAsyn
       expect(await client.listStreams()).toEqual([expect.objectContaining({ name: 'orders', partitions: 4 })]);
 
       const event = await client.append('orders', { key: 'order-42', type: 'order_placed', payload: { id: 'order-42', total: 99 } });
-      await waitFor(
+      await until(
         'the billing consumer handled the order',
         async () => (await client.lag('orders', 'billing')).lag === 0 && consumed.length > 0,
       );
@@ -84,7 +85,7 @@ describe("the README's PostgreSQL wiring (TypeOrmModule + RheoModule.forRootAsyn
     }
   });
 
-  it('without `streams` (as the README used to show it), the same module fails to boot once a consumer is added', async () => {
+  it('without `streams` (as the docs used to show it), the same module fails to boot once a consumer is added', async () => {
     @Module({
       imports: [
         TypeOrmModule.forRoot({ type: 'postgres', url: DATABASE_URL }),

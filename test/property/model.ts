@@ -11,7 +11,7 @@ export interface ModelDelivery {
 }
 
 /**
- * The reference model of one group's deliveries: the semantics of the README's Concepts table
+ * The reference model of one group's deliveries: the semantics of docs/concepts.md
  * and the Backend contract (lib/backends/backend.ts), written as plainly as possible, to compare a backend against.
  */
 export class GroupModel {

@@ -224,7 +224,7 @@ export class RheoAdmin implements RheoAdminOperations {
     checkName('stream', stream);
     await this.rheo.init();
     const info = await this.rheo.backend.getStream(stream);
-    if (!info) throw new RheoError('stream_not_found', `stream "${stream}" does not exist`);
+    if (!info) throw RheoError.streamNotFound(stream);
     return info;
   }
 

@@ -46,6 +46,26 @@ export class RheoError extends Error {
   static invalid(field: string, problem: string): RheoError {
     return new RheoError('invalid_argument', `${field} ${problem}`, { field });
   }
+
+  /** The `stream_not_found` error of `stream`: every layer and backend says it in these words. */
+  static streamNotFound(stream: string, cause?: unknown): RheoError {
+    return new RheoError('stream_not_found', `stream "${stream}" does not exist`, { cause });
+  }
+
+  /** The `group_not_found` error of `group` on `stream`: every layer and backend says it in these words. */
+  static groupNotFound(stream: string, group: string, cause?: unknown): RheoError {
+    return new RheoError('group_not_found', `group "${group}" does not exist on stream "${stream}"`, { cause });
+  }
+
+  /** The `stale_lease` error of an operation (`ack`, `renew`, `release`, ...) whose lease the store no longer holds. */
+  static staleLease(operation: string): RheoError {
+    return new RheoError('stale_lease', `${operation}: the lease is no longer held (expired, settled or replaced)`);
+  }
+
+  /** The `receipt_mismatch` error of an operation whose lease's receipt is not the delivery's. */
+  static receiptMismatch(operation: string): RheoError {
+    return new RheoError('receipt_mismatch', `${operation}: the receipt does not match the delivery`);
+  }
 }
 
 /** True when `err` is a {@link RheoError}, optionally of one of `codes`. */

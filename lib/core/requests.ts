@@ -117,11 +117,16 @@ export function checkReason(field: string, value: unknown, fallback: string): st
   return boundReason(value);
 }
 
+/** One partition number of a stream of `partitions` partitions: an integer from 0 to `partitions - 1`. */
+export function checkPartition(field: string, value: unknown, partitions: number): number {
+  return checkInt(field, value, 0, partitions - 1);
+}
+
 /** A partition filter: distinct partition numbers of the stream, sorted; undefined for all. */
 export function checkPartitions(field: string, value: unknown, count: number): number[] | undefined {
   if (value === undefined) return undefined;
   if (!Array.isArray(value) || value.length === 0) throw RheoError.invalid(field, 'must be a non-empty array of partition numbers');
-  return [...new Set(value.map((p, i) => checkInt(`${field}[${i}]`, p, 0, count - 1)))].sort((a, b) => a - b);
+  return [...new Set(value.map((p, i) => checkPartition(`${field}[${i}]`, p, count)))].sort((a, b) => a - b);
 }
 
 /** A lease time-to-live, ms. */
@@ -169,7 +174,7 @@ export function checkLease(field: string, lease: unknown): Lease<unknown> {
   checkObject(`${field}.event`, l.event);
   checkName(`${field}.event.id`, l.event.id);
   checkInt(`${field}.attempt`, l.attempt, 1);
-  checkInt(`${field}.event.partition`, l.event.partition, 0, MAX_PARTITIONS - 1);
+  checkPartition(`${field}.event.partition`, l.event.partition, MAX_PARTITIONS);
   checkInt(`${field}.event.sequence`, l.event.sequence, 1);
   return l;
 }
@@ -270,7 +275,7 @@ export function resolveStart(field: string, start: StartPosition | undefined, pa
     const map = checkObject(`${field}.afterSequence`, s);
     const sequences: Record<number, number> = {};
     for (const [p, v] of Object.entries(map)) {
-      const part = checkInt(`${field}.afterSequence[${p}]`, /^\d+$/.test(p) ? Number(p) : p, 0, partitions - 1);
+      const part = checkPartition(`${field}.afterSequence[${p}]`, /^\d+$/.test(p) ? Number(p) : p, partitions);
       sequences[part] = checkInt(`${field}.afterSequence[${p}]`, v, 0);
     }
     return { kind: 'after', sequences };
@@ -333,7 +338,7 @@ export function toNewEvent(field: string, input: AppendInput<unknown>, partition
   const payload = jsonPayload(payloadField, input.payload);
   const payloadJson = checkJsonSize(payloadField, JSON.stringify(payload), limits.maxPayloadBytes);
   let partition: number;
-  if (input.partition !== undefined) partition = checkInt(`${field}.partition`, input.partition, 0, partitions - 1);
+  if (input.partition !== undefined) partition = checkPartition(`${field}.partition`, input.partition, partitions);
   else partition = key === null ? 0 : partitionForKey(key, partitions);
   const timestamp = input.timestamp === undefined ? new Date(now) : checkDate(`${field}.timestamp`, input.timestamp);
   const event: NewEvent = {
@@ -451,7 +456,7 @@ function checkFilters(where: Record<string, unknown>): void {
 
 /** The query's partition filter against the stream's partition count. */
 export function checkQueryPartition(req: QueryRequest, partitions: number): void {
-  if (req.where.partition !== undefined) checkInt('query.where.partition', req.where.partition, 0, partitions - 1);
+  if (req.where.partition !== undefined) checkPartition('query.where.partition', req.where.partition, partitions);
 }
 
 // ------------------------------------------------------------------ replay, redrive

@@ -21,6 +21,7 @@ import {
   checkLeases,
   checkOptions,
   checkPageLimit,
+  checkPartition,
   checkPartitions,
   checkPurge,
   checkQuery,
@@ -149,7 +150,7 @@ export class Rheo {
   /** The stream's registration as the store has it now (retention included). */
   private async freshStream(name: string): Promise<StreamInfo> {
     const info = await this.backend.getStream(name);
-    if (!info) throw new RheoError('stream_not_found', `stream "${name}" does not exist`);
+    if (!info) throw RheoError.streamNotFound(name);
     return info;
   }
 
@@ -373,7 +374,7 @@ export class Rheo {
     checkOptions('read', options);
     await this.init();
     const info = await this.stream(stream);
-    const partition = options.partition === undefined ? 0 : checkInt('partition', options.partition, 0, info.partitions - 1);
+    const partition = options.partition === undefined ? 0 : checkPartition('partition', options.partition, info.partitions);
     const afterSequence = options.afterSequence === undefined ? 0 : checkInt('afterSequence', options.afterSequence, 0);
     const limit = checkPageLimit('limit', options.limit);
     return this.backend.read({ stream, partition, afterSequence, limit });
@@ -674,7 +675,7 @@ export class Rheo {
 
   private async groupConfig(stream: string, group: string): Promise<GroupConfig> {
     const cfg = await this.backend.getGroup(stream, group);
-    if (!cfg) throw new RheoError('group_not_found', `group "${group}" does not exist on stream "${stream}"`);
+    if (!cfg) throw RheoError.groupNotFound(stream, group);
     return cfg;
   }
 

@@ -1,6 +1,7 @@
 import { backoffDelay } from '../../core/backoff';
 import { Clock, systemClock } from '../../core/clock';
 import { RheoError, toRheoError } from '../../core/errors';
+import { checkPartition } from '../../core/requests';
 import { checkKeys, checkObject, keySet } from '../../core/validate';
 import { newId } from '../../core/ids';
 import { leaseExpiredReason } from '../../core/settle';
@@ -106,8 +107,6 @@ interface MemStream {
 /** Events a trim frees between two yields to the event loop: a claim waits at most this much work. */
 const TRIM_CHUNK = 1000;
 
-const STALE = (what: string) => new RheoError('stale_lease', `${what}: the lease is no longer held (expired, settled or replaced)`);
-
 /**
  * The in-process backend: ephemeral, single process, fast. Every operation is an
  * index lookup or a walk over open deliveries only; nothing scans the log except
@@ -154,14 +153,14 @@ export class MemoryBackend implements Backend {
   private stream(name: string): MemStream {
     this.open();
     const s = this.streams.get(name);
-    if (!s) throw new RheoError('stream_not_found', `stream "${name}" does not exist`);
+    if (!s) throw RheoError.streamNotFound(name);
     return s;
   }
 
   private group(stream: string, group: string): { s: MemStream; g: MemGroup } {
     const s = this.stream(stream);
     const g = s.groups.get(group);
-    if (!g) throw new RheoError('group_not_found', `group "${group}" does not exist on stream "${stream}"`);
+    if (!g) throw RheoError.groupNotFound(stream, group);
     return { s, g };
   }
 
@@ -259,10 +258,7 @@ export class MemoryBackend implements Backend {
   async append(stream: string, events: NewEvent[]): Promise<AppendedEvents> {
     const s = this.stream(stream);
     // Validate the whole batch before writing anything, so a batch is all or nothing.
-    for (const e of events) {
-      if (e.partition < 0 || e.partition >= s.info.partitions)
-        throw RheoError.invalid('partition', `must be between 0 and ${s.info.partitions - 1}`);
-    }
+    for (const e of events) checkPartition('partition', e.partition, s.info.partitions);
     const out: RheoEvent[] = [];
     let written = 0;
     for (const e of events) {
@@ -435,8 +431,8 @@ export class MemoryBackend implements Backend {
     const { g } = this.group(lease.stream, lease.group);
     const part = g.parts[lease.event.partition];
     const d = part?.deliveries.get(lease.event.sequence);
-    if (!d || d.leaseId !== lease.leaseId || d.state !== 'leased' || d.expiresAt <= now) throw STALE(what);
-    if (lease.receipt !== d.leaseId) throw new RheoError('receipt_mismatch', `${what}: the receipt does not match the delivery`);
+    if (!d || d.leaseId !== lease.leaseId || d.state !== 'leased' || d.expiresAt <= now) throw RheoError.staleLease(what);
+    if (lease.receipt !== d.leaseId) throw RheoError.receiptMismatch(what);
     return { g, part, d };
   }
 
@@ -508,8 +504,8 @@ export class MemoryBackend implements Backend {
         const { s, g } = this.group(lease.stream, lease.group);
         const d = g.parts[lease.event.partition]?.deliveries.get(lease.event.sequence);
         // Expiry does not matter: while nobody claimed it since, the lease id is still ours.
-        if (!d || d.leaseId !== lease.leaseId || d.state !== 'leased') throw STALE('release');
-        if (lease.receipt !== d.leaseId) throw new RheoError('receipt_mismatch', 'release: the receipt does not match the delivery');
+        if (!d || d.leaseId !== lease.leaseId || d.state !== 'leased') throw RheoError.staleLease('release');
+        if (lease.receipt !== d.leaseId) throw RheoError.receiptMismatch('release');
         d.state = 'available';
         d.leaseId = null;
         d.attempt = Math.max(0, d.attempt - 1);

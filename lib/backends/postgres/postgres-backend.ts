@@ -49,17 +49,7 @@ import { columnFilters, filteredQuery, jsonFieldNeedles } from '../sql/query-fil
 import { copyGroupConfig } from '../copies';
 import { claimPastDelays } from '../delays';
 import { lagOf, retentionColumns, toDeadLetter, toEvent, toGroup, toStream } from '../sql/rows';
-import {
-  backoffTable,
-  leasePosition,
-  planLeases,
-  type PlannedLease,
-  planSettles,
-  receiptMismatch,
-  settled,
-  staleLease,
-  staleRenewals,
-} from '../sql/settle-plan';
+import { backoffTable, leasePosition, planLeases, type PlannedLease, planSettles, settled, staleRenewals } from '../sql/settle-plan';
 import { query, Sql } from '../sql/statement';
 import { runHandlerWork, transactionManager } from '../sql/transaction';
 import { WakeBoard } from '../sql/wake-board';
@@ -374,7 +364,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
 
   async setRetention(stream: string, retention: Retention): Promise<StreamInfo> {
     const [row] = await this.q(this.plans.setRetention, [stream, ...retentionColumns(retention)], 'write', 'setRetention');
-    if (!row) throw new RheoError('stream_not_found', `stream "${stream}" does not exist`);
+    if (!row) throw RheoError.streamNotFound(stream);
     return this.rememberStream(toStream(row));
   }
 
@@ -443,7 +433,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       return query(qr, this.removal.group, [stream, group]);
     });
     this.forgetGroup(stream, group);
-    if (removed.length === 0) throw new RheoError('group_not_found', `group "${group}" does not exist on stream "${stream}"`);
+    if (removed.length === 0) throw RheoError.groupNotFound(stream, group);
     // A waiting consumer of the group in this process looks again now, and learns it is gone.
     this.board.wake(stream);
   }
@@ -653,7 +643,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       (r) => {
         results[Number(r.i)] = r.receipt_ok
           ? { ok: true, expiresAt: new Date(now + leaseMs) }
-          : { ok: false, error: receiptMismatch('renew') };
+          : { ok: false, error: RheoError.receiptMismatch('renew') };
       },
     );
     return staleRenewals(results);
@@ -692,7 +682,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       },
       (r) => {
         const i = Number(r.i);
-        results[i] = r.receipt_ok ? { ok: true } : { ok: false, error: receiptMismatch(ops[i].kind) };
+        results[i] = r.receipt_ok ? { ok: true } : { ok: false, error: RheoError.receiptMismatch(ops[i].kind) };
       },
     );
     return settled(results, answered, (i) => ops[i].kind);
@@ -714,7 +704,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
         (batch) => this.q(this.plans.release, [now, ...fenceColumns(batch), this.channel], 'write', 'release'),
         (r) => {
           const i = Number(r.i);
-          results[i] = r.receipt_ok ? { ok: true } : { ok: false, error: receiptMismatch('release') };
+          results[i] = r.receipt_ok ? { ok: true } : { ok: false, error: RheoError.receiptMismatch('release') };
           if (r.receipt_ok) woken.add(leases[i].stream);
         },
       );
@@ -768,7 +758,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       }
       if (row?.acked !== 1) {
         await rollback();
-        return { kind: 'ack_failed', error: row?.live ? receiptMismatch('ack') : staleLease('ack') };
+        return { kind: 'ack_failed', error: row?.live ? RheoError.receiptMismatch('ack') : RheoError.staleLease('ack') };
       }
       try {
         await qr.commitTransaction();

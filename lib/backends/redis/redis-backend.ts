@@ -1,6 +1,7 @@
 import { backoffDelay } from '../../core/backoff';
 import { type Clock, StoreClock, storeClock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
+import { checkPartition } from '../../core/requests';
 import { checkKeys, keySet } from '../../core/validate';
 import { newId } from '../../core/ids';
 import type { DeadLetter, GroupConfig, GroupInfo, Lag, Lease, Retention, RheoEvent, StreamInfo, TrimResult } from '../../core/types';
@@ -585,7 +586,7 @@ export class RedisBackend implements Backend {
     const k = this.keys(stream);
     const lost = 'possibly flushed (FLUSHDB/FLUSHALL), evicted (maxmemory-policy) or deleted; nothing is recreated automatically';
     if (err.code === 'stream_not_found') {
-      if (!this.streamInfos.has(stream)) return new RheoError('stream_not_found', `stream "${stream}" does not exist`, { cause: err });
+      if (!this.streamInfos.has(stream)) return RheoError.streamNotFound(stream, err);
       return new RheoError(
         'stream_not_found',
         `stream "${stream}": its keys are gone from Redis (${k.meta} no longer exists), ${lost}: restore the data, or recreate the stream and its groups`,
@@ -593,9 +594,7 @@ export class RedisBackend implements Backend {
       );
     }
     if (err.code === 'group_not_found' && group !== undefined) {
-      if (!this.groupConfigs.has(groupId(stream, group))) {
-        return new RheoError('group_not_found', `group "${group}" does not exist on stream "${stream}"`, { cause: err });
-      }
+      if (!this.groupConfigs.has(groupId(stream, group))) return RheoError.groupNotFound(stream, group, err);
       return new RheoError(
         'group_not_found',
         `group "${group}" of stream "${stream}": its keys are gone from Redis (${k.group(group).cfg} no longer exists), ${lost}: restore the data, or recreate the group`,
@@ -621,7 +620,7 @@ export class RedisBackend implements Backend {
     const cached = this.streamInfos.get(stream);
     if (cached) return cached.partitions;
     const info = await this.getStream(stream);
-    if (!info) throw new RheoError('stream_not_found', `stream "${stream}" does not exist`);
+    if (!info) throw RheoError.streamNotFound(stream);
     return info.partitions;
   }
 
@@ -629,7 +628,7 @@ export class RedisBackend implements Backend {
     const cached = this.groupConfigs.get(groupId(stream, group));
     if (cached) return cached;
     const cfg = await this.getGroup(stream, group);
-    if (!cfg) throw new RheoError('group_not_found', `group "${group}" does not exist on stream "${stream}"`);
+    if (!cfg) throw RheoError.groupNotFound(stream, group);
     return cfg;
   }
 
@@ -753,7 +752,7 @@ export class RedisBackend implements Backend {
       // A stream this process knew whose keys are gone (flushed, evicted) is said so, as every group operation says it.
       if (this.streamInfos.has(stream)) {
         const [partitions] = await this.withMappedErrors('read', () => this.redis().hmget(this.keys(stream).meta, META_FIELDS.partitions));
-        if (partitions === null) throw this.explain(new RheoError('stream_not_found', `stream "${stream}" does not exist`), stream);
+        if (partitions === null) throw this.explain(RheoError.streamNotFound(stream), stream);
       }
       return null;
     }
@@ -790,10 +789,7 @@ export class RedisBackend implements Backend {
     const copies = events.map((e) => ({ metadata: copyJson(e.metadata), payload: copyJson(e.payload) }));
     const P = await this.partitions(stream);
     // Validate the whole batch before writing anything, so a batch is all or nothing.
-    for (const e of events) {
-      if (!Number.isInteger(e.partition) || e.partition < 0 || e.partition >= P)
-        throw RheoError.invalid('partition', `must be between 0 and ${P - 1}`);
-    }
+    for (const e of events) checkPartition('partition', e.partition, P);
     if (events.length === 0) return appended([], 0);
     const k = this.keys(stream);
     const call = appendArgs(events);
@@ -1076,7 +1072,7 @@ export class RedisBackend implements Backend {
       for (const i of indexes) {
         const { partition, sequence } = items[i].lease.event;
         if (!Number.isInteger(partition) || partition < 0 || partition >= P || !Number.isInteger(sequence) || sequence < 1) {
-          results[i] = fail(new RheoError('stale_lease', `${name}: the lease does not name a delivery of this group`));
+          results[i] = fail(RheoError.staleLease(name));
         } else valid.push(i);
       }
       for (let from = 0; from < valid.length; from += OPS_PER_CALL) {
@@ -1127,9 +1123,18 @@ export class RedisBackend implements Backend {
 
   /** The error of one op of a bulk call, from the code its script answered. */
   private opError(op: string, code: string, stream: string, group: string): RheoError {
-    if (code === 'stream_not_found' || code === 'group_not_found')
-      return this.explain(new RheoError(code, `${op}: ${code}`), stream, group);
-    return new RheoError(code as 'stale_lease', leaseProblem(op, code));
+    switch (code) {
+      case 'stream_not_found':
+        return this.explain(RheoError.streamNotFound(stream), stream, group);
+      case 'group_not_found':
+        return this.explain(RheoError.groupNotFound(stream, group), stream, group);
+      case 'stale_lease':
+        return RheoError.staleLease(op);
+      case 'receipt_mismatch':
+        return RheoError.receiptMismatch(op);
+      default:
+        return new RheoError('failed', `${op}: the script answered an unknown code ${code}`);
+    }
   }
 
   async renew(leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]> {
@@ -1509,19 +1514,6 @@ function groupId(stream: string, group: string): string {
 }
 
 /** A caller's copy of a (cached) group config: nothing shared with the cache. */
-
-function leaseProblem(op: string, code: string): string {
-  switch (code) {
-    case 'stale_lease':
-      return `${op}: the lease is no longer held (expired, settled or replaced)`;
-    case 'receipt_mismatch':
-      return `${op}: the receipt does not match the delivery`;
-    case 'group_not_found':
-      return `${op}: the lease's group does not exist`;
-    default:
-      return `${op}: ${code}`;
-  }
-}
 
 /**
  * The `durability` option, checked: `replicas` a whole number >= 1, `timeoutMs` a whole

@@ -1,4 +1,5 @@
 import { RheoError } from '../../core/errors';
+import { checkPartition } from '../../core/requests';
 import type { GroupConfig, Lease, RheoEvent, StreamInfo } from '../../core/types';
 import { planLeases, type PlannedLease } from './settle-plan';
 import type { AppendedEvents, NewEvent } from '../backend';
@@ -100,7 +101,7 @@ export abstract class SqlBackendBase {
    */
   protected async mustStream(stream: string): Promise<StreamInfo> {
     const info = this.streams.get(stream) ?? (await this.getStream(stream));
-    if (!info) throw new RheoError('stream_not_found', `stream "${stream}" does not exist`);
+    if (!info) throw RheoError.streamNotFound(stream);
     return info;
   }
 
@@ -151,7 +152,7 @@ export abstract class SqlBackendBase {
   protected async mustGroup(stream: string, group: string): Promise<GroupConfig> {
     await this.mustStream(stream);
     const g = await this.group(stream, group);
-    if (!g) throw new RheoError('group_not_found', `group "${group}" does not exist on stream "${stream}"`);
+    if (!g) throw RheoError.groupNotFound(stream, group);
     return g;
   }
 
@@ -171,9 +172,7 @@ export abstract class SqlBackendBase {
     const first = new Map<string, number>();
     const unique: NewEvent[] = [];
     const indexOf = events.map((e) => {
-      if (!Number.isInteger(e.partition) || e.partition < 0 || e.partition >= partitions) {
-        throw RheoError.invalid('partition', `must be between 0 and ${partitions - 1}`);
-      }
+      checkPartition('partition', e.partition, partitions);
       let i = first.get(e.id);
       if (i === undefined) {
         i = unique.push(e) - 1;

@@ -34,10 +34,6 @@ export interface PlannedSettle extends PlannedLease {
   ordered: boolean;
 }
 
-export const staleLease = (what: string) =>
-  new RheoError('stale_lease', `${what}: the lease is no longer held (expired, settled or replaced)`);
-export const receiptMismatch = (what: string) => new RheoError('receipt_mismatch', `${what}: the receipt does not match the delivery`);
-
 /** The stored position a lease refers to, or null when the lease cannot name a delivery (then it is stale). */
 export function leasePosition(lease: Lease<unknown>): { partition: number; sequence: number } | null {
   const p = lease.event?.partition;
@@ -114,13 +110,13 @@ function planEach<P>(
     const lease = leaseAt(i);
     const config = groupOf(lease.stream, lease.group);
     if (!config) {
-      answered.set(i, new RheoError('group_not_found', `group "${lease.group}" does not exist on stream "${lease.stream}"`));
+      answered.set(i, RheoError.groupNotFound(lease.stream, lease.group));
       continue;
     }
     const pos = leasePosition(lease);
     const key = pos && `${lease.stream}\u0000${lease.group}\u0000${pos.partition}\u0000${pos.sequence}`;
     if (!pos || !key || seen.has(key)) {
-      answered.set(i, staleLease(what(i)));
+      answered.set(i, RheoError.staleLease(what(i)));
       continue;
     }
     seen.add(key);
@@ -174,10 +170,10 @@ export function settled(
   answered: Map<number, RheoError>,
   what: (i: number) => string,
 ): SettleResult[] {
-  return Array.from(results, (r, i) => r ?? { ok: false, error: answered.get(i) ?? staleLease(what(i)) });
+  return Array.from(results, (r, i) => r ?? { ok: false, error: answered.get(i) ?? RheoError.staleLease(what(i)) });
 }
 
 /** Renewals no row answered are stale. */
 export function staleRenewals(results: Array<RenewResult | undefined>): RenewResult[] {
-  return Array.from(results, (r) => r ?? { ok: false, error: staleLease('renew') });
+  return Array.from(results, (r) => r ?? { ok: false, error: RheoError.staleLease('renew') });
 }

@@ -4,6 +4,7 @@ import { backoffDelay } from '../../core/backoff';
 import { leaseExpiredReason } from '../../core/settle';
 import { type Clock, systemClock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
+import { checkPartition } from '../../core/requests';
 import { newId } from '../../core/ids';
 import { loadOptionalPeer } from '../../core/optional-peer';
 import { checkKeys, checkObject, keySet } from '../../core/validate';
@@ -51,7 +52,7 @@ import { checkCommonOptions, InstallMode } from '../sql/options';
 import { copyGroupConfig, copyJson } from '../copies';
 import { claimPastDelays, type ClaimRound } from '../delays';
 import { DbPartitionState, lagOf, retentionColumns, toDeadLetter, toEvent, toGroup, toStream } from '../sql/rows';
-import { leasePosition, planLeases, planSettles, receiptMismatch, settled, staleLease, type PlannedSettle } from '../sql/settle-plan';
+import { leasePosition, planLeases, planSettles, settled, type PlannedSettle } from '../sql/settle-plan';
 import type { Sql } from '../sql/statement';
 import { groupRemovalPlans } from '../sql/group-removal';
 import { runHandlerWork, transactionManager } from '../sql/transaction';
@@ -396,7 +397,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       this.stmt(this.plans.setRetention).run(...retentionColumns(retention), stream);
       return this.stmt(this.plans.getStream).get(stream);
     });
-    if (!row) throw new RheoError('stream_not_found', `stream "${stream}" does not exist`);
+    if (!row) throw RheoError.streamNotFound(stream);
     return this.rememberStream(toStream(row));
   }
 
@@ -440,7 +441,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       return this.stmt(removal.group).run(stream, group).changes;
     });
     this.forgetGroup(stream, group);
-    if (removed === 0) throw new RheoError('group_not_found', `group "${group}" does not exist on stream "${stream}"`);
+    if (removed === 0) throw RheoError.groupNotFound(stream, group);
     // A waiting consumer of the group looks again now, and learns it is gone.
     this.wake(stream);
   }
@@ -497,10 +498,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
       // ours nests in it as a savepoint. It must be that same connection, i.e. the same DataSource.
       if (m.connection !== this.ds) throw RheoError.invalid('options.manager', 'must belong to the DataSource of this backend');
     }
-    for (const e of events) {
-      if (!Number.isInteger(e.partition) || e.partition < 0 || e.partition >= info.partitions)
-        throw RheoError.invalid('partition', `must be between 0 and ${info.partitions - 1}`);
-    }
+    for (const e of events) checkPartition('partition', e.partition, info.partitions);
     const stored = await this.write('append', () => {
       // The usual batch has no stored id and no id twice: insert it as it is, without looking any id
       // up or folding repeats, in a savepoint. An id stored already or repeated fails the UNIQUE (stream,
@@ -764,11 +762,11 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
             l.leaseId,
             now,
           );
-          return changes === 1 ? { ok: true, expiresAt: new Date(now + leaseMs) } : { ok: false, error: staleLease('renew') };
+          return changes === 1 ? { ok: true, expiresAt: new Date(now + leaseMs) } : { ok: false, error: RheoError.staleLease('renew') };
         }
         const held = pos && this.stmt(this.plans.held).get(l.stream, l.group, pos.partition, pos.sequence, l.leaseId, now);
-        if (!pos || !held) return { ok: false, error: staleLease('renew') };
-        if (l.receipt !== held.lease_id) return { ok: false, error: receiptMismatch('renew') };
+        if (!pos || !held) return { ok: false, error: RheoError.staleLease('renew') };
+        if (l.receipt !== held.lease_id) return { ok: false, error: RheoError.receiptMismatch('renew') };
         this.stmt(this.plans.renew).run(now + leaseMs, l.stream, l.group, pos.partition, pos.sequence);
         return { ok: true, expiresAt: new Date(now + leaseMs) };
       }),
@@ -836,7 +834,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
     const held = this.stmt(p.held).get(s.stream, s.group, s.partition, s.sequence, s.leaseId, now);
     if (!held) return;
     if (s.receipt !== held.lease_id) {
-      results[s.i] = { ok: false, error: receiptMismatch(ops[s.i].kind) };
+      results[s.i] = { ok: false, error: RheoError.receiptMismatch(ops[s.i].kind) };
       return;
     }
     const key = [s.stream, s.group, s.partition, s.sequence];
@@ -876,7 +874,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         const key = [l.stream, l.group, l.partition, l.sequence, l.leaseId] as const;
         if (l.receipt !== l.leaseId) {
           // Never for a lease this backend issued (its receipt is its lease id); stale unless the id still holds the row.
-          if (this.stmt(this.plans.leasedBy).get(...key)) results[l.i] = { ok: false, error: receiptMismatch('release') };
+          if (this.stmt(this.plans.leasedBy).get(...key)) results[l.i] = { ok: false, error: RheoError.receiptMismatch('release') };
           continue;
         }
         if (this.stmt(this.plans.release).run(now, ...key).changes === 1) {
@@ -921,7 +919,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         );
         if (!held || p.receipt !== p.leaseId) {
           await rollback();
-          return { kind: 'ack_failed', error: held ? receiptMismatch('ack') : staleLease('ack') };
+          return { kind: 'ack_failed', error: held ? RheoError.receiptMismatch('ack') : RheoError.staleLease('ack') };
         }
       } catch (err) {
         await rollback();
@@ -932,7 +930,7 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
         const live = await this.locked('write', 'ack', () => this.stmt(this.plans.ackHeld).run(...key, this.clock.now()).changes === 1);
         if (!live) {
           await rollback();
-          return { kind: 'ack_failed', error: staleLease('ack') };
+          return { kind: 'ack_failed', error: RheoError.staleLease('ack') };
         }
         await qr.commitTransaction();
       } catch (err) {

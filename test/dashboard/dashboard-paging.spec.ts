@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { Rheo, RheoDashboardModule, RheoModule, sqliteBackend } from '../../lib';
-import { waitFor } from '../e2e/support';
+import { until } from '../support/until';
 import { call, type DashboardApp, serveDashboard } from './apps';
 import { launchChromium } from './browser';
 
@@ -120,7 +120,7 @@ describe('the page', () => {
 
   it('asks for pages and shows one, with the total, and moves between them', async () => {
     await page.goto(`${s.url}/rheo`);
-    await waitFor('the first page shown', async () => (await streamNames()).length === 50, 20_000);
+    await until('the first page shown', async () => (await streamNames()).length === 50, 20_000);
     expect(await streamNames()).toEqual(Array.from({ length: 50 }, (_, i) => name(i)));
     expect(await page.locator('[data-testid=overview-range]').textContent()).toBe(`streams 1–50 of ${STREAMS}`);
     // Groups of the page's streams only.
@@ -128,25 +128,25 @@ describe('the page', () => {
 
     // A group opened on the first page stays up to date on the next.
     await page.locator(`[data-testid=group-row][data-stream="${name(0)}"][data-group="g"] [data-testid=open-group]`).click();
-    await waitFor(
+    await until(
       'its figures shown',
       async () => (await page.locator('[data-testid=group-figures]').textContent())?.startsWith('lag 1 '),
       20_000,
     );
 
     await page.locator('[data-testid=overview-next]').click();
-    await waitFor('the second page shown', async () => (await streamNames())[0] === name(50), 20_000);
+    await until('the second page shown', async () => (await streamNames())[0] === name(50), 20_000);
     expect(await streamNames()).toEqual(Array.from({ length: 50 }, (_, i) => name(50 + i)));
     expect(await page.locator('[data-testid=overview-range]').textContent()).toBe(`streams 51–100 of ${STREAMS}`);
     await s.app.get(Rheo).append(name(0), { payload: 'one more' });
-    await waitFor(
+    await until(
       'the opened group read off the page',
       async () => (await page.locator('[data-testid=group-figures]').textContent())?.startsWith('lag 2 '),
       20_000,
     );
 
     await page.locator('[data-testid=overview-previous]').click();
-    await waitFor('the first page again', async () => (await streamNames())[0] === name(0), 20_000);
+    await until('the first page again', async () => (await streamNames())[0] === name(0), 20_000);
     expect(await page.locator('[data-testid=overview-previous]').count()).toBe(0);
 
     // Every overview read the page made asked for one page: a limit, and a cursor past the first page.

@@ -115,7 +115,7 @@ describe('with actions enabled, on Express', () => {
   it('shows the dead letter: event id, reason, attempt', async () => {
     await groupRow(page, 'billing').locator('[data-testid=open-group]').click();
     const row = page.locator('[data-testid=dead-letter-row]');
-    await row.first().until();
+    await row.first().waitFor();
     expect(await row.count()).toBe(1);
     const dead = (await s.app.get(Rheo).deadLetters(STREAM, 'billing'))[0];
     expect(await row.getAttribute('data-event-id')).toBe(dead.eventId);
@@ -124,7 +124,7 @@ describe('with actions enabled, on Express', () => {
     expect(await row.locator('[data-testid=attempt]').textContent()).toBe('1');
     // showPayloads is off: no payload column.
     expect(await page.locator('[data-testid=payload]').count()).toBe(0);
-    await page.locator('[data-testid=lag-chart] polyline').until();
+    await page.locator('[data-testid=lag-chart] polyline').waitFor();
   });
 
   it('saves a screenshot of the overview that is not blank', async () => {
@@ -146,7 +146,7 @@ describe('with actions enabled, on Express', () => {
   it('redrives the dead letter with a click, and it leaves', async () => {
     fixed = true;
     await page.locator('[data-testid=dead-letter-row] [data-testid=redrive-one]').click();
-    await page.locator('[data-testid=no-dead-letters]').until({ timeout: 20_000 });
+    await page.locator('[data-testid=no-dead-letters]').waitFor({ timeout: 20_000 });
     expect(await textOf(page, '[data-testid=notice]')).toBe('Redrove 1 dead letter(s)');
     await until('no dead letters counted', async () => (await cell(page, 'billing', 'dead-letters').textContent()) === '0', 20_000);
     await until('lag 0 again', async () => (await cell(page, 'billing', 'lag').textContent()) === '0', 20_000);
@@ -169,7 +169,7 @@ describe('read-only (the default), on Express', () => {
     try {
       await page.goto(`${s.url}/rheo`);
       await groupRow(page, 'audit').locator('[data-testid=open-group]').click();
-      await page.locator(`[data-testid=dead-letter-row][data-event-id="${deadId}"]`).until();
+      await page.locator(`[data-testid=dead-letter-row][data-event-id="${deadId}"]`).waitFor();
       expect(await textOf(page, '[data-testid=mode]')).toBe('read-only');
       expect(await page.locator('[data-testid=redrive-one]').count()).toBe(0);
       expect(await page.locator('[data-testid=actions]').count()).toBe(0);
@@ -224,15 +224,15 @@ describe('the same page served by Fastify', () => {
     const page = await browser.newPage();
     try {
       await page.goto(`${s.url}/ops/rheo`);
-      await groupRow(page, 'archive').until();
+      await groupRow(page, 'archive').waitFor();
       expect(await cell(page, 'archive', 'dead-letters').textContent()).toBe('1');
       await groupRow(page, 'archive').locator('[data-testid=open-group]').click();
       const row = page.locator(`[data-testid=dead-letter-row][data-event-id="${deadId}"]`);
-      await row.until();
+      await row.waitFor();
       expect(await row.locator('[data-testid=reason]').textContent()).toBe('archive is full');
       expect(await row.locator('[data-testid=payload]').textContent()).toBe('{"n":100}');
       await row.locator('[data-testid=redrive-one]').click();
-      await page.locator('[data-testid=no-dead-letters]').until({ timeout: 20_000 });
+      await page.locator('[data-testid=no-dead-letters]').waitFor({ timeout: 20_000 });
       // Redriven, not consumed (no consumer here): deliverable again, so it counts as lag.
       await until('lag 1 shown', async () => (await cell(page, 'archive', 'lag').textContent()) === '1', 20_000);
       expect(await s.app.get(Rheo).deadLetters(STREAM, 'archive')).toEqual([]);

@@ -1,7 +1,8 @@
 import { Controller, type INestApplication } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { memoryBackend, RheoClient, RheoConsumer, RheoContext, RheoModule, RheoReject, type JsonValue } from '../../lib';
-import { startHybrid, waitFor } from './support';
+import { startHybrid } from './support';
+import { until } from '../support/until';
 
 const state = { rejectPoison: true };
 const handled: Array<{ id: string; attempt: number; payload: JsonValue }> = [];
@@ -35,11 +36,11 @@ describe('RheoClient admin surface against running consumers', () => {
 
   it('redrives a dead letter to the running consumer once the cause is fixed', async () => {
     const bad = await client.append('ledger', { key: 'acc-1', payload: { amount: -5 } });
-    await waitFor('dead-lettered', async () => (await client.deadLetters('ledger', 'posting')).length === 1);
+    await until('dead-lettered', async () => (await client.deadLetters('ledger', 'posting')).length === 1);
     state.rejectPoison = false;
     expect(await client.redrive('ledger', 'posting', { eventIds: [bad.id] })).toBe(1);
-    await waitFor('redriven event handled', () => handled.some((h) => h.id === bad.id));
-    await waitFor('caught up', caughtUp);
+    await until('redriven event handled', () => handled.some((h) => h.id === bad.id));
+    await until('caught up', caughtUp);
     expect(await client.deadLetters('ledger', 'posting')).toEqual([]);
   });
 
@@ -48,18 +49,18 @@ describe('RheoClient admin surface against running consumers', () => {
       'ledger',
       [1, 2, 3].map((amount) => ({ key: 'acc-2', payload: { amount } })),
     );
-    await waitFor('caught up', caughtUp);
+    await until('caught up', caughtUp);
     const before = handled.length;
     const partition = events[0].partition;
     // afterSequence is exclusive: re-open what follows events[0].
     const reopened = await client.replay('ledger', 'posting', { afterSequence: events[0].sequence, partitions: [partition] });
     expect(reopened).toBe(2);
-    await waitFor('replayed events handled', () => {
+    await until('replayed events handled', () => {
       const again = handled.slice(before).map((h) => h.id);
       return again.includes(events[1].id) && again.includes(events[2].id);
     });
     expect(handled.slice(before).map((h) => h.id)).not.toContain(events[0].id);
-    await waitFor('caught up', caughtUp);
+    await until('caught up', caughtUp);
   });
 
   it('queries and pages through the stream, and refuses reset without confirm', async () => {

@@ -17,7 +17,7 @@ import {
   RheoServer,
 } from '../../lib';
 import { startApp } from '../../sample/bootstrap';
-import { waitFor } from './support';
+import { until } from '../support/until';
 
 const handled: string[] = [];
 
@@ -70,7 +70,7 @@ describe('bootstrap order: HTTP first, then the consumers', () => {
       await startApp(app, 0);
       expect((app.getHttpServer().address() as AddressInfo).port).toBeGreaterThan(0);
       const placed = await request(app.getHttpServer()).post('/orders').send({ amount: 12 }).expect(201);
-      await waitFor('order consumed and acked', async () => (await app.get(RheoClient).lag('orders', 'billing')).lag === 0);
+      await until('order consumed and acked', async () => (await app.get(RheoClient).lag('orders', 'billing')).lag === 0);
       expect(handled).toContain(placed.body.id);
     } finally {
       await app.close();

@@ -9,19 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Controller, type INestMicroservice } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
-import {
-  BroadcastMember,
-  memoryBackend,
-  Rheo,
-  RheoConsumer,
-  RheoContext,
-  RheoHealthIndicator,
-  RheoModule,
-  type RheoModuleOptions,
-  RheoServer,
-  sqliteBackend,
-} from '../../lib';
-import { createMicroservice, startupError as startupErrorOf, waitFor } from './support';
+import { memoryBackend, Rheo, RheoConsumer, RheoContext, RheoHealthIndicator, RheoModule, type RheoModuleOptions, RheoServer, sqliteBackend } from '../../lib';
+import { BroadcastMember } from '../../lib/runtime/broadcast';
+import { createMicroservice, startupError as startupErrorOf } from './support';
+import { until } from '../support/until';
 
 /** Event ids each app instance handled, per consumer: the broadcast one and an ordinary one. */
 const seen = new Map<string, { cache: string[]; audit: string[] }>();
@@ -102,11 +93,11 @@ describe('broadcast consumers in Nest apps', () => {
       )
     ).map((e) => e.id);
     for (const name of ['one', 'two']) {
-      await waitFor(`instance ${name} to get every later event`, () => later.every((id) => seen.get(name)!.cache.includes(id)));
+      await until(`instance ${name} to get every later event`, () => later.every((id) => seen.get(name)!.cache.includes(id)));
       expect(seen.get(name)!.cache).not.toContain(early.id);
     }
     // The ordinary group is shared by the two instances, from the beginning: each event once between them.
-    await waitFor('the audit group to finish', async () => (await store.lag('prices', 'audit')).lag === 0);
+    await until('the audit group to finish', async () => (await store.lag('prices', 'audit')).lag === 0);
     expect([...seen.get('one')!.audit, ...seen.get('two')!.audit].sort()).toEqual([early.id, ...later].sort());
 
     // Health checks this instance's own group.

@@ -2,7 +2,8 @@ import { Controller, type INestApplication } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
 import { memoryBackend, RheoClient, RheoConsumer, RheoContext, RheoModule, type JsonValue } from '../../lib';
-import { startHybrid, waitFor } from './support';
+import { startHybrid } from './support';
+import { until } from '../support/until';
 
 interface Seen {
   payload: JsonValue;
@@ -48,7 +49,7 @@ describe('RheoConsumer through a hybrid Nest app', () => {
       metadata: { correlationId: 'c-1' },
       payload: { orderId: 1, amount: 12.5 },
     });
-    const got = await waitFor('billing delivery', () => seen.billing.find((s) => s.ctx.event.id === stored.id));
+    const got = await until('billing delivery', () => seen.billing.find((s) => s.ctx.event.id === stored.id));
     expect(got.payload).toEqual({ orderId: 1, amount: 12.5 });
     expect(got.ctx).toBeInstanceOf(RheoContext);
     expect(got.ctx.stream).toBe('orders');
@@ -76,7 +77,7 @@ describe('RheoConsumer through a hybrid Nest app', () => {
       'orders',
       Array.from({ length: 60 }, (_, i) => ({ key: `k${i % 7}`, payload: { n: i } })),
     );
-    await waitFor(
+    await until(
       'both groups caught up',
       async () => (await client.lag('orders', 'billing')).lag === 0 && (await client.lag('orders', 'audit')).lag === 0,
     );
@@ -97,7 +98,7 @@ describe('RheoConsumer through a hybrid Nest app', () => {
   it('emit(stream, payload) appends through the ClientProxy surface', async () => {
     const stored = await lastValueFrom(client.emit('orders', { via: 'emit' }));
     expect(stored).toMatchObject({ stream: 'orders', payload: { via: 'emit' } });
-    await waitFor('emitted event consumed', () => seen.audit.some((s) => s.ctx.event.id === stored.id));
+    await until('emitted event consumed', () => seen.audit.some((s) => s.ctx.event.id === stored.id));
     expect(() => client.send('orders', {})).toThrow(/does not support send/);
   });
 });

@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import { Registry } from 'prom-client';
 import { ManualClock, memoryBackend, OnRheoEvent, Rheo, RheoConsumer, RheoModule, RheoServer, type RheoEventMap } from '../../lib';
 import { CapturingLogger } from './log-capture';
-import { waitFor } from './support';
+import { until } from '../support/until';
 
 // A process that crashes while it holds an event's last attempt (a poison event
 // that kills it) leaves the lease to expire; the claim that finds it dead-letters
@@ -61,8 +61,8 @@ describe('a dead letter made by a claim (a lease that expired on the last attemp
       const [next] = await app.get(Rheo).appendBatch('orders', [{ payload: { n: 2 } }]);
       // The restarted consumer polls; once the crashed lease has expired its claim dead-letters the poison event.
       clock.advance(1001);
-      await waitFor('the next event handled', () => handled.includes('order 2'));
-      await waitFor('the dead-letter line', () => logger.lines('warn').some((l) => l.includes('dead-lettered')));
+      await until('the next event handled', () => handled.includes('order 2'));
+      await until('the dead-letter line', () => logger.lines('warn').some((l) => l.includes('dead-lettered')));
       expect(logger.lines('warn').filter((l) => l.includes('dead-lettered'))).toEqual([
         `[RheoServer] Billing.bill (orders/billing): event ${poison.id} dead-lettered (attempt 2/2, lease expired): lease expired on attempt 2 of 2`,
       ]);

@@ -17,7 +17,8 @@ import {
   sqliteBackend,
 } from '../../lib';
 import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
-import { startHybrid, waitFor } from './support';
+import { startHybrid } from './support';
+import { until } from '../support/until';
 
 const WINDOW_MS = 60_000;
 const GROUP = 'payments/ledger';
@@ -97,7 +98,7 @@ describe.each(stores)('/health with maxDeadLetters on $name', (store) => {
       'payments',
       payloads.map((payload) => ({ payload })),
     );
-    await waitFor(`${dead} dead letters, nothing left`, async () => {
+    await until(`${dead} dead letters, nothing left`, async () => {
       const info = await client.groupInfo('payments', 'ledger');
       return info.lag.lag === 0 && info.inflight === 0 && info.deadLetters === dead;
     });

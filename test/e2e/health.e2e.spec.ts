@@ -12,7 +12,8 @@ import {
   RheoModule,
   type JsonValue,
 } from '../../lib';
-import { startHybrid, waitFor } from './support';
+import { startHybrid } from './support';
+import { until } from '../support/until';
 
 /** Holds every delivery until opened: the group falls behind on demand. */
 const gate = { open: false, running: 0 };
@@ -78,14 +79,14 @@ describe('RheoHealthIndicator behind /health', () => {
       'market-events',
       Array.from({ length: 6 }, (_, i) => ({ payload: { i } })),
     );
-    await waitFor('handler holding a lease', () => gate.running === 1);
+    await until('handler holding a lease', () => gate.running === 1);
     const down = await request(app.getHttpServer()).get('/health').expect(503);
     expect(down.body.status).toBe('error');
     expect(down.body.error.rheo.status).toBe('down');
     expect(down.body.error.rheo.failing).toEqual(['market-events/risk: lag 6 > 3']);
     expect(down.body.error.rheo.groups['market-events/risk']).toMatchObject({ lag: 6, inflight: 1 });
     gate.open = true;
-    await waitFor('caught up', async () => (await client.lag('market-events', 'risk')).lag === 0);
+    await until('caught up', async () => (await client.lag('market-events', 'risk')).lag === 0);
     const up = await request(app.getHttpServer()).get('/health').expect(200);
     expect(up.body.info.rheo.groups['market-events/risk'].lag).toBe(0);
   });
@@ -95,8 +96,8 @@ describe('RheoHealthIndicator behind /health', () => {
     gate.open = false;
     const client = app.get(RheoClient);
     await client.append('market-events', { payload: { late: true } });
-    await waitFor('held', () => gate.running === 1);
-    const result = await waitFor('an old unsettled event', async () => {
+    await until('held', () => gate.running === 1);
+    const result = await until('an old unsettled event', async () => {
       const r = await indicator.isHealthy('rheo', { maxOldestUnackedMs: 0, groups: ['market-events/risk'] });
       return r.rheo.status === 'down' ? r : null;
     });
@@ -115,7 +116,7 @@ describe('RheoHealthIndicator behind /health', () => {
       field: 'groups[0].grop',
     });
     gate.open = true;
-    await waitFor('caught up', async () => (await client.lag('market-events', 'risk')).lag === 0);
+    await until('caught up', async () => (await client.lag('market-events', 'risk')).lag === 0);
   });
 
   it('goes down when the backend stops answering', async () => {

@@ -3,20 +3,9 @@ import { APP_FILTER } from '@nestjs/core';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import {
-  type JsonValue,
-  memoryBackend,
-  RHEO_ERROR_CODES,
-  RheoClient,
-  RheoConsumer,
-  RheoContext,
-  RheoError,
-  type RheoErrorCode,
-  RheoHttpExceptionFilter,
-  RheoModule,
-  RheoServer,
-} from '../../lib';
-import { waitFor } from './support';
+import { type JsonValue, memoryBackend, RheoClient, RheoConsumer, RheoContext, RheoError, type RheoErrorCode, RheoHttpExceptionFilter, RheoModule, RheoServer } from '../../lib';
+import { RHEO_ERROR_CODES } from '../../lib/core/errors';
+import { until } from '../support/until';
 
 /** The mapping the filter promises (docs/adr/016). */
 const STATUS: Record<RheoErrorCode, number> = {
@@ -161,7 +150,7 @@ describe.each<Registration>(['useGlobalFilters(new RheoHttpExceptionFilter())', 
     it('changes nothing for a consumer: a RheoError thrown there is retried and dead-lettered with its message', async () => {
       const client = app.get(RheoClient);
       const e = await client.append('orders', { payload: { id: 1 } });
-      await waitFor('orders settled', async () => (await client.lag('orders', 'billing')).lag === 0);
+      await until('orders settled', async () => (await client.lag('orders', 'billing')).lag === 0);
       expect(consumed).toEqual([1, 2]);
       expect(await client.deadLetters('orders', 'billing')).toEqual([
         expect.objectContaining({ eventId: e.id, attempt: 2, reason: 'order has no amount' }),

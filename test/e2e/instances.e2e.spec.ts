@@ -1,22 +1,9 @@
 import { Controller, type INestApplication, Injectable, Module } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
-import {
-  getRheoServerToken,
-  InjectRheo,
-  InjectRheoClient,
-  memoryBackend,
-  Rheo,
-  RheoClient,
-  RheoConsumer,
-  RheoContext,
-  RheoModule,
-  RheoServer,
-  type Group,
-  type JsonValue,
-  type RheoServerInternals,
-} from '../../lib';
-import { waitFor } from './support';
+import { getRheoServerToken, InjectRheo, InjectRheoClient, memoryBackend, Rheo, RheoClient, RheoConsumer, RheoContext, RheoModule, RheoServer, type Group, type JsonValue } from '../../lib';
+import type { RheoServerInternals } from '../../lib/nest/rheo-server';
+import { until } from '../support/until';
 
 const seen: string[] = [];
 
@@ -93,7 +80,7 @@ describe('named instances and options from configuration', () => {
     expect(producer.auditCore.backend).toBe(auditBackend);
     const trade = await producer.main.append('trades', { key: 'T1', payload: { qty: 5 } });
     const entry = await producer.audit.append('audit-log', { payload: { who: 'ops' } });
-    await waitFor('both consumed', () => seen.includes(`default:risk:${trade.id}`) && seen.includes(`audit:archive:${entry.id}`));
+    await until('both consumed', () => seen.includes(`default:risk:${trade.id}`) && seen.includes(`audit:archive:${entry.id}`));
     expect(await producer.main.listStreams()).toEqual([expect.objectContaining({ name: 'trades' })]);
     expect(await producer.audit.listStreams()).toEqual([expect.objectContaining({ name: 'audit-log' })]);
     const main = app.get(RheoServer);

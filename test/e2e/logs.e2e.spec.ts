@@ -22,7 +22,7 @@ import { pgTables } from '../../lib/backends/sql/names';
 import { SQLITE_SCHEMA } from '../../lib/backends/sqlite/schema';
 import { dropSchema, freshSchema, pgDataSource, PG_URL } from '../sql/pg-helpers';
 import { CapturingLogger } from './log-capture';
-import { waitFor } from './support';
+import { until } from '../support/until';
 
 type Order = { kind: 'ok' | 'throw' | 'reject' | 'retry' | 'wait' };
 
@@ -98,9 +98,9 @@ describe('logs a person can read (SQLite)', () => {
 
   it('a plain throw: one WARN line per retry and per dead letter, the stack at DEBUG only, nothing at ERROR', async () => {
     const event = await client().append('orders', { payload: { kind: 'throw' } });
-    await waitFor('dead letter', () => deadLetters(1));
+    await until('dead letter', () => deadLetters(1));
     const id = event.id;
-    await waitFor('dead-letter line', () => logger.lines('warn').some((l) => l.includes('dead-lettered')));
+    await until('dead-letter line', () => logger.lines('warn').some((l) => l.includes('dead-lettered')));
     expect(logger.lines('warn')).toEqual([
       `[RheoServer] Billing.bill (orders/billing): event ${id} failed (attempt 1/2), retrying in 5 ms: card declined`,
       `[RheoServer] Billing.bill (orders/billing): event ${id} dead-lettered (attempt 2/2, no attempts left): card declined`,
@@ -116,8 +116,8 @@ describe('logs a person can read (SQLite)', () => {
   it("a RheoRetry's delay and a RheoReject's dead letter, each one WARN line without a stack", async () => {
     const retried = await client().append('orders', { payload: { kind: 'retry' } });
     const rejected = await client().append('orders', { payload: { kind: 'reject' } });
-    await waitFor('reject dead-lettered', () => deadLetters(1));
-    await waitFor('retried event acked', async () => (await client().lag('orders', 'billing')).lag === 0);
+    await until('reject dead-lettered', () => deadLetters(1));
+    await until('retried event acked', async () => (await client().lag('orders', 'billing')).lag === 0);
     expect(logger.lines('warn')).toEqual([
       `[RheoServer] Billing.bill (orders/billing): event ${retried.id} failed (attempt 1/2), retrying in 7 ms: bank busy`,
       `[RheoServer] Billing.bill (orders/billing): event ${rejected.id} dead-lettered (rejected, attempt 1/2): unknown customer`,
@@ -129,11 +129,11 @@ describe('logs a person can read (SQLite)', () => {
 
   it('logs every admin action through RheoClient with its counts', async () => {
     await client().append('orders', { payload: { kind: 'reject' } });
-    await waitFor('dead letter', () => deadLetters(1));
+    await until('dead letter', () => deadLetters(1));
     await client().redrive('orders', 'billing', { all: true });
-    await waitFor('dead-lettered again', async () => (await client().lag('orders', 'billing')).lag === 0 && (await deadLetters(1)));
+    await until('dead-lettered again', async () => (await client().lag('orders', 'billing')).lag === 0 && (await deadLetters(1)));
     await client().replay('orders', 'billing', { afterSequence: 0 });
-    await waitFor(
+    await until(
       'replayed and dead-lettered again',
       async () => (await client().lag('orders', 'billing')).lag === 0 && (await deadLetters(1)),
     );
@@ -152,10 +152,10 @@ describe('logs a person can read (SQLite)', () => {
   it("logs a drain's summary and each consumer's stop", async () => {
     await client().appendBatch('orders', [{ payload: { kind: 'wait' } }, { payload: { kind: 'ok' } }, { payload: { kind: 'ok' } }]);
     const server = app.get(RheoServer);
-    await waitFor('one handler running, two prefetched', () => started.length === 1 && server.consumers()[0].inflight === 3);
+    await until('one handler running, two prefetched', () => started.length === 1 && server.consumers()[0].inflight === 3);
     closed = true;
     const closing = app.close();
-    await waitFor('draining', () => server.consumers()[0].state === 'draining');
+    await until('draining', () => server.consumers()[0].state === 'draining');
     openGate();
     await closing;
     const lines = logger.lines('log').filter((l) => l.startsWith('[RheoServer]'));

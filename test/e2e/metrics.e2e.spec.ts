@@ -20,7 +20,8 @@ import {
 } from '../../lib';
 import { MARKET_EVENTS } from '../../sample/market';
 import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
-import { parseExposition as parse, sampleApp, waitFor } from './support';
+import { parseExposition as parse, sampleApp } from './support';
+import { until } from '../support/until';
 
 // The /metrics of issue 11: a known workload on PostgreSQL, scraped over HTTP
 // the way Prometheus does, with exact counter values and lag 0 at the end.
@@ -106,8 +107,8 @@ describe('Prometheus metrics on PostgreSQL, scraped over HTTP', () => {
       [4, 5, 6, 7, 8, 9].map((n) => ({ key: `o${n}`, payload: { n } })),
     );
     // billing settles 12 times (10 + 2 retries), audit 10.
-    await waitFor('every delivery settled', () => settles === 22);
-    await waitFor('lag 0', async () => (await client.lag('orders', 'billing')).lag + (await client.lag('orders', 'audit')).lag === 0);
+    await until('every delivery settled', () => settles === 22);
+    await until('lag 0', async () => (await client.lag('orders', 'billing')).lag + (await client.lag('orders', 'audit')).lag === 0);
     const m = await scrape(app);
 
     expect(m.get('rheo_appended_events_total{stream="orders"}')).toBe(10);
@@ -179,7 +180,7 @@ describe('metrics of two named instances in one app', () => {
     const audit = app.get<RheoClient>(getRheoClientToken('audit'));
     await main.appendBatch('trades', [{ payload: 1 }, { payload: 2 }, { payload: 3 }]);
     await audit.append('audit-log', { payload: 'who' });
-    await waitFor('all settled', () => seen.length === 4 && settles === 4);
+    await until('all settled', () => seen.length === 4 && settles === 4);
     const m = await scrape(app);
     expect(m.get('rheo_appended_events_total{stream="trades"}')).toBe(3);
     expect(m.get('rheo_appended_events_total{stream="audit-log"}')).toBe(1);
@@ -247,7 +248,7 @@ describe("the sample app's /metrics", () => {
       .send({ type: 'trade', payload: { instrument: 'EURUSD', price: 1.1, qty: 1000 } })
       .expect(201);
     // One settle per group: risk and surveillance.
-    await waitFor('both groups settled', () => settles === 2);
+    await until('both groups settled', () => settles === 2);
     const res = await http.get('/metrics').expect(200);
     // Prometheus' text format, version 0.0.4 (Express orders the parameters its own way).
     expect(res.headers['content-type']).toMatch(/^text\/plain;/);

@@ -18,7 +18,7 @@ import {
   type RheoEventMap,
 } from '../../lib';
 import { CapturingLogger } from './log-capture';
-import { waitFor } from './support';
+import { until } from '../support/until';
 
 const fast = { pollMs: 10, maxAttempts: 2, retry: { initialMs: 1, factor: 1, maxMs: 1 } };
 
@@ -123,7 +123,7 @@ describe('@OnRheoEvent (SQLite)', () => {
     const rejected = await main.append('orders', { payload: { fail: 'reject' } });
     await audit.append('trail', { payload: {} });
     // Both groups of `orders` dead-letter the one event; the audit instance dead-letters its own.
-    await waitFor('three dead letters, five calls', () => alerts.seen.length === 5);
+    await until('three dead letters, five calls', () => alerts.seen.length === 5);
     expect([...alerts.seen].sort()).toEqual([
       'any orders/billing billing says no',
       'any orders/shipping shipping says no',
@@ -150,7 +150,7 @@ describe('@OnRheoEvent (SQLite)', () => {
   it('a throwing listener is logged and consumption goes on; handler_error and dead_letter at max_attempts follow', async () => {
     const alerts = app.get(Alerts);
     const event = await app.get(RheoClient).append('orders', { payload: { fail: 'throw' } });
-    await waitFor('dead-lettered after two attempts', () => alerts.deadLetters.some((e) => e.group === 'billing'));
+    await until('dead-lettered after two attempts', () => alerts.deadLetters.some((e) => e.group === 'billing'));
     expect(alerts.retries).toBe(1);
     expect(alerts.deadLetters.find((e) => e.group === 'billing')).toMatchObject({
       eventId: event.id,
@@ -162,10 +162,10 @@ describe('@OnRheoEvent (SQLite)', () => {
       ['billing', 1, 'billing broke'],
       ['billing', 2, 'billing broke'],
     ]);
-    await waitFor('listener failure logged', () => logger.lines('error').length > 0);
+    await until('listener failure logged', () => logger.lines('error').length > 0);
     expect(logger.lines('error')).toEqual([`[RheoEvents] @OnRheoEvent Alerts.broken ('retry') threw: listener broke`]);
     // The shipping group acked the same event: consumption went on.
-    await waitFor('shipping caught up', async () => (await app.get(RheoClient).lag('orders', 'shipping')).lag === 0);
+    await until('shipping caught up', async () => (await app.get(RheoClient).lag('orders', 'shipping')).lag === 0);
   });
 
   it('tells consumer_start with the settings, per instance', () => {

@@ -30,7 +30,8 @@ import {
   type JsonValue,
   type Outcome,
 } from '../../lib';
-import { startHybrid, waitFor } from './support';
+import { startHybrid } from './support';
+import { until } from '../support/until';
 
 const clock = new ManualClock(Date.UTC(2026, 5, 1));
 const deliveries: Record<string, Array<{ id: string; attempt: number; payload: JsonValue }>> = {};
@@ -152,7 +153,7 @@ describe('handler outcomes through the Nest pipeline', () => {
 
   it('retries a throwing handler, then dead-letters it after maxAttempts with the error message', async () => {
     const e = await client.append('flaky', { payload: { n: 1 } });
-    await waitFor('flaky dead-lettered', caughtUp('flaky'));
+    await until('flaky dead-lettered', caughtUp('flaky'));
     expect(deliveries.flaky.map((d) => d.attempt)).toEqual([1, 2, 3]);
     const [dead] = await client.deadLetters('flaky', 'g');
     expect(dead).toMatchObject({ eventId: e.id, attempt: 3, reason: 'boom on attempt 3' });
@@ -161,37 +162,37 @@ describe('handler outcomes through the Nest pipeline', () => {
 
   it('acks a handler that succeeds on its second attempt, nothing dead-lettered', async () => {
     await client.append('recovers', { payload: { n: 2 } });
-    await waitFor('recovers acked', caughtUp('recovers'));
+    await until('recovers acked', caughtUp('recovers'));
     expect(deliveries.recovers.map((d) => d.attempt)).toEqual([1, 2]);
     expect(await client.deadLetters('recovers', 'g')).toEqual([]);
   });
 
   it('dead-letters a RheoReject on the first attempt', async () => {
     const e = await client.append('poison', { payload: { curve: [] } });
-    await waitFor('poison dead-lettered', caughtUp('poison'));
+    await until('poison dead-lettered', caughtUp('poison'));
     expect(deliveries.poison).toHaveLength(1);
     expect(await client.deadLetters('poison', 'g')).toEqual([expect.objectContaining({ eventId: e.id, attempt: 1, reason: 'bad curve' })]);
   });
 
   it('redelivers a RheoRetry only after its delay', async () => {
     const e = await client.append('later', { payload: { n: 3 } });
-    await waitFor('nack settled', () => settled.some((s) => s.id === e.id && s.outcome.kind === 'nack'));
+    await until('nack settled', () => settled.some((s) => s.id === e.id && s.outcome.kind === 'nack'));
     expect(settled.find((s) => s.id === e.id)!.outcome).toEqual({ kind: 'nack', reason: 'not yet', delayMs: 60_000 });
     // Several more fetch rounds on a frozen clock: the event stays unavailable.
     const group = app.get(RheoServer).unwrap<{ groups: Map<string, { stats: { fetches: number } }> }>().groups.get('later/g')!;
     const fetches = group.stats.fetches;
-    await waitFor('three more fetches', () => group.stats.fetches >= fetches + 3);
+    await until('three more fetches', () => group.stats.fetches >= fetches + 3);
     expect(deliveries.later).toHaveLength(1);
     expect((await client.lag('later', 'g')).lag).toBe(1);
     clock.advance(60_000);
-    await waitFor('later acked', caughtUp('later'));
+    await until('later acked', caughtUp('later'));
     expect(deliveries.later.map((d) => d.attempt)).toEqual([1, 2]);
   });
 
   it('dead-letters a payload refused by a validation pipe at once, and passes the parsed value otherwise', async () => {
     const bad = await client.append('typed', { payload: { amount: 'twelve' } });
     const good = await client.append('typed', { payload: { amount: '12' } });
-    await waitFor('typed settled', caughtUp('typed'));
+    await until('typed settled', caughtUp('typed'));
     expect(deliveries.typed).toEqual([{ id: good.id, attempt: 1, payload: 12 }]);
     const dead = await client.deadLetters('typed', 'g');
     expect(dead).toHaveLength(1);
@@ -201,7 +202,7 @@ describe('handler outcomes through the Nest pipeline', () => {
 
   it('dead-letters a BadRequestException thrown by the handler at once', async () => {
     await client.append('bad-request', { payload: { amount: -1 } });
-    await waitFor('bad-request settled', caughtUp('bad-request'));
+    await until('bad-request settled', caughtUp('bad-request'));
     expect(deliveries['bad-request']).toHaveLength(1);
     expect((await client.deadLetters('bad-request', 'g'))[0]).toMatchObject({ attempt: 1, reason: 'amount must be positive' });
   });
@@ -209,7 +210,7 @@ describe('handler outcomes through the Nest pipeline', () => {
   it('runs guards before the handler; a guard that says no dead-letters the event without running it', async () => {
     const denied = await client.append('guarded', { type: 'forbidden', payload: { n: 1 } });
     const allowed = await client.append('guarded', { type: 'allowed', payload: { n: 2 } });
-    await waitFor('guarded settled', caughtUp('guarded'));
+    await until('guarded settled', caughtUp('guarded'));
     expect(log).toContain('guard:forbidden');
     expect(log).toContain('guard:allowed');
     expect(log).not.toContain(`handler:${denied.id}`);
@@ -222,7 +223,7 @@ describe('handler outcomes through the Nest pipeline', () => {
 
   it('runs interceptors around the handler', async () => {
     const e = await client.append('intercepted', { payload: { n: 1 } });
-    await waitFor('intercepted acked', caughtUp('intercepted'));
+    await until('intercepted acked', caughtUp('intercepted'));
     const mine = log.filter((l) => l.endsWith(e.id));
     expect(mine).toEqual([`before:${e.id}`, `handler:${e.id}`, `after:${e.id}`]);
   });
@@ -230,7 +231,7 @@ describe('handler outcomes through the Nest pipeline', () => {
   it('lets a user exception filter decide the outcome', async () => {
     const bad = await client.append('filtered', { payload: { note: 'no items' } });
     const good = await client.append('filtered', { payload: { items: ['a'] } });
-    await waitFor('filtered settled', caughtUp('filtered'));
+    await until('filtered settled', caughtUp('filtered'));
     expect(deliveries.filtered.filter((d) => d.id === bad.id)).toHaveLength(1);
     expect(deliveries.filtered.filter((d) => d.id === good.id)).toHaveLength(1);
     const dead = await client.deadLetters('filtered', 'g');

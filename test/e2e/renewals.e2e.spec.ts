@@ -1,9 +1,10 @@
 import { Controller, type INestApplication, type LoggerService } from '@nestjs/common';
 import { Ctx } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
-import { MemoryBackend, RheoClient, RheoConsumer, RheoContext, RheoError, RheoHealthIndicator, RheoModule, RheoServer } from '../../lib';
+import { RheoClient, RheoConsumer, RheoContext, RheoError, RheoHealthIndicator, RheoModule, RheoServer } from '../../lib';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import { FaultyBackend } from '../support/faulty-backend';
-import { waitFor } from './support';
+import { until } from '../support/until';
 
 /** Keeps every warning the app logs. */
 class CapturingLogger implements LoggerService {
@@ -62,8 +63,8 @@ describe('RheoServer: lease renewals seen from Nest', () => {
 
   it('moves ctx.leaseExpiresAt with each renewal', async () => {
     await app.get(RheoClient).append('slow', { payload: { n: 1 } });
-    await waitFor('handler running', () => seen.ctx);
-    await waitFor('renewed', () => seen.ctx!.leaseExpiresAt.getTime() > seen.firstExpiry);
+    await until('handler running', () => seen.ctx);
+    await until('renewed', () => seen.ctx!.leaseExpiresAt.getTime() > seen.firstExpiry);
     expect(seen.ctx!.lease.expiresAt.getTime()).toBe(seen.ctx!.leaseExpiresAt.getTime());
   });
 
@@ -76,14 +77,14 @@ describe('RheoServer: lease renewals seen from Nest', () => {
     const warningsBefore = logger.warnings.length;
     backend.failRenewCall(4, 'backend_unavailable');
     await app.get(RheoClient).append('slow', { payload: { n: 1 } });
-    await waitFor('handler running', () => seen.ctx);
-    await waitFor('renewal failing', () => server.consumers()[0].renewError);
+    await until('handler running', () => seen.ctx);
+    await until('renewal failing', () => server.consumers()[0].renewError);
     expect(server.consumers()[0].renewError?.code).toBe('backend_unavailable');
     const health = await app.get(RheoHealthIndicator).isHealthy('rheo');
     expect(health.rheo.status).toBe('down');
     expect(health.rheo.failing).toEqual([expect.stringMatching(/^slow\/g: lease renewals failing: injected fault/)]);
     expect((health.rheo.groups as Record<string, { renewals?: string }>)['slow/g'].renewals).toMatch(/^failing: /);
-    await waitFor('recovered', () => events.includes('g:recovered'));
+    await until('recovered', () => events.includes('g:recovered'));
     expect(events).toEqual([
       'g:backend_unavailable:1',
       'g:backend_unavailable:2',
@@ -100,7 +101,7 @@ describe('RheoServer: lease renewals seen from Nest', () => {
   it('aborts ctx.signal when the lease is lost', async () => {
     const [e] = await app.get(RheoClient).appendBatch('slow', [{ payload: { n: 1 } }]);
     backend.loseOnRenew(e.id, 1);
-    await waitFor('aborted', () => seen.aborted);
+    await until('aborted', () => seen.aborted);
     expect(seen.aborted).toBeInstanceOf(RheoError);
     expect((seen.aborted as RheoError).code).toBe('stale_lease');
   });

@@ -1,7 +1,8 @@
 import { Controller, type INestApplication, Injectable, Scope } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { memoryBackend, RheoClient, RheoConsumer, RheoContext, RheoModule, RheoReject, type JsonValue } from '../../lib';
-import { startHybrid, waitFor } from './support';
+import { startHybrid } from './support';
+import { until } from '../support/until';
 
 let instances = 0;
 const seen: Array<{ instance: number; id: string }> = [];
@@ -43,7 +44,7 @@ describe('a request-scoped consumer', () => {
     const a = await client.append('scoped', { payload: { n: 1 } as JsonValue });
     const b = await client.append('scoped', { payload: { n: 2 } as JsonValue });
     const c = await client.append('scoped', { payload: { reject: true } });
-    await waitFor('settled', async () => (await client.lag('scoped', 'g')).lag === 0);
+    await until('settled', async () => (await client.lag('scoped', 'g')).lag === 0);
     expect(seen.map((s) => s.id)).toEqual([a.id, b.id]);
     expect(new Set(seen.map((s) => s.instance)).size).toBe(2);
     expect(await client.deadLetters('scoped', 'g')).toEqual([

@@ -5,7 +5,8 @@ import { Controller } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import { type Backend, type JsonValue, Rheo, RheoConsumer, RheoError, RheoModule, sqliteBackend } from '../../lib';
-import { createMicroservice, waitFor } from './support';
+import { createMicroservice } from './support';
+import { until } from '../support/until';
 
 const handled: JsonValue[] = [];
 
@@ -51,9 +52,9 @@ describe('RheoModule retention', () => {
         'audit',
         Array.from({ length: 20 }, (_, i) => ({ payload: i })),
       );
-      await waitFor('all 20 handled', () => handled.length === 20);
+      await until('all 20 handled', () => handled.length === 20);
       // Trimmed down to the last 5, by the background job alone.
-      await waitFor('the background trim', async () => (await rheo.read('audit')).length === 5);
+      await until('the background trim', async () => (await rheo.read('audit')).length === 5);
       expect((await rheo.read('audit')).map((e) => e.sequence)).toEqual([16, 17, 18, 19, 20]);
     } finally {
       await app.close();
@@ -73,7 +74,7 @@ describe('RheoModule retention', () => {
         'audit',
         Array.from({ length: 6 }, (_, i) => ({ payload: i })),
       );
-      await waitFor('all 6 handled', () => handled.length === 6);
+      await until('all 6 handled', () => handled.length === 6);
       await new Promise((r) => setTimeout(r, 300));
       expect(await rheo.read('audit')).toHaveLength(6);
       // On demand, it still works.

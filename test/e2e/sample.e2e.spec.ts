@@ -2,7 +2,8 @@ import request from 'supertest';
 import { RheoClient } from '../../lib';
 import { MARKET_EVENTS } from '../../sample/market';
 import { StatsService } from '../../sample/stats.service';
-import { sampleApp, waitFor } from './support';
+import { sampleApp } from './support';
+import { until } from '../support/until';
 
 describe('the sample app', () => {
   const app = sampleApp('sample');
@@ -19,7 +20,7 @@ describe('the sample app', () => {
       payload: { instrument: `I${i % 5}`, price: i === 7 ? 0 : 10 + i, qty: 10 },
     }));
     await http.post('/events/batch').send(batch).expect(201, { appended: 49 });
-    await waitFor('both groups caught up', async () => {
+    await until('both groups caught up', async () => {
       const lag = (await http.get('/events/lag').expect(200)).body;
       return lag.risk === 0 && lag.surveillance === 0;
     });

@@ -11,7 +11,8 @@ import {
   RheoServer,
   type JsonValue,
 } from '../../lib';
-import { startHybrid, waitFor } from './support';
+import { startHybrid } from './support';
+import { until } from '../support/until';
 
 /** Fault injection on the real memory backend: fetches fail while `down` is set. */
 function flakyFetches(backend: Backend, fault: { down: boolean }): Backend {
@@ -66,19 +67,19 @@ describe('RheoServer status and events during a backend outage', () => {
 
     fault.down = true;
     await client.append('ticks', { payload: { n: 1 } });
-    await waitFor('backing off', () => server.consumers()[0].state === 'backing_off');
+    await until('backing off', () => server.consumers()[0].state === 'backing_off');
     expect(statuses).toEqual(['connected', 'reconnecting']);
     expect(events[0]).toBe('fetch_error:g:backend_unavailable');
     const down = await health.isHealthy('rheo');
     expect(down.rheo).toMatchObject({ status: 'down', failing: ['ticks/g: consumer backing off: connection refused (injected)'] });
 
     fault.down = false;
-    await waitFor('consumed after recovery', () => handled.length === 1);
-    await waitFor('connected again', () => statuses[statuses.length - 1] === 'connected');
+    await until('consumed after recovery', () => handled.length === 1);
+    await until('connected again', () => statuses[statuses.length - 1] === 'connected');
     expect(events).toContain('recovered:g');
     expect((await health.isHealthy('rheo')).rheo.status).toBe('up');
     // The ack follows the handler asynchronously (batched settles).
-    await waitFor('acked', async () => (await client.lag('ticks', 'g')).lag === 0);
+    await until('acked', async () => (await client.lag('ticks', 'g')).lag === 0);
     expect(handled).toEqual([{ n: 1 }]);
   });
 });

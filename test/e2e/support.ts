@@ -6,24 +6,6 @@ import { Test } from '@nestjs/testing';
 import { memoryBackend, Rheo, RheoError, RheoModule, RheoServer, type RheoModuleOptions } from '../../lib';
 import { createApp } from '../../sample/bootstrap';
 
-/** Poll `probe` until it returns a truthy value; fails with `what` after `timeoutMs`. */
-export async function waitFor<T>(what: string, probe: () => T | Promise<T>, timeoutMs = 10_000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value) return value as NonNullable<T>;
-      last = value;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what} (last: ${last instanceof Error ? last.message : JSON.stringify(last)})`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 /** A hybrid app (HTTP + the Rheo transport) wired the way main.ts does it. */
 export async function startHybrid(module: ModuleMetadata): Promise<INestApplication> {
   const ref = await Test.createTestingModule(module).compile();

@@ -8,7 +8,8 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { type JsonValue, memoryBackend, RheoClient, RheoConsumer, RheoContext, RheoModule, RheoRetry, typeormBackend } from '../../lib';
 import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
-import { createMicroservice, startHybrid, waitFor } from './support';
+import { createMicroservice, startHybrid } from './support';
+import { until } from '../support/until';
 
 const schema = freshSchema('e2etx');
 const seen: Array<{ isEntityManager: boolean; attempt: number }> = [];
@@ -74,7 +75,7 @@ describe('@RheoConsumer({ transactional: true })', () => {
       'payments',
       Array.from({ length: 30 }, (_, i) => ({ key: `p${i}`, payload: { id: `p${i}`, cents: i } })),
     );
-    await waitFor('ledger consumed every payment', async () => (await client.lag('payments', 'ledger')).lag === 0, 20_000);
+    await until('ledger consumed every payment', async () => (await client.lag('payments', 'ledger')).lag === 0, 20_000);
     const rows: Array<{ payment_id: string }> = await ds.query(`SELECT payment_id FROM "${schema}".ledger`);
     expect(rows).toHaveLength(30);
     expect(new Set(rows.map((r) => r.payment_id)).size).toBe(30);

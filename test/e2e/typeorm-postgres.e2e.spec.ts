@@ -6,7 +6,8 @@ import request from 'supertest';
 import { DataSource } from 'typeorm';
 import { RheoClient, RheoConsumer, RheoContext, RheoHealthIndicator, RheoModule, typeormBackend } from '../../lib';
 import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
-import { startHybrid, waitFor } from './support';
+import { startHybrid } from './support';
+import { until } from '../support/until';
 
 // The PostgreSQL wiring a Nest user writes: TypeOrmModule owns the DataSource,
 // RheoModule.forRootAsync builds the backend on it, and an HTTP endpoint writes a
@@ -91,7 +92,7 @@ describe('TypeOrmModule + RheoModule.forRootAsync on PostgreSQL', () => {
         .send({ id: `o${i}`, total: 10 * i })
         .expect(201, { placed: true });
 
-    await waitFor('billing consumed every order', async () => (await client.lag('orders', 'billing')).lag === 0 && received.length >= 20);
+    await until('billing consumed every order', async () => (await client.lag('orders', 'billing')).lag === 0 && received.length >= 20);
     expect(received.map((r) => r.id).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `o${i}`).sort());
     expect(received.every((r) => r.attempt === 1)).toBe(true);
     expect(new Set(received.map((r) => r.partition)).size).toBeGreaterThan(1);
@@ -113,7 +114,7 @@ describe('TypeOrmModule + RheoModule.forRootAsync on PostgreSQL', () => {
     const ids = events.map((e) => e.id);
     expect(ids).toContain('order-placed-ok-1');
     expect(ids).not.toContain('order-placed-bad-1');
-    await waitFor('billing consumed the committed order', () => received.some((r) => r.id === 'ok-1'));
+    await until('billing consumed the committed order', () => received.some((r) => r.id === 'ok-1'));
     expect(received.some((r) => r.id === 'bad-1')).toBe(false);
   });
 });

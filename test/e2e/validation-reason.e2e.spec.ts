@@ -2,8 +2,9 @@ import { BadRequestException, Controller, type INestApplication, Injectable, typ
 import { Ctx, Payload } from '@nestjs/microservices';
 import { IsPositive, IsString } from 'class-validator';
 import { memoryBackend, RheoClient, RheoConsumer, RheoContext, RheoModule, type JsonValue } from '../../lib';
-import { MAX_REASON_LENGTH } from '../../lib';
-import { startHybrid, waitFor } from './support';
+import { MAX_REASON_LENGTH } from '../../lib/core/limits';
+import { startHybrid } from './support';
+import { until } from '../support/until';
 
 /** The DTO a newcomer writes: the validator's messages say which field is wrong and why. */
 class ChargeDto {
@@ -59,7 +60,7 @@ describe('a payload refused by a ValidationPipe', () => {
   it("is dead-lettered at once with the validator's messages in the reason", async () => {
     const bad = await client.append('charges', { payload: { amount: -5 } });
     const good = await client.append('charges', { payload: { amount: 12, currency: 'EUR' } });
-    await waitFor('charges settled', async () => (await client.lag('charges', 'billing')).lag === 0);
+    await until('charges settled', async () => (await client.lag('charges', 'billing')).lag === 0);
     expect(handled).toEqual([`${good.id}:12EUR`]);
     const dead = await client.deadLetters('charges', 'billing');
     expect(dead).toHaveLength(1);
@@ -69,7 +70,7 @@ describe('a payload refused by a ValidationPipe', () => {
 
   it('keeps the reason bounded however many messages the pipe returns', async () => {
     const bad = await client.append('verbose', { payload: { n: 1 } });
-    await waitFor('verbose settled', async () => (await client.lag('verbose', 'billing')).lag === 0);
+    await until('verbose settled', async () => (await client.lag('verbose', 'billing')).lag === 0);
     const [dead] = await client.deadLetters('verbose', 'billing');
     expect(dead).toMatchObject({ eventId: bad.id, attempt: 1 });
     expect(dead.reason.length).toBe(MAX_REASON_LENGTH);

@@ -1,6 +1,7 @@
 import { trace } from '@opentelemetry/api';
 import { memoryBackend, Rheo } from '../../lib';
-import { drainAll, startGroup, unique, until } from '../runtime/helpers';
+import { drainAll, startGroup, unique } from '../runtime/helpers';
+import { until } from '../support/until';
 import { spansNamed, startTracing } from './tracing';
 
 // The benchmark's situation: @opentelemetry/api installed, no tracer provider
@@ -28,7 +29,7 @@ it('with no provider registered, appends and consumes without touching the metad
     activeInHandler.push(trace.getActiveSpan());
   });
   g.on('settled', () => settled++);
-  await until(() => settled === 3, 'three settles');
+  await until('three settles', () => settled === 3);
   expect(activeInHandler).toEqual([undefined, undefined, undefined]);
   expect((await rheo.read(stream)).map((e) => e.metadata)).toEqual([{ source: 'test' }, {}, {}]);
 });

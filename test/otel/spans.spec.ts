@@ -1,7 +1,10 @@
 import { createTraceState, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, context as otelContext } from '@opentelemetry/api';
-import { type Lease, MemoryBackend, type NewEvent, type Outcome, Rheo, RheoError, RheoReject, RheoRetry } from '../../lib';
+import { type Lease, type Outcome, Rheo, RheoError, RheoReject, RheoRetry } from '../../lib';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
+import type { NewEvent } from '../../lib/backends/backend';
 import { formatTraceparent, parseTraceparent } from '../../lib/core/otel-w3c';
-import { drainAll, startGroup, unique, until } from '../runtime/helpers';
+import { drainAll, startGroup, unique } from '../runtime/helpers';
+import { until } from '../support/until';
 import { type SpanRecord, spansNamed, startTracing, type TestTracing } from './tracing';
 
 // The span model on the memory backend, in process, against the real SDK
@@ -153,7 +156,7 @@ describe('process <stream>', () => {
     let settled = 0;
     const g = startGroup(rheo, { stream, group, pollMs: 10, consumerId: 'c-1' }, handler);
     g.on('settled', () => settled++);
-    await until(() => settled >= n, `${n} settles`);
+    await until(`${n} settles`, () => settled >= n);
     await g.drain(1000);
     return spansNamed(tracing.exporter, `process ${stream}`);
   }

@@ -1,6 +1,7 @@
 import Redis from 'ioredis';
 import { Group, Rheo, redisBackend } from '../../lib';
 import { appendRetrying, deleteKeys, freshPrefix, REDIS_URL } from './support';
+import { until } from '../support/until';
 
 const prefix = freshPrefix('kill');
 const connectionName = `rheo-kill-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
@@ -14,14 +15,6 @@ async function killOurConnections(admin: Redis): Promise<number> {
     .map((line) => /\bid=(\d+)/.exec(line)![1]);
   for (const id of ids) await admin.client('KILL', 'ID', id);
   return ids.length;
-}
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 afterAll(async () => {
@@ -61,16 +54,21 @@ it('CLIENT KILL of both connections mid-consumption: the group recovers and lose
     // Both connections (main + blocking) were killed each round.
     expect(kills).toBeGreaterThanOrEqual(2 * 5);
     const wakeUpsBefore = group.stats.wakeUps;
-    await until('lag 0', async () => {
-      const lag = await rheo.lag(stream, 'g').catch(() => null);
-      return lag?.lag === 0;
-    });
+    await until(
+      'lag 0',
+      async () => {
+        const lag = await rheo.lag(stream, 'g').catch(() => null);
+        return lag?.lag === 0;
+      },
+      60_000,
+      50,
+    );
     // The blocking connection came back: appends after the kills still wake the idle group.
     await rheo.append(stream, { id: 'after-kills', payload: 'last' });
     appended.push('after-kills');
-    await until('the last event', async () => handled.has('after-kills'));
+    await until('the last event', async () => handled.has('after-kills'), 60_000, 50);
     expect(group.stats.wakeUps).toBeGreaterThan(wakeUpsBefore);
-    await until('lag 0 again', async () => (await rheo.lag(stream, 'g')).lag === 0);
+    await until('lag 0 again', async () => (await rheo.lag(stream, 'g')).lag === 0, 60_000, 50);
   } finally {
     await group.drain(5000);
     admin.disconnect();

@@ -4,7 +4,8 @@
 // the test reports what was lost. Redis replicates asynchronously, so without
 // `durability` an acknowledged append can be lost (reported, not asserted: usually 0
 // on one machine); with `durability: { replicas: 1 }` none may be.
-import { Group, Rheo, redisBackend, type RedisDurability, RheoError } from '../../lib';
+import { Group, Rheo, redisBackend, RheoError } from '../../lib';
+import type { RedisDurability } from '../../lib/backends/redis/redis-backend';
 import { StreamKeys } from '../../lib/backends/redis/keys';
 import { until } from '../support/until';
 import { killServer, TestCluster } from './failover-support';
@@ -79,7 +80,7 @@ async function failover(scenario: string, durability?: RedisDurability): Promise
       }
     })();
 
-    await until('appends and consumption under way', () => acked.length >= 300 && handled.size >= 100);
+    await until('appends and consumption under way', () => acked.length >= 300 && handled.size >= 100, 60_000);
     const master = await cluster.masterOf(slot);
     await killServer(master.port);
     const killedAt = Date.now(); // the node no longer answers
@@ -89,7 +90,7 @@ async function failover(scenario: string, durability?: RedisDurability): Promise
     await cluster.heal();
     const healedAt = Date.now();
     const since = acked.length;
-    await until('acknowledged appends after the failover', () => acked.length >= since + 200);
+    await until('acknowledged appends after the failover', () => acked.length >= since + 200, 60_000);
     stop = true;
     await producer;
 

@@ -465,19 +465,19 @@ describe('connections killed on every master mid-consumption', () => {
         }
       }
       expect(kills).toBeGreaterThanOrEqual(3 * 3);
-      for (const s of streams) await until(`lag 0 on ${s}`, async () => (await rheo.lag(s, 'g').catch(() => null))?.lag === 0);
+      for (const s of streams) await until(`lag 0 on ${s}`, async () => (await rheo.lag(s, 'g').catch(() => null))?.lag === 0, 60_000);
       // The blocking reads came back: an append after the kills still wakes each idle group.
       for (const s of streams) {
         const [e] = await rheo.append(s, { id: `last-${s}`, payload: 'last' }).then((x) => [x]);
         appended.push(e.id);
       }
-      await until('the last events', () => streams.every((s) => handled.has(`last-${s}`)));
+      await until('the last events', () => streams.every((s) => handled.has(`last-${s}`)), 60_000);
     } finally {
       for (const g of groups) await g.drain(5000);
     }
     expect(new Set(handled.keys())).toEqual(new Set(appended));
     for (const s of streams) {
-      await until(`lag 0 again on ${s}`, async () => (await rheo.lag(s, 'g')).lag === 0);
+      await until(`lag 0 again on ${s}`, async () => (await rheo.lag(s, 'g')).lag === 0, 60_000);
       expect(await rheo.groupInfo(s, 'g')).toMatchObject({ lag: { lag: 0 }, inflight: 0, deadLetters: 0 });
     }
     await rheo.close();

@@ -61,7 +61,7 @@ export async function killServer(port: number): Promise<number> {
   const pid = Number(/process_id:(\d+)/.exec(info)?.[1]);
   if (!Number.isSafeInteger(pid) || pid <= 0) throw new Error(`no process_id in INFO server of port ${port}`);
   process.kill(pid, 'SIGKILL');
-  await until(`the server on port ${port} (pid ${pid}) to die`, async () => !(await answers(port)));
+  await until(`the server on port ${port} (pid ${pid}) to die`, async () => !(await answers(port)), 60_000);
   return pid;
 }
 
@@ -225,12 +225,18 @@ export class ReplicatedPair {
     try {
       pair.spawn(pair.masterPort, []);
       pair.spawn(pair.replicaPort, ['--replicaof', '127.0.0.1', String(pair.masterPort)]);
-      await until('the master to answer', () => {
-        if (pair.spawnError) throw pair.spawnError;
-        return answers(pair.masterPort);
-      });
-      await until('the replica to sync', async () =>
-        (await onNode(pair.replicaPort, (r) => r.info('replication')).catch(() => '')).includes('master_link_status:up'),
+      await until(
+        'the master to answer',
+        () => {
+          if (pair.spawnError) throw pair.spawnError;
+          return answers(pair.masterPort);
+        },
+        60_000,
+      );
+      await until(
+        'the replica to sync',
+        async () => (await onNode(pair.replicaPort, (r) => r.info('replication')).catch(() => '')).includes('master_link_status:up'),
+        60_000,
       );
     } catch (err) {
       await pair.stop();
@@ -242,8 +248,10 @@ export class ReplicatedPair {
   /** SIGKILL the replica and wait until the master no longer counts it. */
   async killReplica(): Promise<void> {
     this.children.get(this.replicaPort)?.kill('SIGKILL');
-    await until('the master to lose its replica', async () =>
-      (await onNode(this.masterPort, (r) => r.info('replication'))).includes('connected_slaves:0'),
+    await until(
+      'the master to lose its replica',
+      async () => (await onNode(this.masterPort, (r) => r.info('replication'))).includes('connected_slaves:0'),
+      60_000,
     );
   }
 

@@ -1,7 +1,8 @@
 import { Controller, type INestApplication } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { redisBackend, RheoClient, RheoConsumer, RheoContext, RheoModule, RheoReject, type JsonValue } from '../../lib';
-import { startHybrid, waitFor } from '../e2e/support';
+import { startHybrid } from '../e2e/support';
+import { until } from '../support/until';
 import { deleteKeys, freshPrefix, REDIS_URL } from './support';
 
 // The whole Nest stack on the Redis backend: module, transport, @RheoConsumer,
@@ -40,7 +41,7 @@ describe('Nest app on the redis backend', () => {
       ...Array.from({ length: 20 }, (_, i) => ({ key: `k${i % 5}`, payload: { i } })),
       { key: 'k0', payload: { bad: true } },
     ]);
-    await waitFor('the group caught up', async () => (await client.lag('quotes', 'pricing')).lag === 0);
+    await until('the group caught up', async () => (await client.lag('quotes', 'pricing')).lag === 0);
     expect(handled.map((h) => (h.payload as { i: number }).i).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i));
     expect(handled.every((h) => h.attempt === 1)).toBe(true);
     const info = await client.groupInfo('quotes', 'pricing');

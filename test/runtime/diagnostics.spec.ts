@@ -18,7 +18,8 @@ import {
 } from '../../lib';
 import { ChannelRecorder, PLAIN_CHANNEL_NAMES } from '../support/channel-recorder';
 import { CLOCKED_BACKENDS, removeTempFiles } from '../support/clocked-backends';
-import { drainAll, gate, startGroup, unique, until } from './helpers';
+import { drainAll, gate, startGroup, unique } from './helpers';
+import { until } from '../support/until';
 
 /** Written into every payload and metadata value: no channel message may contain it. */
 const MARK = `payload-marker-${process.pid}-51be`;
@@ -100,7 +101,7 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the runtime on $name', 
         }
       },
     );
-    await until(() => rec.messages('rheo:settle').length === 8 && g.inflight === 0, 'eight runs settled');
+    await until('eight runs settled', () => rec.messages('rheo:settle').length === 8 && g.inflight === 0);
     expect(await g.drain(1000)).toBe('drained');
     const valueReason = (rec.messages('rheo:handler:error').find((m) => m.eventId === event.value.id)?.reason ?? '') as string;
     expect(valueReason).toMatch(/^the handler resolved with 42/);
@@ -188,12 +189,12 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the runtime on $name', 
       { stream, group, consumerId: 'A', leaseMs: 200, pollMs: 10, concurrency: 1, maxDemand: 1 },
       untilAborted(() => (started = true)),
     );
-    await until(() => started, 'handler started');
+    await until('handler started', () => started);
     clock.advance(201);
     const [taken] = await rheo.fetch(stream, group, { consumerId: 'B', leaseMs: 60_000 });
     expect(taken.attempt).toBe(2);
-    await until(() => rec.messages('rheo:lease:lost').length === 1, 'lease lost');
-    await until(() => g.running === 0 && g.inflight === 0, 'handler stopped on abort');
+    await until('lease lost', () => rec.messages('rheo:lease:lost').length === 1);
+    await until('handler stopped on abort', () => g.running === 0 && g.inflight === 0);
     expect(rec.messages('rheo:lease:lost')).toEqual([
       { ...delivery(e, 'A', 1), reason: `lease on event ${e.id} lost: another consumer holds it now` },
     ]);
@@ -213,12 +214,12 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the runtime on $name', 
       { stream, group, consumerId: 'A', leaseMs: 200, pollMs: 10, concurrency: 1, maxDemand: 1 },
       untilAborted(() => (started = true)),
     );
-    await until(() => started, 'handler started');
+    await until('handler started', () => started);
     await rheo.close();
-    await until(() => rec.messages('rheo:renew:error').length > 0, 'a renewal failed');
+    await until('a renewal failed', () => rec.messages('rheo:renew:error').length > 0);
     clock.advance(201);
-    await until(() => rec.messages('rheo:lease:expired').length === 1, 'the running lease expired');
-    await until(() => rec.messages('rheo:fetch:error').length > 0 && g.inflight === 0, 'the freed room fetched and failed');
+    await until('the running lease expired', () => rec.messages('rheo:lease:expired').length === 1);
+    await until('the freed room fetched and failed', () => rec.messages('rheo:fetch:error').length > 0 && g.inflight === 0);
     expect(await g.drain(1000)).toBe('drained');
 
     const renewErrors = rec.messages('rheo:renew:error');
@@ -260,10 +261,10 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the runtime on $name', 
       handled.push([l.event.sequence, l.attempt]);
       if (l.event.sequence === 1) await hold.promise;
     });
-    await until(() => g.running === 1 && g.inflight === 2, 'one running, one buffered');
+    await until('one running, one buffered', () => g.running === 1 && g.inflight === 2);
     clock.advance(57_000); // 3 s left, under the 6 s start margin
     hold.open();
-    await until(() => handled.length === 2 && g.inflight === 0, 'the given-back event handled');
+    await until('the given-back event handled', () => handled.length === 2 && g.inflight === 0);
     expect(rec.messages('rheo:lease:expired')).toEqual([
       { ...delivery(e2, 'A', 1), reason: `lease on event ${e2.id} too close to expiry to start; given back` },
     ]);
@@ -278,7 +279,7 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the runtime on $name', 
   it('rheo:fetch:error: a Group on a group that does not exist reports each failed fetch', async () => {
     await rheo.createStream(stream);
     const g = startGroup(rheo, { stream, group, consumerId: 'A', pollMs: 10 }, async () => undefined);
-    await until(() => rec.messages('rheo:fetch:error').length >= 2, 'two fetches failed');
+    await until('two fetches failed', () => rec.messages('rheo:fetch:error').length >= 2);
     expect(await g.drain(1000)).toBe('drained');
     for (const m of rec.messages('rheo:fetch:error')) {
       expect(m).toEqual({
@@ -306,7 +307,7 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the runtime on $name', 
       { stream, group, consumerId: 'A', leaseMs: 60_000, pollMs: 10 },
       untilAborted(() => (started = true)),
     );
-    await until(() => started, 'handler started');
+    await until('handler started', () => started);
     expect(await g.drain(20)).toBe('timeout');
     expect(rec.messages('rheo:consumer:stop')).toEqual([{ stream, group, consumerId: 'A', reason: 'timeout' }]);
 

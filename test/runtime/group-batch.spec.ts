@@ -1,9 +1,11 @@
 // Batch handlers on the memory backend behind the fault wrapper (issue 13, ADR
 // 029): the edges that need a fault or the ManualClock. The SQL backends run
 // the everyday cases in test/sql/batch.spec.ts.
-import { type BatchControl, type HandlerErrorEvent, type Lease, type Outcome, RheoError, RheoReject } from '../../lib';
+import { type BatchControl, type Lease, type Outcome, RheoError, RheoReject } from '../../lib';
+import type { HandlerErrorEvent } from '../../lib/runtime/group-types';
 import { SettleBatcher } from '../../lib/runtime/settle-batcher';
-import { drainAll, events, gate, setup, startBatchGroup, until } from './helpers';
+import { drainAll, events, gate, setup, startBatchGroup } from './helpers';
+import { until } from '../support/until';
 
 afterEach(drainAll);
 
@@ -23,11 +25,11 @@ describe('Group batch mode: leases, timeouts, ordering', () => {
     });
     const lost: Lease[] = [];
     g.on('lease_lost', (l) => lost.push(l));
-    await until(() => lost.length === 1, 'one lease lost');
+    await until('one lease lost', () => lost.length === 1);
     expect(lost[0].event.id).toBe(b.id);
     expect(signal!.aborted).toBe(false); // two leases of the batch are still worth finishing
     hold.open();
-    await until(() => backend.settles.length === 2, 'the batch settled');
+    await until('the batch settled', () => backend.settles.length === 2);
     expect(backend.settles.map((s) => [s.kind, s.eventId])).toEqual([
       ['ack', a.id],
       ['ack', c.id],
@@ -44,7 +46,7 @@ describe('Group batch mode: leases, timeouts, ordering', () => {
       await new Promise<void>((resolve) => ctl.signal.addEventListener('abort', () => resolve()));
       reason = ctl.signal.reason;
     });
-    await until(() => reason !== null, 'signal aborted');
+    await until('signal aborted', () => reason !== null);
     expect((reason as RheoError).code).toBe('stale_lease');
     expect(backend.settles).toEqual([]);
   });
@@ -64,7 +66,7 @@ describe('Group batch mode: leases, timeouts, ordering', () => {
         await stuck.promise; // ignores its signal
       },
     );
-    await until(() => backend.settles.length === 3, 'settled at the timeout');
+    await until('settled at the timeout', () => backend.settles.length === 3);
     expect(backend.settles.map((s) => [s.kind, s.eventId, s.reason, s.delayMs])).toEqual([
       ['ack', a.id, undefined, undefined],
       ['nack', b.id, 'later', 5000],
@@ -77,7 +79,7 @@ describe('Group batch mode: leases, timeouts, ordering', () => {
     expect(g.stats.timeouts).toBe(1);
     expect(g.overdue).toBe(1);
     stuck.open();
-    await until(() => g.stats.lateResults === 1, 'late result counted once for the batch');
+    await until('late result counted once for the batch', () => g.stats.lateResults === 1);
     expect(backend.settles).toHaveLength(3);
   });
 
@@ -93,7 +95,7 @@ describe('Group batch mode: leases, timeouts, ordering', () => {
       widest = Math.max(widest, leases.length);
       for (const l of leases) order.set(l.event.partition, [...(order.get(l.event.partition) ?? []), l.event.sequence]);
     });
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'all consumed');
+    await until('all consumed', async () => (await rheo.lag(stream, group)).lag === 0);
     expect(shared).toBe(false);
     expect(widest).toBeLessThanOrEqual(3);
     for (const seqs of order.values()) expect(seqs).toEqual(seqs.map((_, i) => i + 1));
@@ -111,7 +113,7 @@ describe('Group batch mode: leases, timeouts, ordering', () => {
         handled.push(ids(leases));
       },
     );
-    await until(() => g.inflight === 4, 'leases held, waiting for more');
+    await until('leases held, waiting for more', () => g.inflight === 4);
     expect(await g.drain(1000)).toBe('drained');
     expect(handled).toEqual([]);
     expect(backend.released).toHaveLength(4);
@@ -126,13 +128,13 @@ describe('Group batch mode: leases, timeouts, ordering', () => {
     let outcome: Outcome[] = [];
     const g = startBatchGroup(rheo, { stream, group, leaseMs: 200, pollMs: 10, batch: { size: 5, maxWaitMs: 0 } }, () => hold.promise);
     g.on('settled', (s) => (outcome = [...outcome, s.outcome]));
-    await until(() => g.running === 1, 'batch running');
+    await until('batch running', () => g.running === 1);
     const rounds = g.stats.renewRounds;
     clock.advance(150);
-    await until(() => g.stats.renewRounds >= rounds + 2, 'renewed after the clock moved');
+    await until('renewed after the clock moved', () => g.stats.renewRounds >= rounds + 2);
     clock.advance(150); // past the first expiry (t0 + 200): only the renewals keep the leases
     hold.open();
-    await until(() => outcome.length === 5, 'the batch settled');
+    await until('the batch settled', () => outcome.length === 5);
     expect(outcome.every((o) => o.kind === 'ack')).toBe(true);
     expect((await rheo.lag(stream, group)).lag).toBe(0);
   });
@@ -158,7 +160,7 @@ describe('Group batch mode: leases, timeouts, ordering', () => {
         }
       }
     });
-    await until(() => backend.settles.length === 1, 'settled');
+    await until('settled', () => backend.settles.length === 1);
     expect(problems).toEqual([
       ['event', 'invalid_argument'],
       ['event', 'invalid_argument'],
@@ -179,11 +181,11 @@ describe('Group batch mode: leases, timeouts, ordering', () => {
     });
     const errors: HandlerErrorEvent[] = [];
     g.on('handler_error', (e) => errors.push(e));
-    await until(() => errors.length === 1, 'first attempt failed');
+    await until('first attempt failed', () => errors.length === 1);
     expect(errors[0].leases).toHaveLength(3);
     expect((errors[0].error as Error).message).toBe('store down');
     clock.advance(1000); // the group's first backoff step
-    await until(async () => (await rheo.countDeadLetters(stream, group)) === 3, 'all dead-lettered');
+    await until('all dead-lettered', async () => (await rheo.countDeadLetters(stream, group)) === 3);
     expect(errors).toHaveLength(1); // a RheoReject is a decision, not a failure
     expect((await rheo.deadLetters(stream, group)).map((d) => [d.reason, d.attempt])).toEqual([
       ['bad batch', 2],
@@ -209,7 +211,7 @@ describe('SettleBatcher.settleAll', () => {
     for (let i = 0; i < 3; i++) batcher.settle(req, done);
     batcher.settleAll(Array.from({ length: 4 }, () => ({ request: req, done })));
     batcher.settleAll(Array.from({ length: 5 }, () => ({ request: req, done })));
-    await until(() => batcher.idle, 'all sent');
+    await until('all sent', () => batcher.idle);
     expect(calls).toEqual([4, 5, 3]);
   });
 });

@@ -1,5 +1,7 @@
-import { Group, type GroupState } from '../../lib';
-import { drainAll, events, gate, setup, startGroup, until } from './helpers';
+import { Group } from '../../lib';
+import type { GroupState } from '../../lib/runtime/group-types';
+import { drainAll, events, gate, setup, startGroup } from './helpers';
+import { until } from '../support/until';
 
 afterEach(drainAll);
 
@@ -15,13 +17,13 @@ describe('Group: drain', () => {
       handled.push(l.event.sequence);
     });
     g.on('state', (s) => states.push(s));
-    await until(() => g.running === 3, 'three running');
+    await until('three running', () => g.running === 3);
     const fetchesBefore = backend.calls.fetch;
     const drained = g.drain(10_000);
     expect(g.state).toBe('draining');
     await rheo.appendBatch(stream, events(2)); // must not be fetched any more
     const renewsAtDrain = backend.calls.renew;
-    await until(() => backend.calls.renew >= renewsAtDrain + 2, 'renewals go on while draining');
+    await until('renewals go on while draining', () => backend.calls.renew >= renewsAtDrain + 2);
     let settled: string | null = null;
     void drained.then((r) => (settled = r));
     await new Promise((r) => setTimeout(r, 20));
@@ -56,7 +58,7 @@ describe('Group: drain', () => {
     const [e] = await rheo.appendBatch(stream, events(1));
     const stuck = gate();
     const g1 = startGroup(rheo, { stream, group, leaseMs: 60, pollMs: 5, consumerId: 'one' }, () => stuck.promise);
-    await until(() => g1.running === 1, 'handler running');
+    await until('handler running', () => g1.running === 1);
     expect(await g1.drain(30)).toBe('timeout');
     expect(g1.state).toBe('stopped');
     expect(g1.inflight).toBe(1); // given up, left to expire
@@ -72,15 +74,15 @@ describe('Group: drain', () => {
       async (l) => void seen.push({ consumerId: l.consumerId, attempt: l.attempt }),
     );
     const polls = g2.stats.pollTimeouts;
-    await until(() => g2.stats.pollTimeouts >= polls + 3, 'the second Group polls');
+    await until('the second Group polls', () => g2.stats.pollTimeouts >= polls + 3);
     expect(seen).toEqual([]); // still leased by the first (the clock has not moved)
     clock.advance(60);
-    await until(() => seen.length === 1, 'redelivered to the second Group');
+    await until('redelivered to the second Group', () => seen.length === 1);
     expect(seen).toEqual([{ consumerId: 'two', attempt: 2 }]);
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'acked');
+    await until('acked', async () => (await rheo.lag(stream, group)).lag === 0);
 
     stuck.open(); // the first Group's handler finally returns: it must not settle anything
-    await until(() => g1.running === 0, 'the stuck handler returned');
+    await until('the stuck handler returned', () => g1.running === 0);
     await new Promise((r) => setTimeout(r, 20));
     expect(backend.settles.map((s) => `${s.eventId === e.id}:${s.kind}:${s.attempt}:${s.answered}`)).toEqual(['true:ack:2:ok']);
   });
@@ -89,7 +91,7 @@ describe('Group: drain', () => {
     const { rheo, stream, group, backend } = await setup();
     backend.failFetch(1000, 'backend_unavailable');
     const g = startGroup(rheo, { stream, group, pollMs: 5 }, async () => undefined);
-    await until(() => g.state === 'backing_off', 'backing off');
+    await until('backing off', () => g.state === 'backing_off');
     expect(g.lastError?.code).toBe('backend_unavailable');
     expect(await g.drain(5000)).toBe('drained');
     expect(g.lastError).toBeNull();
@@ -112,7 +114,7 @@ describe('Group: drain', () => {
     const g = startGroup(rheo, { stream, group, pollMs: 10_000, leaseMs: 20_000 }, async () => undefined);
     g.start();
     g.start();
-    await until(() => backend.calls.wait >= 1, 'idle');
+    await until('idle', () => backend.calls.wait >= 1);
     await new Promise((r) => setTimeout(r, 20));
     expect(backend.calls.fetch).toBe(1);
     expect(backend.calls.wait).toBe(1);
@@ -124,9 +126,9 @@ describe('Group: wake-ups', () => {
     const { rheo, stream, group, backend } = await setup();
     const seen: string[] = [];
     const g = startGroup(rheo, { stream, group, pollMs: 60_000, leaseMs: 120_000 }, async (l) => void seen.push(l.event.id));
-    await until(() => backend.calls.wait >= 1, 'idle, waiting for a wake-up');
+    await until('idle, waiting for a wake-up', () => backend.calls.wait >= 1);
     const [e] = await rheo.appendBatch(stream, events(1));
-    await until(() => seen.length === 1, 'handled');
+    await until('handled', () => seen.length === 1);
     expect(seen).toEqual([e.id]);
     expect(g.stats.pollTimeouts).toBe(0); // the 60 s poll never fired: the wake-up carried it
     expect(g.stats.wakeUps).toBeGreaterThanOrEqual(1);
@@ -137,9 +139,9 @@ describe('Group: wake-ups', () => {
     backend.disableWait();
     const seen: string[] = [];
     const g = startGroup(rheo, { stream, group, pollMs: 10 }, async (l) => void seen.push(l.event.id));
-    await until(() => backend.calls.wait >= 1, 'idle');
+    await until('idle', () => backend.calls.wait >= 1);
     await rheo.appendBatch(stream, events(3));
-    await until(() => seen.length === 3, 'handled by polling');
+    await until('handled by polling', () => seen.length === 3);
     expect(g.stats.wakeUps).toBe(0);
     expect(g.stats.pollTimeouts).toBeGreaterThanOrEqual(1);
   });
@@ -148,11 +150,11 @@ describe('Group: wake-ups', () => {
     const { rheo, stream, group, backend } = await setup();
     backend.spuriousWakeUps();
     const g = startGroup(rheo, { stream, group, pollMs: 20 }, async () => undefined);
-    await until(() => g.stats.pollTimeouts >= 5, 'five poll rounds');
+    await until('five poll rounds', () => g.stats.pollTimeouts >= 5);
     const { fetches, pollTimeouts } = g.stats;
     // At most 3 spurious wake-ups per poll round, plus the round's own fetch.
     expect(fetches).toBeLessThanOrEqual((pollTimeouts + 1) * 4 + 1);
     await rheo.appendBatch(stream, events(2));
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'still consumes');
+    await until('still consumes', async () => (await rheo.lag(stream, group)).lag === 0);
   });
 });

@@ -1,7 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { type GroupState, type RheoError, type RheoErrorCode } from '../../lib';
-import { drainAll, events, gate, setup, startGroup, until } from './helpers';
+import { type RheoError, type RheoErrorCode } from '../../lib';
+import type { GroupState } from '../../lib/runtime/group-types';
+import { drainAll, events, gate, setup, startGroup } from './helpers';
+import { until } from '../support/until';
 
 afterEach(drainAll);
 
@@ -20,15 +22,15 @@ describe('Group: failed acks', () => {
       expect(outcome.kind).toBe('ack');
       errors.push(error);
     });
-    await until(() => errors.length === 1 && g.inflight === 0, 'the failed ack was given up');
+    await until('the failed ack was given up', () => errors.length === 1 && g.inflight === 0);
     expect(errors[0].code).toBe(code);
     const polls = g.stats.pollTimeouts;
-    await until(() => g.stats.pollTimeouts >= polls + 3, 'a few idle polls');
+    await until('a few idle polls', () => g.stats.pollTimeouts >= polls + 3);
     expect(attempts).toEqual([1]); // the lease is still live: nobody may have it yet
     expect(backend.settles.map((s) => s.kind)).toEqual(['ack']);
     clock.advance(1000);
-    await until(() => attempts.length === 2, 'redelivered after expiry');
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'acked');
+    await until('redelivered after expiry', () => attempts.length === 2);
+    await until('acked', async () => (await rheo.lag(stream, group)).lag === 0);
     expect(attempts).toEqual([1, 2]);
     expect(backend.settles.map((s) => `${s.kind}:${s.attempt}:${s.answered}`)).toEqual([`ack:1:${code}`, 'ack:2:ok']);
     expect(backend.settles.every((s) => s.eventId === e.id)).toBe(true);
@@ -42,11 +44,11 @@ describe('Group: failed acks', () => {
       backend.failSettle({ kind: 'ack', code, applied: true });
       const attempts: number[] = [];
       const g = startGroup(rheo, { stream, group, leaseMs: 1000, pollMs: 5 }, async (l) => void attempts.push(l.attempt));
-      await until(() => backend.settles.length === 1 && g.inflight === 0, 'the failed ack was given up');
+      await until('the failed ack was given up', () => backend.settles.length === 1 && g.inflight === 0);
       expect((await rheo.lag(stream, group)).lag).toBe(0);
       clock.advance(5000);
       const polls = g.stats.pollTimeouts;
-      await until(() => g.stats.pollTimeouts >= polls + 3, 'a few idle polls');
+      await until('a few idle polls', () => g.stats.pollTimeouts >= polls + 3);
       expect(attempts).toEqual([1]);
       expect(backend.settles.map((s) => s.kind)).toEqual(['ack']);
     },
@@ -58,7 +60,7 @@ describe('Group: failed acks', () => {
     backend.failSettle({ kind: 'ack', code: 'failed', applied: false });
     const attempts: number[] = [];
     startGroup(rheo, { stream, group, leaseMs: 60_000, pollMs: 5 }, async (l) => void attempts.push(l.attempt));
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'acked on the redelivery');
+    await until('acked on the redelivery', async () => (await rheo.lag(stream, group)).lag === 0);
     expect(attempts).toEqual([1, 2]);
     const log = backend.settles.map((s) => ({ kind: s.kind, attempt: s.attempt, answered: s.answered, delayMs: s.delayMs }));
     expect(log).toEqual([
@@ -75,9 +77,9 @@ describe('Group: failed acks', () => {
     backend.failSettle({ kind: 'ack', code: 'stale_lease', applied: false });
     const attempts: number[] = [];
     const g = startGroup(rheo, { stream, group, leaseMs: 1000, pollMs: 5 }, async (l) => void attempts.push(l.attempt));
-    await until(() => backend.settles.length === 1 && g.inflight === 0, 'dropped');
+    await until('dropped', () => backend.settles.length === 1 && g.inflight === 0);
     clock.advance(1000);
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'redelivered after expiry and acked');
+    await until('redelivered after expiry and acked', async () => (await rheo.lag(stream, group)).lag === 0);
     expect(backend.settles.map((s) => s.kind)).toEqual(['ack', 'ack']);
     expect(attempts).toEqual([1, 2]);
   });
@@ -91,12 +93,12 @@ describe('Group: failed acks', () => {
       attempts.push(l.attempt);
       if (l.attempt === 1) throw new Error('first try fails');
     });
-    await until(() => backend.settles.length === 2 && g.inflight === 0, 'given up');
+    await until('given up', () => backend.settles.length === 2 && g.inflight === 0);
     expect(backend.settles.map((s) => `${s.kind}:${s.answered}`)).toEqual(['nack:failed', 'nack:failed']);
     expect(backend.settles[0].reason).toBe('first try fails');
     expect(backend.settles[1].reason).toMatch(/^settle failed: failed: injected fault: nack answered failed/);
     clock.advance(1000);
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'redelivered after expiry and acked');
+    await until('redelivered after expiry and acked', async () => (await rheo.lag(stream, group)).lag === 0);
     expect(attempts).toEqual([1, 2]);
   });
 });
@@ -118,8 +120,8 @@ describe('Group: fetch errors', () => {
       errorsWhileBackingOff.push(g.lastError?.code);
     });
     g.on('recovered', () => recovered++);
-    await until(() => seen.size === appended.length, 'all consumed');
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'lag 0');
+    await until('all consumed', () => seen.size === appended.length);
+    await until('lag 0', async () => (await rheo.lag(stream, group)).lag === 0);
     expect(errorsWhileBackingOff).toEqual(['backend_unavailable', 'backend_unavailable', 'backend_unavailable']);
     expect(states).toEqual(['backing_off', 'running']);
     expect(recovered).toBe(1);
@@ -132,14 +134,14 @@ describe('Group: fetch errors', () => {
     const [e] = await rheo.appendBatch(stream, events(1));
     const hold = gate();
     const g = startGroup(rheo, { stream, group, maxDemand: 2, concurrency: 2, leaseMs: 60, pollMs: 5 }, () => hold.promise);
-    await until(() => g.running === 1, 'one running');
+    await until('one running', () => g.running === 1);
     backend.failFetch(1_000_000, 'backend_unavailable');
-    await until(() => g.state === 'backing_off', 'backing off');
+    await until('backing off', () => g.state === 'backing_off');
     const rounds = backend.renewRounds.length;
-    await until(() => backend.renewRounds.length >= rounds + 2, 'renewals go on');
+    await until('renewals go on', () => backend.renewRounds.length >= rounds + 2);
     expect(backend.renewRounds.slice(rounds).every((r) => r.length === 1 && r[0].event.id === e.id)).toBe(true);
     hold.open();
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'acked while backing off');
+    await until('acked while backing off', async () => (await rheo.lag(stream, group)).lag === 0);
     expect(g.state).toBe('backing_off');
     expect(backend.settles.map((s) => `${s.kind}:${s.answered}`)).toEqual(['ack:ok']);
   });
@@ -149,10 +151,10 @@ describe('Group: fetch errors', () => {
     await rheo.appendBatch(stream, events(2));
     let handled = 0;
     const g = startGroup(rheo, { stream, group: 'later', pollMs: 10 }, async () => void handled++);
-    await until(() => g.state === 'backing_off', 'backing off');
+    await until('backing off', () => g.state === 'backing_off');
     expect(g.lastError?.code).toBe('group_not_found');
     await rheo.createGroup(stream, 'later');
-    await until(() => handled === 2, 'consumed once the group exists', 15_000);
+    await until('consumed once the group exists', () => handled === 2, 15_000);
     expect(g.state).toBe('running');
   });
 });
@@ -163,11 +165,11 @@ describe('Group: renewals', () => {
     await rheo.appendBatch(stream, events(3));
     const hold = gate();
     const g = startGroup(rheo, { stream, group, maxDemand: 3, concurrency: 3, leaseMs: 60, pollMs: 5 }, () => hold.promise);
-    await until(() => g.running === 3, 'three running');
-    await until(() => backend.renewRounds.length >= 3, 'three renewal rounds');
+    await until('three running', () => g.running === 3);
+    await until('three renewal rounds', () => backend.renewRounds.length >= 3);
     expect(backend.renewRounds.slice(0, 3).every((r) => r.length === 3)).toBe(true);
     hold.open();
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'acked');
+    await until('acked', async () => (await rheo.lag(stream, group)).lag === 0);
   });
 
   it('a lease lost on renewal is dropped without a nack and reported; its handler result is not settled', async () => {
@@ -182,15 +184,15 @@ describe('Group: renewals', () => {
       if (l.attempt === 1) await hold.promise;
     });
     g.on('lease_lost', (l) => lost.push(l.event.id));
-    await until(() => lost.length === 1, 'lease_lost');
+    await until('lease_lost', () => lost.length === 1);
     expect(lost).toEqual([e.id]);
     expect(g.inflight).toBe(0);
     expect(g.running).toBe(1); // still bounded by concurrency: no second fetch yet
     hold.open();
-    await until(() => g.running === 0, 'handler finished');
+    await until('handler finished', () => g.running === 0);
     expect(backend.settles).toEqual([]); // neither acked nor nacked
     clock.advance(60);
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'redelivered after expiry and acked');
+    await until('redelivered after expiry and acked', async () => (await rheo.lag(stream, group)).lag === 0);
     expect(attempts).toEqual([1, 2]);
     expect(backend.settles.map((s) => `${s.kind}:${s.attempt}`)).toEqual(['ack:2']);
   });
@@ -203,11 +205,11 @@ describe('Group: renewals', () => {
     const renewErrors: string[] = [];
     const g = startGroup(rheo, { stream, group, maxDemand: 2, concurrency: 2, leaseMs: 60, pollMs: 5 }, () => hold.promise);
     g.on('renew_error', ({ error, leases }) => renewErrors.push(`${error.code}:${leases}`));
-    await until(() => backend.calls.renew >= 3, 'a renewal round after the failures');
+    await until('a renewal round after the failures', () => backend.calls.renew >= 3);
     expect(renewErrors).toEqual(['backend_unavailable:2', 'backend_unavailable:2']);
     expect(g.inflight).toBe(2);
     hold.open();
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'acked');
+    await until('acked', async () => (await rheo.lag(stream, group)).lag === 0);
     expect(backend.settles.every((s) => s.kind === 'ack' && s.answered === 'ok')).toBe(true);
   });
 });

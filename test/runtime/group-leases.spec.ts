@@ -1,7 +1,10 @@
-import { Group, MemoryBackend, Rheo, RheoError } from '../../lib';
-import type { Lease, RenewErrorEvent } from '../../lib';
+import { Group, Rheo, RheoError } from '../../lib';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
+import type { Lease } from '../../lib';
+import type { RenewErrorEvent } from '../../lib/runtime/group-types';
 import { FaultyBackend } from '../support/faulty-backend';
-import { drainAll, events, gate, setup, startGroup, unique, until } from './helpers';
+import { drainAll, events, gate, setup, startGroup, unique } from './helpers';
+import { until } from '../support/until';
 
 afterEach(drainAll);
 
@@ -73,10 +76,10 @@ describe('Group: leases in the buffer and under failing renewals', () => {
     };
     const options = { stream, group, maxDemand: 10, leaseMs: 400, pollMs: 20 };
     const gA = startGroup(rheoA, { ...options, concurrency: 1, consumerId: 'A' }, handler('A'));
-    await until(() => starts.length > 0, 'A started its first handler');
+    await until('A started its first handler', () => starts.length > 0);
     const gB = startGroup(rheoB, { ...options, concurrency: 3, consumerId: 'B' }, handler('B'));
-    await until(async () => (await rheoB.lag(stream, group)).lag === 0, 'every event acked', 20_000);
-    await until(() => gA.running === 0 && gB.running === 0, 'handlers finished');
+    await until('every event acked', async () => (await rheoB.lag(stream, group)).lag === 0, 20_000);
+    await until('handlers finished', () => gA.running === 0 && gB.running === 0);
     return { starts, gA, gB };
   }
 
@@ -108,14 +111,14 @@ describe('Group: leases in the buffer and under failing renewals', () => {
       { stream, group, maxDemand: 3, concurrency: 1, leaseMs: 1000, pollMs: 10, consumerId: 'A' },
       () => hold.promise,
     );
-    await until(() => gA.running === 1 && gA.inflight === 3, 'one running, two buffered');
+    await until('one running, two buffered', () => gA.running === 1 && gA.inflight === 3);
     backend.failFetch(Number.POSITIVE_INFINITY); // A takes nothing more: what it gives back goes to B
     clock.advance(1001);
     await until(
-      () => gA.stats.dropped === 2,
       `the two buffered leases are dropped after a renewal round (${JSON.stringify(gA.stats)} ${gA.inflight})`,
+      () => gA.stats.dropped === 2,
     );
-    await until(() => gA.stats.released === 2, 'and given back');
+    await until('and given back', () => gA.stats.released === 2);
     expect(backend.released.map((l) => l.event.sequence)).toEqual([2, 3]);
     const seen: Array<[number, number]> = [];
     const other = new Rheo(new FaultyBackend(backend.inner));
@@ -125,7 +128,7 @@ describe('Group: leases in the buffer and under failing renewals', () => {
       async (l) => void seen.push([l.event.sequence, l.attempt]),
     );
     // Event 1 expired under A's running handler (nobody gave it back): attempt 2. Events 2 and 3: attempt 1 again.
-    await until(() => seen.length === 3, 'B handles all three');
+    await until('B handles all three', () => seen.length === 3);
     expect(seen.sort((x, y) => x[0] - y[0])).toEqual([
       [1, 2],
       [2, 1],
@@ -144,11 +147,11 @@ describe('Group: leases in the buffer and under failing renewals', () => {
       seen = l;
       await hold.promise;
     });
-    await until(() => seen !== null, 'handler started');
+    await until('handler started', () => seen !== null);
     const first = seen!.expiresAt.getTime();
     clock.advance(40);
     const rounds = g.stats.renewRounds;
-    await until(() => g.stats.renewRounds > rounds + 1, 'renewed');
+    await until('renewed', () => g.stats.renewRounds > rounds + 1);
     expect(seen!.expiresAt.getTime()).toBe(clock.now() + 100);
     expect(seen!.expiresAt.getTime()).toBeGreaterThan(first);
     hold.open();
@@ -167,10 +170,10 @@ describe('Group: leases in the buffer and under failing renewals', () => {
         });
       });
     });
-    await until(() => reason !== null, 'signal aborted');
+    await until('signal aborted', () => reason !== null);
     expect(reason).toBeInstanceOf(RheoError);
     expect((reason as RheoError).code).toBe('stale_lease');
-    await until(() => g.running === 0, 'handler returned');
+    await until('handler returned', () => g.running === 0);
   });
 
   it('aborts running handler signals when a drain times out', async () => {
@@ -181,7 +184,7 @@ describe('Group: leases in the buffer and under failing renewals', () => {
       signal = control.signal;
       return new Promise<void>((resolve) => control.signal.addEventListener('abort', () => resolve()));
     });
-    await until(() => signal !== null, 'handler started');
+    await until('handler started', () => signal !== null);
     expect(signal!.aborted).toBe(false);
     expect(await g.drain(20)).toBe('timeout');
     expect(signal!.aborted).toBe(true);
@@ -198,11 +201,11 @@ describe('Group: leases in the buffer and under failing renewals', () => {
       expect(outcome).toEqual({ kind: 'ack' });
       late.push(lease);
     });
-    await until(() => g.running === 1, 'running');
+    await until('running', () => g.running === 1);
     expect(await g.drain(10)).toBe('timeout');
     const settles = backend.calls.settle;
     stuck.open();
-    await until(() => late.length === 1, 'late settle reported');
+    await until('late settle reported', () => late.length === 1);
     expect(g.stats.lateSettles).toBe(1);
     expect(backend.calls.settle).toBe(settles);
   });
@@ -217,15 +220,15 @@ describe('Group: leases in the buffer and under failing renewals', () => {
     const g = startGroup(rheo, { stream, group, leaseMs: 400, pollMs: 10 }, () => hold.promise);
     g.on('renew_error', (ev) => errors.push(ev));
     g.on('renew_recovered', () => recovered++);
-    await until(() => errors.length >= 1, 'first renewal error');
+    await until('first renewal error', () => errors.length >= 1);
     expect(g.renewalError?.code).toBe('backend_unavailable');
-    await until(() => recovered === 1, 'renewals recover');
+    await until('renewals recover', () => recovered === 1);
     expect(errors.map((x) => x.consecutive)).toEqual([1, 2, 3]);
     expect(errors.every((x) => x.leases === 1 && x.error.code === 'backend_unavailable')).toBe(true);
     expect(g.renewalError).toBeNull();
     expect(g.inflight).toBe(1); // kept throughout: the lease was never lost
     hold.open();
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'acked');
+    await until('acked', async () => (await rheo.lag(stream, group)).lag === 0);
   });
 });
 
@@ -239,9 +242,9 @@ describe('Group: drain gives back what no handler started', () => {
       { stream, group, maxDemand: 20, concurrency: 4, leaseMs: 30_000, pollMs: 10, consumerId: 'one' },
       () => hold.promise,
     );
-    await until(() => g1.running === 4 && g1.inflight === 20, 'four running, sixteen buffered');
+    await until('four running, sixteen buffered', () => g1.running === 4 && g1.inflight === 20);
     const drained = g1.drain(5000);
-    await until(() => g1.stats.released === 16, 'sixteen given back');
+    await until('sixteen given back', () => g1.stats.released === 16);
     expect(g1.inflight).toBe(4);
     const seen: Array<{ sequence: number; attempt: number }> = [];
     const g2 = startGroup(
@@ -252,13 +255,13 @@ describe('Group: drain gives back what no handler started', () => {
       },
     );
     // The clock never moves: nothing expires, so only a release can hand these over.
-    await until(() => seen.length === 16, 'the second consumer handles the sixteen');
+    await until('the second consumer handles the sixteen', () => seen.length === 16);
     expect(clock.now()).toBe(clock.now());
     expect(seen.every((s) => s.attempt === 1)).toBe(true);
     expect(seen.map((s) => s.sequence).sort((a, b) => a - b)).toEqual(Array.from({ length: 16 }, (_, i) => i + 5));
     hold.open();
     expect(await drained).toBe('drained');
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'all acked');
+    await until('all acked', async () => (await rheo.lag(stream, group)).lag === 0);
     await g2.drain(1000);
   });
 

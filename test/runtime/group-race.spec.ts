@@ -1,5 +1,6 @@
 import { type Lease } from '../../lib';
-import { drainAll, events, setup, startGroup, until } from './helpers';
+import { drainAll, events, setup, startGroup } from './helpers';
+import { until } from '../support/until';
 
 afterEach(drainAll);
 
@@ -27,7 +28,7 @@ describe('Group: competing consumers with leases expiring mid-handler', () => {
       expiries++;
     }, 7);
     try {
-      await until(async () => (await rheo.lag(stream, group)).lag === 0, 'lag 0', 30_000);
+      await until('lag 0', async () => (await rheo.lag(stream, group)).lag === 0, 30_000);
     } finally {
       clearInterval(chaos);
     }
@@ -39,6 +40,6 @@ describe('Group: competing consumers with leases expiring mid-handler', () => {
     // Stale settles happened and were dropped, never nacked on someone else's lease.
     const stale = backend.settles.filter((s) => s.answered === 'stale_lease');
     expect(stale.length + lost.length).toBeGreaterThan(0);
-    await until(() => a.inflight === 0 && b.inflight === 0 && a.running === 0 && b.running === 0, 'both quiet');
+    await until('both quiet', () => a.inflight === 0 && b.inflight === 0 && a.running === 0 && b.running === 0);
   });
 });

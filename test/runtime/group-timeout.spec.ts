@@ -1,7 +1,9 @@
 // Handler timeouts (issue 13, ADR 029): real timers for the handler's time, the
 // ManualClock for the store's (so a retry's backoff waits until the test moves it).
-import { type Lease, type LateResultEvent, type Outcome, RheoError } from '../../lib';
-import { drainAll, events, gate, setup, startGroup, until } from './helpers';
+import { type Lease, type Outcome, RheoError } from '../../lib';
+import type { LateResultEvent } from '../../lib/runtime/group-types';
+import { drainAll, events, gate, setup, startGroup } from './helpers';
+import { until } from '../support/until';
 
 afterEach(drainAll);
 
@@ -24,19 +26,19 @@ describe('Group: handler timeouts', () => {
     });
     const settled: Outcome[] = [];
     g.on('settled', ({ outcome }) => settled.push(outcome));
-    await until(() => settled.length === 1, 'the timeout settled');
+    await until('the timeout settled', () => settled.length === 1);
     expect(settled[0]).toEqual({ kind: 'nack', reason: 'timeout after 30 ms' });
-    await until(() => reason !== null, 'the handler saw its signal abort');
+    await until('the handler saw its signal abort', () => reason !== null);
     expect(reason).toBeInstanceOf(RheoError);
     expect((reason as RheoError).message).toMatch(/^timeout after 30 ms/);
     // Stopping on the signal still ends the call after its timeout: its (ack) result is dropped and counted.
-    await until(() => g.stats.lateResults === 1, 'late result counted');
+    await until('late result counted', () => g.stats.lateResults === 1);
     expect(g.stats.timeouts).toBe(1);
     expect(g.overdue).toBe(0);
     expect((await rheo.lag(stream, group)).lag).toBe(1);
     // The retry waits for the group's backoff on the store's clock.
     clock.advance(1000);
-    await until(() => settled.length === 2, 'the retry handled');
+    await until('the retry handled', () => settled.length === 2);
     expect(settled[1]).toEqual({ kind: 'ack' });
     expect(attempts).toEqual([1, 2]);
     expect((await rheo.lag(stream, group)).lag).toBe(0);
@@ -51,7 +53,7 @@ describe('Group: handler timeouts', () => {
     );
     const late: LateResultEvent[] = [];
     g.on('late_result', (ev) => late.push(ev));
-    await until(async () => (await rheo.countDeadLetters(stream, group)) === 1, 'dead-lettered');
+    await until('dead-lettered', async () => (await rheo.countDeadLetters(stream, group)) === 1);
     const [dead] = await rheo.deadLetters(stream, group);
     expect(dead).toMatchObject({ eventId: e.id, reason: 'timeout after 25 ms', attempt: 1 });
     expect(g.overdue).toBe(1);
@@ -59,7 +61,7 @@ describe('Group: handler timeouts', () => {
     // The outcome is written; the call that ignores its signal holds nothing a drain must wait for.
     expect(await g.drain(5_000)).toBe('drained');
     stuck.open();
-    await until(() => late.length === 1, 'late result reported');
+    await until('late result reported', () => late.length === 1);
     expect(late[0]).toMatchObject({ timeoutMs: 25, ended: 'resolved' });
     expect(late[0].leases.map((l) => l.event.id)).toEqual([e.id]);
     expect(g.stats).toMatchObject({ timeouts: 1, lateResults: 1, lateSettles: 0 });
@@ -83,14 +85,14 @@ describe('Group: handler timeouts', () => {
     g.on('late_result', (ev) => late.push(ev));
     const errors: unknown[] = [];
     g.on('handler_error', ({ error }) => errors.push(error));
-    await until(() => g.stats.timeouts === 1 && backend.settles.length === 1, 'first timeout settled');
+    await until('first timeout settled', () => g.stats.timeouts === 1 && backend.settles.length === 1);
     first.open();
-    await until(() => late.length === 1, 'first late result');
+    await until('first late result', () => late.length === 1);
     expect(late[0].ended).toBe('resolved');
     clock.advance(1000);
-    await until(() => g.stats.timeouts === 2 && backend.settles.length === 2, 'second timeout settled');
+    await until('second timeout settled', () => g.stats.timeouts === 2 && backend.settles.length === 2);
     second.open();
-    await until(() => late.length === 2, 'second late result');
+    await until('second late result', () => late.length === 2);
     expect(late[1].ended).toBe('threw');
     // Only the two timeouts were written: nothing of either late result reached the store.
     expect(backend.settles.map((s) => [s.kind, s.eventId, s.attempt, s.reason])).toEqual([
@@ -131,7 +133,7 @@ describe('Group: handler timeouts', () => {
     g.on('settled', ({ lease, outcome }) => settled.push([(lease.event.payload as { i: number }).i, outcome.kind]));
     // Event 0 hangs past its timeout: its slot is given back and event 1 starts (2 calls alive = 2 × concurrency).
     // Event 1 hangs too: with two calls overdue, nothing more may start.
-    await until(() => settled.length === 2, 'both timeouts settled');
+    await until('both timeouts settled', () => settled.length === 2);
     expect(settled).toEqual([
       [0, 'nack'],
       [1, 'nack'],
@@ -142,16 +144,16 @@ describe('Group: handler timeouts', () => {
     expect(g.inflight).toBe(3);
     // One stuck call ends: one slot of the overflow frees, and the rest flows at full concurrency beside the other.
     stuck[0].open();
-    await until(() => settled.length === 5, 'events 2..4 handled');
+    await until('events 2..4 handled', () => settled.length === 5);
     expect(started.slice(2)).toEqual(['2@1', '3@1', '4@1']);
     expect(g.overdue).toBe(1);
     clock.advance(1000); // the two timeouts come back
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'all acked');
+    await until('all acked', async () => (await rheo.lag(stream, group)).lag === 0);
     expect(started.filter((s) => s.endsWith('@2')).sort()).toEqual(['0@2', '1@2']);
     expect(maxAlive).toBeLessThanOrEqual(2);
     expect(g.stats).toMatchObject({ timeouts: 2, lateResults: 1 });
     stuck[1].open();
-    await until(() => g.stats.lateResults === 2, 'second late result');
+    await until('second late result', () => g.stats.lateResults === 2);
     expect(appended).toHaveLength(5);
   });
 
@@ -168,9 +170,9 @@ describe('Group: handler timeouts', () => {
       await new Promise((r) => setTimeout(r, 400));
     });
     g.on('lease_lost', (lease) => lost.push(lease));
-    await until(() => lost.length === 1, 'lease lost');
-    await until(() => g.stats.timeouts === 1, 'the timeout fired');
-    await until(() => g.stats.lateResults === 1, 'the call ended');
+    await until('lease lost', () => lost.length === 1);
+    await until('the timeout fired', () => g.stats.timeouts === 1);
+    await until('the call ended', () => g.stats.lateResults === 1);
     expect(reasons).toEqual(['stale_lease']);
     expect(backend.settles).toEqual([]);
     expect(g.inflight).toBe(0);
@@ -188,7 +190,7 @@ describe('Group: handler timeouts', () => {
         sawAbort ||= signal.aborted;
       },
     );
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'all acked');
+    await until('all acked', async () => (await rheo.lag(stream, group)).lag === 0);
     expect(sawAbort).toBe(false);
     expect(g.stats).toMatchObject({ timeouts: 0, lateResults: 0, settled: 20 });
   });

@@ -1,5 +1,6 @@
 import { type Lease, type Outcome, RheoReject, RheoRetry } from '../../lib';
-import { drainAll, events, gate, setup, startGroup, until } from './helpers';
+import { drainAll, events, gate, setup, startGroup } from './helpers';
+import { until } from '../support/until';
 
 afterEach(drainAll);
 
@@ -31,7 +32,7 @@ describe('Group: bounds and completeness', () => {
       outcomes.push(outcome.kind);
       maxInflight = Math.max(maxInflight, g.inflight);
     });
-    await until(() => outcomes.length === appended.length, 'all settled');
+    await until('all settled', () => outcomes.length === appended.length);
     clearInterval(sampler);
 
     expect(maxRunning).toBe(Math.min(maxDemand, concurrency));
@@ -61,17 +62,17 @@ describe('Group: bounds and completeness', () => {
       running--;
     });
     // One fetch claims the whole demand: 2 handlers run, 8 leases wait in the buffer.
-    await until(() => g.inflight === 10 && g.running === 2, 'buffer filled');
+    await until('buffer filled', () => g.inflight === 10 && g.running === 2);
     expect(backend.calls.fetch).toBe(1);
     expect((await rheo.groupInfo(stream, group)).inflight).toBe(10);
     // While they wait, renewals keep every buffered lease alive past its first TTL (t0 + 1000).
     const rounds = g.stats.renewRounds;
     clock.advance(600);
-    await until(() => g.stats.renewRounds >= rounds + 2, 'a renewal round after the clock moved');
+    await until('a renewal round after the clock moved', () => g.stats.renewRounds >= rounds + 2);
     clock.advance(600);
     expect((await rheo.groupInfo(stream, group)).inflight).toBe(10);
     held.open();
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'all consumed');
+    await until('all consumed', async () => (await rheo.lag(stream, group)).lag === 0);
     expect(handled).toHaveLength(30);
     expect(new Set(handled).size).toBe(30);
     expect(maxRunning).toBe(2);
@@ -83,7 +84,7 @@ describe('Group: bounds and completeness', () => {
     let settled = 0;
     const g = startGroup(rheo, { stream, group, maxDemand: 50, concurrency: 10, pollMs: 20 }, async () => undefined);
     g.on('settled', () => settled++);
-    await until(() => settled === 200, 'all settled');
+    await until('all settled', () => settled === 200);
     expect(backend.calls.settle).toBeLessThan(200);
     expect(g.stats.settleBatches).toBe(backend.calls.settle);
     expect(backend.settles).toHaveLength(200);
@@ -96,7 +97,7 @@ describe('Group: bounds and completeness', () => {
     startGroup(rheo, { stream, group, maxDemand: 5, concurrency: 2, pollMs: 10 }, async (l) => void seen.add(l.event.id));
     for (let round = 0; round < 5; round++) {
       await rheo.appendBatch(stream, events(7, true));
-      await until(() => seen.size === (round + 1) * 7, `round ${round}`);
+      await until(`round ${round}`, () => seen.size === (round + 1) * 7);
     }
     expect((await rheo.lag(stream, group)).lag).toBe(0);
   });
@@ -116,7 +117,7 @@ describe('Group: bounds and completeness', () => {
       await new Promise((r) => setImmediate(r));
       running--;
     });
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'all consumed');
+    await until('all consumed', async () => (await rheo.lag(stream, group)).lag === 0);
     expect(g.stats.pollTimeouts).toBe(0);
     expect(overlap).toBe(false);
     for (const seqs of order.values()) expect(seqs).toEqual(seqs.map((_, i) => i + 1));
@@ -130,7 +131,7 @@ describe('Group: bounds and completeness', () => {
     );
     const parts: number[] = [];
     const g = startGroup(rheo, { stream, group, partitions: [1], pollMs: 10 }, async (l) => void parts.push(l.event.partition));
-    await until(() => parts.length === 2 && g.stats.pollTimeouts >= 2, 'partition 1 consumed, then idle');
+    await until('partition 1 consumed, then idle', () => parts.length === 2 && g.stats.pollTimeouts >= 2);
     expect(parts).toEqual([1, 1]);
     const lag = await rheo.lag(stream, group);
     expect(lag.partitions.map((p) => p.lag)).toEqual([2, 0, 2]);
@@ -148,7 +149,7 @@ describe('Group: settle by outcome', () => {
       throw new Error('boom');
     });
     g.on('handler_error', ({ error }) => handlerErrors.push(error));
-    await until(async () => (await rheo.deadLetters(stream, group)).length === 1, 'dead-lettered');
+    await until('dead-lettered', async () => (await rheo.deadLetters(stream, group)).length === 1);
     const [dl] = await rheo.deadLetters(stream, group);
     expect(dl).toMatchObject({ eventId: e.id, reason: 'boom', attempt: 3 });
     expect(attempts).toEqual([1, 2, 3]);
@@ -164,14 +165,14 @@ describe('Group: settle by outcome', () => {
       attempts.push(l.attempt);
       if (l.attempt === 1) throw new Error('transient');
     });
-    await until(() => backend.settles.length === 1, 'nacked');
+    await until('nacked', () => backend.settles.length === 1);
     expect(backend.settles[0]).toMatchObject({ kind: 'nack', reason: 'transient', delayMs: undefined, answered: 'ok' });
     const polls = g.stats.pollTimeouts;
     clock.advance(4999);
-    await until(() => g.stats.pollTimeouts >= polls + 3, 'a few idle polls');
+    await until('a few idle polls', () => g.stats.pollTimeouts >= polls + 3);
     expect(attempts).toEqual([1]);
     clock.advance(1);
-    await until(() => attempts.length === 2, 'redelivered after the backoff');
+    await until('redelivered after the backoff', () => attempts.length === 2);
     expect(attempts).toEqual([1, 2]);
   });
 
@@ -185,7 +186,7 @@ describe('Group: settle by outcome', () => {
       throw new RheoReject('bad curve');
     });
     g.on('handler_error', () => handlerErrors++);
-    await until(async () => (await rheo.deadLetters(stream, group)).length === 1, 'dead-lettered');
+    await until('dead-lettered', async () => (await rheo.deadLetters(stream, group)).length === 1);
     expect((await rheo.deadLetters(stream, group))[0]).toMatchObject({ reason: 'bad curve', attempt: 1 });
     expect(calls).toBe(1);
     expect(handlerErrors).toBe(0);
@@ -199,15 +200,15 @@ describe('Group: settle by outcome', () => {
       attempts.push(l.attempt);
       if (l.attempt === 1) throw new RheoRetry('later', { delayMs: 60_000 });
     });
-    await until(() => backend.settles.length === 1, 'nacked');
+    await until('nacked', () => backend.settles.length === 1);
     expect(backend.settles[0]).toMatchObject({ kind: 'nack', reason: 'later', delayMs: 60_000 });
     clock.advance(59_999);
     const polls = g.stats.pollTimeouts;
-    await until(() => g.stats.pollTimeouts >= polls + 3, 'a few idle polls');
+    await until('a few idle polls', () => g.stats.pollTimeouts >= polls + 3);
     expect(attempts).toEqual([1]);
     clock.advance(1);
-    await until(() => attempts.length === 2, 'redelivered');
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'acked');
+    await until('redelivered', () => attempts.length === 2);
+    await until('acked', async () => (await rheo.lag(stream, group)).lag === 0);
   });
 
   it('an Outcome resolved by the handler settles that way', async () => {
@@ -219,7 +220,7 @@ describe('Group: settle by outcome', () => {
       [c.id, { kind: 'nack', reason: 'again', delayMs: 0 }],
     ]);
     startGroup(rheo, { stream, group, pollMs: 10 }, async (l: Lease) => (l.attempt === 1 ? plan.get(l.event.id) : undefined));
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'all terminal');
+    await until('all terminal', async () => (await rheo.lag(stream, group)).lag === 0);
     const byEvent = (id: string) => backend.settles.filter((s) => s.eventId === id).map((s) => `${s.kind}:${s.attempt}`);
     expect(byEvent(a.id)).toEqual(['ack:1']);
     expect(byEvent(b.id)).toEqual(['reject:1']);
@@ -237,7 +238,7 @@ describe('Group: settle by outcome', () => {
       throw new Error('sync');
     }) as never);
     g.on('handler_error', ({ error }) => errors.push(error));
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'all acked on attempt 2');
+    await until('all acked on attempt 2', async () => (await rheo.lag(stream, group)).lag === 0);
     expect(errors).toHaveLength(2);
     expect(errors).toEqual(
       expect.arrayContaining([
@@ -256,15 +257,15 @@ describe('Group: settle by outcome', () => {
       if (l.event.id === appended[0].id && l.attempt === 1) throw new RheoRetry('odd', { delayMs: Number.NaN });
       if (l.event.id === appended[1].id && l.attempt === 1) throw new RheoRetry('huge', { delayMs: 1e15 });
     });
-    await until(() => backend.settles.length >= 10, 'first round settled');
+    await until('first round settled', () => backend.settles.length >= 10);
     expect(backend.settles.slice(0, 10).every((s) => s.answered === 'ok')).toBe(true);
     expect(backend.settles.find((s) => s.reason === 'odd')?.delayMs).toBeUndefined();
     expect(backend.settles.find((s) => s.reason === 'huge')?.delayMs).toBe(365 * 24 * 3600 * 1000);
     await until(
-      async () => (await rheo.lag(stream, group)).partitions[0].frontier === 1 && g.inflight === 0,
       'all but the delayed one acked',
+      async () => (await rheo.lag(stream, group)).partitions[0].frontier === 1 && g.inflight === 0,
     );
     clock.advance(365 * 24 * 3600 * 1000);
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'both come back and are acked');
+    await until('both come back and are acked', async () => (await rheo.lag(stream, group)).lag === 0);
   });
 });

@@ -1,8 +1,9 @@
-import { ManualClock, MemoryBackend, Rheo } from '../../lib';
+import { ManualClock, Rheo } from '../../lib';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import type { GroupOptions } from '../../lib';
-import { type BatchOptions, Group, type GroupBatchHandler, type GroupHandler, type GroupRunOptions } from '../../lib';
+import { Group, type GroupBatchHandler, type GroupHandler, type GroupRunOptions } from '../../lib';
+import type { BatchOptions } from '../../lib/runtime/options';
 import { FaultyBackend } from '../support/faulty-backend';
-import { until as waitUntil } from '../support/until';
 
 let counter = 0;
 
@@ -47,11 +48,6 @@ export function startBatchGroup(rheo: Rheo, options: GroupRunOptions & { batch: 
 export async function drainAll(): Promise<void> {
   const gs = started.splice(0);
   await Promise.all(gs.map((g) => g.drain(1000)));
-}
-
-/** test/support/until.ts's `until`, condition first, as the runtime tests call it (10 s, polled every 5 ms). */
-export function until(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  return waitUntil(what, cond, timeoutMs, 5);
 }
 
 /** A promise with its resolver, to hold a handler until the test lets it go. */

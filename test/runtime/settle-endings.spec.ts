@@ -3,7 +3,8 @@
 // is followed by a nack that carries its error, and a lease that keeps expiring
 // is dead-lettered after maxAttempts.
 import type { Lease } from '../../lib';
-import { drainAll, events, setup, startGroup, until } from './helpers';
+import { drainAll, events, setup, startGroup } from './helpers';
+import { until } from '../support/until';
 
 afterEach(drainAll);
 
@@ -50,7 +51,7 @@ describe('Group: a delivery whose settle keeps failing still ends', () => {
       handled.push(`${l.event.id === bad.id ? 'bad' : 'good'}:${l.attempt}`);
       if (l.event.id === bad.id) return { kind: 'reject', reason: 'cannot parse' };
     });
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'both events ended');
+    await until('both events ended', async () => (await rheo.lag(stream, group)).lag === 0);
     const dead = await rheo.deadLetters(stream, group);
     expect(dead.map((d) => [d.eventId, d.attempt])).toEqual([[bad.id, maxAttempts]]);
     expect(dead[0].reason).toMatch(/^settle failed: failed: injected fault: reject answered failed/);
@@ -67,14 +68,14 @@ describe('Group: a delivery whose settle keeps failing still ends', () => {
       if (l.event.id === bad.id) attempts.push(l.attempt);
     });
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-      await until(() => attempts.length === attempt && g.inflight === 0, `attempt ${attempt} given up`);
+      await until(`attempt ${attempt} given up`, () => attempts.length === attempt && g.inflight === 0);
       // Its ack failed, then the nack that followed it: nothing more to try but the lease's expiry.
       const mine = backend.settles.filter((s) => s.eventId === bad.id && s.attempt === attempt);
       expect(mine.map((s) => `${s.kind}:${s.answered}`)).toEqual(['ack:failed', 'nack:failed']);
       expect(mine[1].reason).toMatch(/^settle failed: failed: injected fault: ack answered failed/);
       clock.advance(leaseMs);
     }
-    await until(async () => (await rheo.lag(stream, group)).lag === 0, 'dead-lettered by the claim');
+    await until('dead-lettered by the claim', async () => (await rheo.lag(stream, group)).lag === 0);
     const dead = await rheo.deadLetters(stream, group);
     expect(dead.map((d) => [d.eventId, d.attempt, d.reason])).toEqual([[bad.id, maxAttempts, `lease expired on attempt 2 of 2`]]);
     expect(attempts).toEqual([1, 2]);
@@ -91,9 +92,9 @@ describe('Group: a delivery whose settle keeps failing still ends', () => {
     startGroup(rheo, { stream, group, leaseMs: 60_000, pollMs: 5 }, async (l) => {
       handled.set(l.event.id, (handled.get(l.event.id) ?? 0) + 1);
     });
-    await until(() => handled.size === 5, 'every event handled');
+    await until('every event handled', () => handled.size === 5);
     const goods = evs.filter((e) => e !== bad);
-    await until(async () => (await rheo.lag(stream, group)).partitions[0].frontier >= 2, 'the events before the bad one acked');
+    await until('the events before the bad one acked', async () => (await rheo.lag(stream, group)).partitions[0].frontier >= 2);
     for (const e of goods) expect(handled.get(e.id)).toBe(1);
     const acked = backend.settles.filter((s) => s.eventId !== bad.id && s.answered === 'ok').map((s) => s.eventId);
     expect(acked.sort()).toEqual(goods.map((e) => e.id).sort());

@@ -1,19 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  type Backend,
-  ManualClock,
-  memoryBackend,
-  postgresBackend,
-  redisBackend,
-  Rheo,
-  RheoError,
-  sqliteBackend,
-  Trimmer,
-} from '../../lib';
+import { type Backend, ManualClock, memoryBackend, postgresBackend, redisBackend, Rheo, RheoError, sqliteBackend } from '../../lib';
+import { Trimmer } from '../../lib/runtime/trimmer';
 import { deleteKeys, freshPrefix, REDIS_URL } from '../redis/support';
 import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
+import { until } from '../support/until';
 
 /** The background trim against every kind of store: the turn is the store's, not the process's. */
 interface Target {
@@ -163,8 +155,7 @@ describe.each(targets)('Trimmer on $name', (target) => {
     const rounds: string[] = [];
     const trimmer = new Trimmer(a, { intervalMs: 20, holder: name('timer'), events: { trimmed: (r) => rounds.push(r.stream) } });
     trimmer.start();
-    const deadline = Date.now() + 10_000;
-    while (rounds.filter((s) => s === stream).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await until('two rounds on the stream', () => rounds.filter((s) => s === stream).length >= 2);
     trimmer.stop();
     expect(rounds.filter((s) => s === stream).length).toBeGreaterThanOrEqual(2);
     await new Promise((r) => setTimeout(r, 100));

@@ -5,18 +5,9 @@ import { tracingChannel } from 'node:diagnostics_channel';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  type BatchOptions,
-  Group,
-  type GroupBatchHandler,
-  type GroupRunOptions,
-  type Lease,
-  type OperationMessage,
-  postgresBackend,
-  Rheo,
-  sqliteBackend,
-} from '../../lib';
-import { until } from '../runtime/helpers';
+import { Group, type GroupBatchHandler, type GroupRunOptions, type Lease, type OperationMessage, postgresBackend, Rheo, sqliteBackend } from '../../lib';
+import type { BatchOptions } from '../../lib/runtime/options';
+import { until } from '../support/until';
 import { dropSchema, freshSchema, PG_URL } from './pg-helpers';
 
 const dir = mkdtempSync(join(tmpdir(), 'rheo-batch-'));
@@ -91,7 +82,7 @@ describe.each([
       start({ stream, group: 'g', batch: { size: 10, maxWaitMs: 600_000 } }, async (leases) => {
         batches.push(nums(leases));
       });
-      await until(async () => (await rheo.lag(stream, 'g')).lag === 0, 'all acked', 20_000);
+      await until('all acked', async () => (await rheo.lag(stream, 'g')).lag === 0, 20_000);
     } finally {
       rec.stop();
     }
@@ -106,10 +97,10 @@ describe.each([
     start({ stream, group: 'g', batch: { size: 100, maxWaitMs: 30 } }, async (leases) => {
       batches.push(nums(leases));
     });
-    await until(() => batches.length === 1, 'the partial batch ran', 20_000);
+    await until('the partial batch ran', () => batches.length === 1, 20_000);
     expect(batches).toEqual([[0, 1, 2]]);
     await rheo.appendBatch(stream, [{ payload: { n: 3 } }]);
-    await until(() => batches.length === 2, 'the next one too', 20_000);
+    await until('the next one too', () => batches.length === 2, 20_000);
     expect(batches[1]).toEqual([3]);
   });
 
@@ -125,7 +116,7 @@ describe.each([
         batch.reject(leases[1].event, 'malformed');
         batch.retry(leases[2], { delayMs: 0, reason: 'not yet' });
       });
-      await until(async () => (await rheo.lag(stream, 'g')).lag === 0, 'all settled', 20_000);
+      await until('all settled', async () => (await rheo.lag(stream, 'g')).lag === 0, 20_000);
     } finally {
       rec.stop();
     }
@@ -148,7 +139,7 @@ describe.each([
       seen.push([nums(leases), leases.map((l) => l.attempt)]);
       if (leases[0].attempt === 1) throw new Error('downstream unavailable');
     });
-    await until(async () => (await rheo.lag(stream, 'g')).lag === 0, 'all acked on the retry', 20_000);
+    await until('all acked on the retry', async () => (await rheo.lag(stream, 'g')).lag === 0, 20_000);
     expect(seen[0]).toEqual([
       [0, 1, 2],
       [1, 1, 1],

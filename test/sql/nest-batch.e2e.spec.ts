@@ -17,7 +17,8 @@ import {
   sqliteBackend,
   type Outcome,
 } from '../../lib';
-import { createMicroservice, startHybrid, waitFor } from '../e2e/support';
+import { createMicroservice, startHybrid } from '../e2e/support';
+import { until } from '../support/until';
 
 interface Quote {
   n: number;
@@ -77,7 +78,7 @@ describe('Nest: batch consumers and handler timeouts (sqlite)', () => {
       'quotes',
       Array.from({ length: 6 }, (_, n) => ({ payload: { n } })),
     );
-    await waitFor('lag 0', async () => (await client.lag('quotes', 'bulk')).lag === 0, 20_000);
+    await until('lag 0', async () => (await client.lag('quotes', 'bulk')).lag === 0, 20_000);
     expect(batches.flat().map((q) => q.n)).toEqual([0, 1, 2, 3, 4, 5]);
     expect(batches.every((b) => b.length <= 4)).toBe(true);
     expect(contexts.flatMap((c) => c.ids)).toEqual(appended.map((e) => e.id));
@@ -100,7 +101,7 @@ describe('Nest: batch consumers and handler timeouts (sqlite)', () => {
       'failing',
       Array.from({ length: 3 }, (_, n) => ({ payload: { n } })),
     );
-    await waitFor('all dead-lettered', async () => (await client.deadLetters('failing', 'bulk')).length === 3, 20_000);
+    await until('all dead-lettered', async () => (await client.deadLetters('failing', 'bulk')).length === 3, 20_000);
     const dead = await client.deadLetters('failing', 'bulk');
     expect(new Set(dead.map((d) => d.reason))).toEqual(new Set(['downstream refused the batch']));
   });
@@ -108,13 +109,13 @@ describe('Nest: batch consumers and handler timeouts (sqlite)', () => {
   it("aborts ctx.signal at timeoutMs and dead-letters the event with onTimeout 'dead-letter'", async () => {
     const client = app.get(RheoClient);
     const e = await client.append('slow', { payload: { n: 1 } });
-    await waitFor('dead-lettered', async () => (await client.deadLetters('slow', 'slow')).length === 1, 20_000);
+    await until('dead-lettered', async () => (await client.deadLetters('slow', 'slow')).length === 1, 20_000);
     const [dead] = await client.deadLetters('slow', 'slow');
     expect(dead).toMatchObject({ eventId: e.id, reason: 'timeout after 50 ms' });
-    await waitFor('the handler saw the abort', () => aborts.length === 1);
+    await until('the handler saw the abort', () => aborts.length === 1);
     expect(aborts[0]).toMatch(/^timeout after 50 ms/);
     const group = app.get(RheoServer).unwrap<{ groups: Map<string, { stats: { timeouts: number; lateResults: number } }> }>().groups;
-    await waitFor('late result counted', () => group.get('slow/slow')!.stats.lateResults === 1);
+    await until('late result counted', () => group.get('slow/slow')!.stats.lateResults === 1);
     expect(group.get('slow/slow')!.stats.timeouts).toBe(1);
   });
 });

@@ -6,7 +6,8 @@ import { Ctx, Payload } from '@nestjs/microservices';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { RheoClient, RheoConsumer, RheoContext, RheoModule, typeormBackend, type JsonValue } from '../../lib';
-import { startHybrid, waitFor } from '../e2e/support';
+import { startHybrid } from '../e2e/support';
+import { until } from '../support/until';
 import { dropSchema, freshSchema, PG_URL } from './pg-helpers';
 
 // The wiring docs/sql.md shows: RheoModule on the DataSource TypeOrmModule made,
@@ -65,12 +66,12 @@ describe.each([
       }),
     ).rejects.toThrow('rollback');
     const committed = await ds.transaction((manager) => client.append('orders', { payload: { n: 3 } }, { manager }));
-    await waitFor(
+    await until(
       'both committed events handled',
       () => seen.some((s) => s.id === plain.id) && seen.some((s) => s.id === committed.id),
       20_000,
     );
-    await waitFor('lag 0', async () => (await client.lag('orders', 'billing')).lag === 0, 20_000);
+    await until('lag 0', async () => (await client.lag('orders', 'billing')).lag === 0, 20_000);
     expect(seen.map((s) => s.payload)).toEqual([{ n: 1 }, { n: 3 }]);
     expect(committed.sequence).toBe(2);
   });

@@ -8,8 +8,10 @@
 import { ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
 import type { Rheo } from '../../lib';
-import { BroadcastMember, ManualClock } from '../../lib';
+import { ManualClock } from '../../lib';
+import { BroadcastMember } from '../../lib/runtime/broadcast';
 import { raceLiveMember } from './broadcast-race';
+import { until } from './until';
 import { BACKEND_ENV } from './backend-from-env';
 import type { BroadcastChildConfig, BroadcastChildMessage } from './broadcast-child';
 
@@ -40,17 +42,6 @@ interface Instance {
 }
 
 const TTL_MS = 1500;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 async function startInstance(target: BroadcastTarget, config: BroadcastChildConfig): Promise<Instance> {
   const proc = fork(join(__dirname, 'broadcast-child.ts'), [], {
@@ -145,14 +136,20 @@ export function runBroadcastSuite(target: BroadcastTarget): void {
       expect(await groupsOf(stream)).toEqual([a.group, b.group].sort());
 
       const ids = [...(await appendSome(stream, 60)), ...(await appendTroubles(stream))];
-      for (const i of [a, b]) await until(`${i.group} to get all ${ids.length} events`, async () => ids.every((id) => i.got.has(id)));
+      for (const i of [a, b])
+        await until(`${i.group} to get all ${ids.length} events`, async () => ids.every((id) => i.got.has(id)), 60_000, 50);
       expect(a.got.has(before)).toBe(false);
       // Each instance's group holds its dead letter and its hung lease now.
       for (const i of [a, b]) {
-        await until(`${i.group} to hold its dead letter and hung lease`, async () => {
-          const info = await rheo.groupInfo(stream, i.group);
-          return info.deadLetters === 1 && info.inflight === 1;
-        });
+        await until(
+          `${i.group} to hold its dead letter and hung lease`,
+          async () => {
+            const info = await rheo.groupInfo(stream, i.group);
+            return info.deadLetters === 1 && info.inflight === 1;
+          },
+          60_000,
+          50,
+        );
       }
 
       // The probe sees every kind of thing the group holds while it lives (so "none left" below means something).
@@ -164,7 +161,7 @@ export function runBroadcastSuite(target: BroadcastTarget): void {
       await nothingLeft(stream, a.group);
       // The other instance goes on receiving.
       const later = await appendSome(stream, 5);
-      await until('the remaining instance to get the later events', async () => later.every((id) => b.got.has(id)));
+      await until('the remaining instance to get the later events', async () => later.every((id) => b.got.has(id)), 60_000, 50);
       expect(later.some((id) => a.got.has(id))).toBe(false);
 
       await stop(b);
@@ -178,7 +175,8 @@ export function runBroadcastSuite(target: BroadcastTarget): void {
       const killed = await start(stream);
       const survivor = await start(stream);
       const first = [...(await appendSome(stream, 20)), ...(await appendTroubles(stream))];
-      for (const i of [killed, survivor]) await until(`${i.group} to get the first events`, async () => first.every((id) => i.got.has(id)));
+      for (const i of [killed, survivor])
+        await until(`${i.group} to get the first events`, async () => first.every((id) => i.got.has(id)), 60_000, 50);
 
       killed.process.kill('SIGKILL');
       await killed.exited;
@@ -195,7 +193,7 @@ export function runBroadcastSuite(target: BroadcastTarget): void {
         60_000,
       );
       await nothingLeft(stream, killed.group);
-      await until('the survivor to get every event', async () => [...first, ...meanwhile].every((id) => survivor.got.has(id)));
+      await until('the survivor to get every event', async () => [...first, ...meanwhile].every((id) => survivor.got.has(id)), 60_000, 50);
       expect(await groupsOf(stream)).toEqual([survivor.group]);
 
       await stop(survivor);

@@ -18,7 +18,7 @@ import {
   RheoModule,
   RheoServer,
 } from '../../lib';
-import { waitFor } from '../e2e/support';
+import { until } from '../support/until';
 
 // The `metrics` option without HTTP: its validation, prom-client as an optional
 // peer, the scrape-time cache, and what an app with metrics off leaves behind.
@@ -246,14 +246,14 @@ describe('a lease lost under a running handler', () => {
     try {
       const [event] = await app.get(Rheo).appendBatch('orders', [{ payload: 1 }]);
       const server = app.get(RheoServer);
-      await waitFor('the handler holds the lease', () => server.unwrap().groups.get('orders/billing')!.running === 1);
+      await until('the handler holds the lease', () => server.unwrap().groups.get('orders/billing')!.running === 1);
       // Another process's consumer (a Rheo of its own on the same store) claims the event once the lease has expired.
       const other = new Rheo(backend);
       await other.createGroup('orders', 'billing', { ifNotExists: true });
       clock.advance(1000);
       const [stolen] = await other.fetch('orders', 'billing', { consumerId: 'other-process' });
       expect(stolen.event.id).toBe(event.id);
-      await waitFor('the renewal found the lease lost', () => aborted !== null);
+      await until('the renewal found the lease lost', () => aborted !== null);
       await other.ack(stolen);
       const text = await registry.metrics();
       expect(text).toContain('rheo_deliveries_total{stream="orders",group="billing",outcome="lease_lost"} 1');

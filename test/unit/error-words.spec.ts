@@ -52,7 +52,7 @@ describe('one source per rule: the words of each error', () => {
     expect(expected).toEqual({ code: 'stream_not_found', field: undefined, message: 'stream "nope" does not exist' });
     expect(seen(await caught(rheo.append('nope', { payload: 1 })))).toEqual(expected);
     expect(seen(await caught(rheo.lag('nope', 'g')))).toEqual(expected);
-    expect(seen(await caught(() => backend.append('nope', [newEvent(0)], {})))).toEqual(expected);
+    expect(seen(await caught(() => backend.append('nope', [newEvent(0)])))).toEqual(expected);
   });
 
   it('a missing group is said the same by the facade, the backend and the builder', async () => {
@@ -103,11 +103,11 @@ describe('one source per rule: the words of each error', () => {
       expect(seen(await caught(rheo.append('s', { payload: 1, partition: 2 })))).toEqual(outOfRange('event.partition'));
       expect(seen(await caught(rheo.read('s', { partition: 2 })))).toEqual(outOfRange('partition'));
       expect(seen(await caught(rheo.query({ stream: 's', where: { partition: 2 } })))).toEqual(outOfRange('query.where.partition'));
-      expect(seen(await caught(() => backend.append('s', [newEvent(2)], {})))).toEqual(outOfRange('partition'));
+      expect(seen(await caught(() => backend.append('s', [newEvent(2)])))).toEqual(outOfRange('partition'));
     });
 
     it('refuses a fractional partition at the backend and writes nothing of the batch', async () => {
-      const err = await caught(() => backend.append('s', [newEvent(0), newEvent(0.5)], {}));
+      const err = await caught(() => backend.append('s', [newEvent(0), newEvent(0.5)]));
       expect(seen(err)).toEqual({ code: 'invalid_argument', field: 'partition', message: 'partition must be an integer' });
       expect(await rheo.read('s', { partition: 0 })).toEqual([]);
     });

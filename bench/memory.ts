@@ -1,5 +1,6 @@
 // The memory backend: the ceiling of the library's own overhead (no I/O).
-import { MemoryBackend, Rheo } from '../lib';
+import { Rheo } from '../lib';
+import { MemoryBackend } from '../lib/backends/memory/memory-backend';
 import { benchAppend, benchConsume, emit, emitLatency, printTable } from './harness';
 
 // RHEO_BENCH_N: a smaller run to check the bench prints (the figures are for the default).

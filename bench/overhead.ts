@@ -41,7 +41,7 @@ async function round1(c: Checkout, backend: BackendName, events: number): Promis
   const name = `overhead_${process.pid}_${serial++}`;
   let cleanup = async () => undefined as void;
   let store: InstanceType<Lib['Rheo']>['backend'];
-  if (backend === 'memory') store = new lib.MemoryBackend();
+  if (backend === 'memory') store = lib.memoryBackend();
   else if (backend === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'rheo-overhead-'));
     store = lib.sqliteBackend({ database: join(dir, 'rheo.db') });

@@ -1,21 +1,45 @@
-// `nestjs-rheo/backend`: what a backend author needs, and nothing a user does.
-// The Backend contract and its request/response types, capabilities, the error
-// vocabulary, the test clock, and the conformance suite itself: a third-party
-// backend proves itself by running the same cases as the bundled ones
+// `nestjs-rheo/backend`: what only a backend author writes, each exported by name (ADR 042).
+// A backend imports the rest from `nestjs-rheo` (the Backend interface, RheoError, Lease,
+// RheoEvent, GroupConfig, Clock, …): every name has one entry, and no name is in both.
+// A third-party backend proves itself by running the bundled ones' cases
 // (`runConformance({ name, create, unreachable })` inside a Jest test file).
-export type * from './backends/backend';
-export { createCapabilities } from './backends/capabilities';
+// test/unit/exports.spec.ts pins these lists: a change to them is deliberate.
+
+// The Backend contract's requests and answers (lib/backends/backend.ts).
+export type {
+  NewEvent,
+  AppendedEvents,
+  ClaimDeadLetter,
+  FetchedLeases,
+  ResolvedStart,
+  CreateGroupRequest,
+  FetchRequest,
+  SettleOp,
+  SettleResult,
+  RenewResult,
+  ReadRequest,
+  QueryRequest,
+  ReplayRequest,
+  TrimRequest,
+  BackendDescription,
+  TransactionalAck,
+  WaitRequest,
+} from './backends/backend';
+// The parts of stored events and groups a backend reads and writes, which users only meet inside the types above.
+export type { EventMetadata, Retention, StartPosition, RetryBackoff, Ordering, PartitionLag, QueryWhere } from './core/types';
+// What a backend declares it does: the conformance suite registers cases by it.
+export { createCapabilities, type Capabilities, type CapabilitiesInput, type Guarantees, type Mechanisms } from './backends/capabilities';
 // Append (Backend.append): the stored events with how many were idempotent repeats.
 export { appended } from './core/appended';
 // Fetch (Backend.fetch): the leases with the deliveries the claim dead-lettered.
 export { fetched } from './core/fetched';
-export type { Capabilities, CapabilitiesInput, Guarantees, Mechanisms } from './backends/capabilities';
-export { RheoError, isRheoError, toRheoError, RHEO_ERROR_CODES } from './core/errors';
-export type { RheoErrorCode, RheoErrorOptions } from './core/errors';
-export { ManualClock, StoreClock, storeClock, systemClock } from './core/clock';
-export type { Clock, StoreClockOptions, StoreTimeReader } from './core/clock';
 // Delayed events (ADR 028): a claim that parks delayed events claims again for their places.
-export { claimPastDelays, PARKING_ROUNDS } from './backends/delays';
-export type { ClaimRound } from './backends/delays';
-export { runConformance } from './conformance/suite';
-export type { ConformanceTarget } from './conformance/suite';
+export { claimPastDelays, PARKING_ROUNDS, type ClaimRound } from './backends/delays';
+// A nack without a delay waits the group's backoff after the attempt: the one formula every backend uses.
+export { backoffDelay } from './core/backoff';
+// Errors at the backend's edge: the closed list of codes, a RheoError's options, and a driver error mapped to one.
+export { RHEO_ERROR_CODES, toRheoError, type RheoErrorOptions } from './core/errors';
+// Time: the process clock (a backend's default), and the store clock a distributed backend attaches to (ADR 041).
+export { systemClock, StoreClock, type StoreTimeReader } from './core/clock';
+// The conformance suite itself.
+export { runConformance, type ConformanceTarget } from './conformance/suite';

@@ -1,77 +1,97 @@
-// Public API of nestjs-rheo. Everything a user may import is exported here, and
-// nothing here loads a driver: backends that need one load it when constructed.
-export { RheoError, isRheoError, RHEO_ERROR_CODES } from './core/errors';
-export type { RheoErrorCode, RheoErrorOptions } from './core/errors';
-export { CLOCK_SKEW_WARN_MS, ManualClock, StoreClock, storeClock, systemClock } from './core/clock';
-export type { Clock, StoreClockOptions, StoreTimeReader } from './core/clock';
-export { partitionForKey, murmur3 } from './core/partitioner';
-export { backoffDelay, DEFAULT_RETRY } from './core/backoff';
-export { classifySettleError } from './core/settle';
-export type { SettleFailure } from './core/settle';
-export { RheoReject, RheoRetry, outcomeOfError } from './core/outcomes';
-export type { Outcome, RheoRetryOptions } from './core/outcomes';
-export { Rheo } from './core/rheo';
-// Diagnostics channels (node:diagnostics_channel): their names and message types, for subscribers.
-export { CHANNELS, TRACED_OPERATIONS } from './core/diagnostics';
-export type {
-  TracedOperation,
-  OperationMessage,
-  LeaseMessage,
-  DeliveryMessage,
-  DeadLetterMessage,
-  SettleOutcome,
-  SettleMessage,
-  FrontierMessage,
-  ConsumerMessage,
-  FetchErrorMessage,
-  HandlerErrorMessage,
-  LeaseLostMessage,
-  RenewErrorMessage,
-  ProcessMessage,
-  ClockSkewMessage,
-} from './core/diagnostics';
-export type { RheoOptions, FetchOptions, NackOptions, RejectOptions, SettleRequest } from './core/rheo';
-export type { MetricsGroups, MetricsRegistry, RheoMetricsOptions } from './nest/metrics/options';
+// Public API of nestjs-rheo: the names a user writes, each exported by name (ADR 042).
+// A type reachable only as a part of an exported one (an option's field, a listener's
+// argument) is not exported; internals are imported from their own files, never from
+// here; what only a backend author writes is in `nestjs-rheo/backend`. Nothing here
+// loads a driver: backends that need one load it when constructed.
+// test/unit/exports.spec.ts pins these lists: a change to them is deliberate.
+
+// The Nest module, for AppModule: forRoot / forRootAsync and their options.
+export { RheoModule } from './nest/rheo.module';
+export type { RheoModuleOptions, RheoModuleAsyncOptions } from './nest/rheo-module-options';
+// For consumer classes: the decorators, what @Ctx() gives, and the lifecycle events.
+export { RheoConsumer } from './nest/rheo-consumer.decorator';
+export type { RheoConsumerOptions } from './nest/consumer-options';
+export { RheoContext, RheoBatchContext } from './nest/rheo-context';
+export { OnRheoEvent } from './nest/on-rheo-event.decorator';
+export type { RheoEventMap } from './nest/rheo-events';
+// For services: the client and the transport, injected by class or, for a named instance, by decorator or token.
+export { RheoClient } from './nest/rheo-client';
+export { RheoServer } from './nest/rheo-server';
+export { InjectRheo, InjectRheoClient, InjectRheoServer, InjectRheoHealthIndicator } from './nest/inject.decorators';
+export { getRheoToken, getRheoClientToken, getRheoServerToken, getRheoHealthIndicatorToken } from './nest/constants';
+// For the HTTP side of an app: health, the exception filter, the dashboard, the metrics option.
+export { RheoHealthIndicator, type RheoHealthOptions } from './nest/rheo-health.indicator';
+export { RheoHttpExceptionFilter, RHEO_ERROR_HTTP_STATUS, type RheoHttpErrorBody } from './nest/rheo-http-exception.filter';
+export { RheoDashboardModule, type RheoDashboardOptions } from './nest/dashboard';
+export type { RheoMetricsOptions, MetricsRegistry } from './nest/metrics/options';
+
+// For choosing a store: the backend factories and their options.
+export type { Backend } from './backends/backend';
+export { memoryBackend, type MemoryBackendOptions } from './backends/memory';
+export { postgresBackend, type PostgresBackendOptions } from './backends/postgres';
+export { sqliteBackend, type SqliteBackendOptions } from './backends/sqlite';
+export { redisBackend, type RedisBackendOptions } from './backends/redis';
 export {
-  MAX_NAME_LENGTH,
-  DEFAULT_MAX_PAYLOAD_BYTES,
-  DEFAULT_MAX_METADATA_BYTES,
-  DEFAULT_MAX_BATCH_BYTES,
-  MAX_FILTER_KEYS,
-  MAX_FILTER_DEPTH,
-  MAX_FILTER_BYTES,
-  MAX_PARTITIONS,
-  MAX_BATCH,
-  MAX_FETCH_LIMIT,
-  MAX_PAGE_LIMIT,
-  MAX_REASON_LENGTH,
-  MAX_DELAY_MS,
-  DEFAULT_LEASE_MS,
-  DEFAULT_FETCH_LIMIT,
-  DEFAULT_MAX_ATTEMPTS,
-  DEFAULT_DRAIN_TIMEOUT_MS,
-} from './core/limits';
-export type * from './core/types';
+  typeormBackend,
+  rheoMigrations,
+  rheoEntities,
+  type TypeormBackendOptions,
+  type RheoMigrationsOptions,
+  type RheoEntitiesOptions,
+} from './backends/sql';
 
-export { createCapabilities } from './backends/capabilities';
-export type { Capabilities, CapabilitiesInput, Guarantees, Mechanisms } from './backends/capabilities';
-export type * from './backends/backend';
-export { MemoryBackend, memoryBackend } from './backends/memory';
-export type { MemoryBackendOptions } from './backends/memory';
+// For code that talks to the log without Nest, or reads what it returns: the facade and its vocabulary.
+export { Rheo, type RheoOptions, type FetchOptions, type NackOptions, type RejectOptions, type SettleRequest } from './core/rheo';
+export type {
+  JsonValue,
+  RheoEvent,
+  AppendInput,
+  AppendOptions,
+  StreamInfo,
+  TrimOptions,
+  TrimResult,
+  PurgeDeadLettersOptions,
+  GroupOptions,
+  GroupConfig,
+  Lease,
+  Lag,
+  GroupInfo,
+  DeadLetter,
+  Page,
+  Query,
+  ReplayOptions,
+  ResetOptions,
+  DeleteGroupOptions,
+  RedriveOptions,
+} from './core/types';
+// For handlers and callers: the errors they catch and the outcomes they throw or return.
+export { RheoError, isRheoError, type RheoErrorCode } from './core/errors';
+export { RheoReject, RheoRetry, type RheoRetryOptions, type Outcome } from './core/outcomes';
+// For tests and for stores with their own time: the clocks a user passes as `clock`.
+export { ManualClock, storeClock, type Clock, type StoreClockOptions } from './core/clock';
+// For consumers outside Nest: the runtime Group and the handlers it runs.
+export { Group, type GroupRunOptions, type GroupHandler, type GroupBatchHandler, type DeliveryControl, type BatchControl } from './runtime';
 
-export * from './runtime';
+// For operators' scripts: the admin service behind the `rheo` CLI and the dashboard, and its JSON-ready results.
+export { RheoAdmin, type RheoAdminOptions } from './admin/rheo-admin';
+export { backendFromUrl, type BackendFromUrlOptions } from './admin/backend-from-url';
+export type { Overview, StreamSummary, GroupSummary, DeadLetterSummary, EventSummary, DeadLetterPage } from './admin/types';
 
-// The admin service behind the `rheo` CLI and the dashboard, and its JSON-ready results.
-export { RheoAdmin, backendFromUrl } from './admin';
-export type * from './admin';
-
-// NestJS integration (module, transport, @RheoConsumer, context, client, health).
-export * from './nest';
-export { RedisBackend, redisBackend } from './backends/redis';
-export type { RedisBackendOptions, RedisDurability, RedisCluster, RedisClusterNode, RedisClusterOptions } from './backends/redis';
-export { PostgresBackend, postgresBackend } from './backends/postgres';
-export type { PostgresBackendOptions } from './backends/postgres';
-export { SqliteBackend, sqliteBackend } from './backends/sqlite';
-export type { SqliteBackendOptions } from './backends/sqlite';
-export { typeormBackend, rheoMigrations, rheoEntities } from './backends/sql';
-export type { TypeormBackendOptions, InstallMode, RheoMigrationsOptions, RheoEntitiesOptions } from './backends/sql';
+// For subscribers to node:diagnostics_channel: the channel names and their message types (docs/observability.md).
+export {
+  CHANNELS,
+  TRACED_OPERATIONS,
+  type OperationMessage,
+  type ProcessMessage,
+  type LeaseMessage,
+  type DeliveryMessage,
+  type SettleMessage,
+  type DeadLetterMessage,
+  type FrontierMessage,
+  type ConsumerMessage,
+  type FetchErrorMessage,
+  type HandlerErrorMessage,
+  type LeaseLostMessage,
+  type RenewErrorMessage,
+  type ClockSkewMessage,
+} from './core/diagnostics';

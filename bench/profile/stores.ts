@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dropSchema, PG_URL } from '../pg-schema';
-import { MemoryBackend, postgresBackend, redisBackend, Rheo, sqliteBackend } from '../../lib';
+import { postgresBackend, redisBackend, Rheo, sqliteBackend } from '../../lib';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import { deleteKeysUnder, REDIS_URL } from '../redis-keys';
 
 export const PROFILED_STORES = ['memory', 'sqlite', 'postgres', 'redis'] as const;

@@ -12,7 +12,6 @@ import {
   type Backend,
   type JsonValue,
   ManualClock,
-  MAX_DELAY_MS,
   postgresBackend,
   redisBackend,
   Rheo,
@@ -20,6 +19,7 @@ import {
   type RheoErrorCode,
   sqliteBackend,
 } from '../../lib';
+import { MAX_DELAY_MS } from '../../lib/core/limits';
 import { deleteKeys, freshPrefix, REDIS_URL } from '../redis/support';
 import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
 

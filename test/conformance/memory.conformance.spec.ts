@@ -1,4 +1,4 @@
-import { MemoryBackend } from '../../lib';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import { runConformance } from 'nestjs-rheo/backend';
 
 runConformance({

@@ -1,4 +1,5 @@
-import { RedisBackend, redisBackend } from '../../lib';
+import { redisBackend } from '../../lib';
+import { RedisBackend } from '../../lib/backends/redis/redis-backend';
 import { runConformance } from '../../lib/backend';
 import { keySlot } from '../../lib/backends/redis/cluster';
 import { StreamKeys } from '../../lib/backends/redis/keys';

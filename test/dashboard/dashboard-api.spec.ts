@@ -1,6 +1,7 @@
 import { type CanActivate, type ExecutionContext, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { DEFAULT_RETRY, memoryBackend, Rheo, RheoDashboardModule, type RheoDashboardOptions, RheoError, RheoModule } from '../../lib';
+import { memoryBackend, Rheo, RheoDashboardModule, type RheoDashboardOptions, RheoError, RheoModule } from '../../lib';
+import { DEFAULT_RETRY } from '../../lib/core/backoff';
 import { ACTION, type Adapter, call, type DashboardApp, serveDashboard } from './apps';
 
 // The dashboard's JSON API and its security, on both HTTP adapters, over the

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MAX_FILTER_KEYS, Rheo, RheoDashboardModule, RheoModule, sqliteBackend } from '../../lib';
+import { Rheo, RheoDashboardModule, RheoModule, sqliteBackend } from '../../lib';
+import { MAX_FILTER_KEYS } from '../../lib/core/limits';
 import { ACTION, type Adapter, call, type DashboardApp, serveDashboard } from './apps';
 
 // A replay `where` past the query filter limits is the caller's fault: 400 naming

@@ -9,7 +9,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Controller, type INestMicroservice } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
-import { memoryBackend, Rheo, RheoConsumer, RheoContext, RheoHealthIndicator, RheoModule, type RheoModuleOptions, RheoServer, sqliteBackend } from '../../lib';
+import {
+  memoryBackend,
+  Rheo,
+  RheoConsumer,
+  RheoContext,
+  RheoHealthIndicator,
+  RheoModule,
+  type RheoModuleOptions,
+  RheoServer,
+  sqliteBackend,
+} from '../../lib';
 import { BroadcastMember } from '../../lib/runtime/broadcast';
 import { createMicroservice, startupError as startupErrorOf } from './support';
 import { until } from '../support/until';

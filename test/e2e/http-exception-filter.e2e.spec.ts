@@ -3,7 +3,18 @@ import { APP_FILTER } from '@nestjs/core';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
-import { type JsonValue, memoryBackend, RheoClient, RheoConsumer, RheoContext, RheoError, type RheoErrorCode, RheoHttpExceptionFilter, RheoModule, RheoServer } from '../../lib';
+import {
+  type JsonValue,
+  memoryBackend,
+  RheoClient,
+  RheoConsumer,
+  RheoContext,
+  RheoError,
+  type RheoErrorCode,
+  RheoHttpExceptionFilter,
+  RheoModule,
+  RheoServer,
+} from '../../lib';
 import { RHEO_ERROR_CODES } from '../../lib/core/errors';
 import { until } from '../support/until';
 

@@ -1,7 +1,20 @@
 import { Controller, type INestApplication, Injectable, Module } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
-import { getRheoServerToken, InjectRheo, InjectRheoClient, memoryBackend, Rheo, RheoClient, RheoConsumer, RheoContext, RheoModule, RheoServer, type Group, type JsonValue } from '../../lib';
+import {
+  getRheoServerToken,
+  InjectRheo,
+  InjectRheoClient,
+  memoryBackend,
+  Rheo,
+  RheoClient,
+  RheoConsumer,
+  RheoContext,
+  RheoModule,
+  RheoServer,
+  type Group,
+  type JsonValue,
+} from '../../lib';
 import type { RheoServerInternals } from '../../lib/nest/rheo-server';
 import { until } from '../support/until';
 

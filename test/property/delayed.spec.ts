@@ -1,6 +1,8 @@
 import fc from 'fast-check';
-import type { Lease, Ordering } from '../../lib';
-import { ManualClock, MemoryBackend, Rheo } from '../../lib';
+import type { Lease } from '../../lib';
+import type { Ordering } from '../../lib/core/types';
+import { ManualClock, Rheo } from '../../lib';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 
 // Delayed events under random fetches, settles and clock moves (docs/adr/028-delayed-events.md):
 // whatever happens, no event is leased before its deliverAt, its first lease is attempt 1, no two

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import type { Lease } from '../../lib';
-import { ManualClock, MemoryBackend, Rheo, RheoError } from '../../lib';
+import { ManualClock, Rheo, RheoError } from '../../lib';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import { GroupModel } from './model';
 
 const LEASE_MS = 1000;

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import type { Lease } from '../../lib';
-import { ManualClock, MemoryBackend, Rheo } from '../../lib';
+import { ManualClock, Rheo } from '../../lib';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 
 type Op =
   | { kind: 'fetch'; limit: number }

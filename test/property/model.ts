@@ -1,5 +1,6 @@
-import type { Lease, RetryBackoff } from '../../lib';
-import { backoffDelay } from '../../lib';
+import type { Lease } from '../../lib';
+import type { RetryBackoff } from '../../lib/core/types';
+import { backoffDelay } from '../../lib/core/backoff';
 
 /** What one group knows of one event, in the reference model. */
 export interface ModelDelivery {

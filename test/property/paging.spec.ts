@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import type { Query, RheoEvent } from '../../lib';
-import { ManualClock, MemoryBackend, Rheo } from '../../lib';
+import { ManualClock, Rheo } from '../../lib';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 
 const P = 4;
 const T0 = Date.UTC(2026, 0, 1);

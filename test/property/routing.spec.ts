@@ -1,5 +1,8 @@
 import fc from 'fast-check';
-import { MAX_NAME_LENGTH, MAX_PARTITIONS, ManualClock, MemoryBackend, murmur3, partitionForKey, Rheo } from '../../lib';
+import { ManualClock, Rheo } from '../../lib';
+import { MAX_NAME_LENGTH, MAX_PARTITIONS } from '../../lib/core/limits';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
+import { murmur3, partitionForKey } from '../../lib/core/partitioner';
 
 // Keys as users write them: any Unicode text a name may hold (no control characters).
 const key = fc

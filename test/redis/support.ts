@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
 import { SCRIPTS } from '../../lib/backends/redis/scripts';
-import { ManualClock, Rheo, redisBackend, type RedisBackend, type RheoEvent } from '../../lib';
+import { ManualClock, Rheo, redisBackend, type RheoEvent } from '../../lib';
+import type { RedisBackend } from '../../lib/backends/redis/redis-backend';
 
 /** The machine's Redis; override with RHEO_REDIS_URL. */
 export const REDIS_URL = process.env.RHEO_REDIS_URL ?? 'redis://127.0.0.1:6379';

@@ -2,8 +2,10 @@
 // collections are run by hand (manual: true), so every interleaving below is
 // exact. The same membership across processes, on PostgreSQL and Redis, is in
 // test/sql/postgres.broadcast.spec.ts and test/redis/broadcast.spec.ts.
-import { BroadcastMember, ManualClock, MemoryBackend, Rheo, RheoError } from '../../lib';
-import type { BroadcastEvents } from '../../lib';
+import { ManualClock, Rheo, RheoError } from '../../lib';
+import { BroadcastMember } from '../../lib/runtime/broadcast';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
+import type { BroadcastEvents } from '../../lib/runtime/broadcast';
 import { raceLiveMember } from '../support/broadcast-race';
 
 const TTL = 3000;

@@ -1,4 +1,6 @@
-import { backoffDelay, Group, isRheoError, ManualClock, MemoryBackend, Rheo } from '../../lib';
+import { Group, isRheoError, ManualClock, Rheo } from '../../lib';
+import { backoffDelay } from '../../lib/core/backoff';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import { FETCH_BACKOFF, resolveGroupOptions } from '../../lib/runtime/options';
 
 const rheo = new Rheo(new MemoryBackend({ clock: new ManualClock() }));

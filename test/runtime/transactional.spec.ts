@@ -1,6 +1,7 @@
 // Transactional consumers are refused where they cannot keep their promise, before
 // anything runs: a backend without ackInTransaction, or a batch (docs/adr/030).
-import { Group, MemoryBackend, Rheo, RheoContext, RheoError } from '../../lib';
+import { Group, Rheo, RheoContext, RheoError } from '../../lib';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import type { Lease } from '../../lib';
 
 function fieldOf(make: () => unknown): { field?: string; message: string } {

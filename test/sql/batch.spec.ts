@@ -5,7 +5,16 @@ import { tracingChannel } from 'node:diagnostics_channel';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Group, type GroupBatchHandler, type GroupRunOptions, type Lease, type OperationMessage, postgresBackend, Rheo, sqliteBackend } from '../../lib';
+import {
+  Group,
+  type GroupBatchHandler,
+  type GroupRunOptions,
+  type Lease,
+  type OperationMessage,
+  postgresBackend,
+  Rheo,
+  sqliteBackend,
+} from '../../lib';
 import type { BatchOptions } from '../../lib/runtime/options';
 import { until } from '../support/until';
 import { dropSchema, freshSchema, PG_URL } from './pg-helpers';

@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Lease, MAX_BATCH, Rheo, SettleRequest, postgresBackend, sqliteBackend } from '../../lib';
+import { Lease, Rheo, SettleRequest, postgresBackend, sqliteBackend } from '../../lib';
+import { MAX_BATCH } from '../../lib/core/limits';
 import { dropSchema, freshSchema, PG_URL } from './pg-helpers';
 
 // Bulk paths at the sizes the facade allows: settle / renew / release of MAX_BATCH

@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
-import { JsonValue, Lease, ManualClock, postgresBackend, QueryWhere, Rheo } from '../../lib';
+import { JsonValue, Lease, ManualClock, postgresBackend, Rheo } from '../../lib';
+import { QueryWhere } from '../../lib/core/types';
 import { jsonFieldsFilter } from '../../lib/backends/json-filter';
 import { dropSchema, freshSchema, pgDataSource, PG_URL } from './pg-helpers';
 

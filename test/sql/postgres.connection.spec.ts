@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { DataSource } from 'typeorm';
-import { PostgresBackend, Rheo, RheoError, postgresBackend, rheoEntities, rheoMigrations, typeormBackend } from '../../lib';
+import { Rheo, RheoError, postgresBackend, rheoEntities, rheoMigrations, typeormBackend } from '../../lib';
+import { PostgresBackend } from '../../lib/backends/postgres/postgres-backend';
 import { listenerClientConfig } from '../../lib/backends/postgres/listener';
 import { dropSchema, freshSchema, pgDataSource, PG_URL } from './pg-helpers';
 

@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
-import { ManualClock, PostgresBackend, Rheo, RheoError, postgresBackend, rheoMigrations, typeormBackend } from '../../lib';
+import { ManualClock, Rheo, RheoError, postgresBackend, rheoMigrations, typeormBackend } from '../../lib';
+import { PostgresBackend } from '../../lib/backends/postgres/postgres-backend';
 import { mapDriverError } from '../../lib/backends/sql/errors';
 import { dropSchema, freshSchema, pgDataSource, PG_URL } from './pg-helpers';
 

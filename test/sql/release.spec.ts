@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Backend, ManualClock, PostgresBackend, Rheo, postgresBackend, sqliteBackend } from '../../lib';
+import { Backend, ManualClock, Rheo, postgresBackend, sqliteBackend } from '../../lib';
+import { PostgresBackend } from '../../lib/backends/postgres/postgres-backend';
 import { dropSchema, freshSchema, PG_URL } from './pg-helpers';
 
 // Release on the SQL backends, beyond the conformance cases (test/conformance/cases/release.ts):

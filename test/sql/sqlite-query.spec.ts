@@ -4,7 +4,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type JsonValue, type QueryWhere, Rheo, type RheoEvent, sqliteBackend } from '../../lib';
+import { type JsonValue, Rheo, type RheoEvent, sqliteBackend } from '../../lib';
+import type { QueryWhere } from '../../lib/core/types';
 import { jsonFieldsFilter } from '../../lib/backends/json-filter';
 
 const dir = mkdtempSync(join(tmpdir(), 'rheo-sqlite-query-'));

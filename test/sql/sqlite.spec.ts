@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import { ManualClock, Rheo, RheoError, rheoEntities, rheoMigrations, sqliteBackend, SqliteBackend, typeormBackend } from '../../lib';
+import { ManualClock, Rheo, RheoError, rheoEntities, rheoMigrations, sqliteBackend, typeormBackend } from '../../lib';
+import { SqliteBackend } from '../../lib/backends/sqlite/sqlite-backend';
 
 const dir = mkdtempSync(join(tmpdir(), 'rheo-sqlite-'));
 

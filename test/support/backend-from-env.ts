@@ -2,7 +2,8 @@
 // build the same backend as its parent from two environment variables. A new
 // backend joins the multi-process tests by adding one entry here.
 import type { Backend } from '../../lib';
-import { MemoryBackend, postgresBackend, redisBackend, sqliteBackend } from '../../lib';
+import { postgresBackend, redisBackend, sqliteBackend } from '../../lib';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 
 /** Builds a backend from JSON-able options. */
 export type BackendFactory = (options: Record<string, unknown>) => Backend;

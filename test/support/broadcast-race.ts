@@ -4,7 +4,8 @@
 // that stopped beating is collected. The clock is a ManualClock shared by every
 // facade's backend, so the steps are exact; the collectors' and the beat's store
 // calls run concurrently at each step.
-import { BroadcastMember, type ManualClock, type Rheo } from '../../lib';
+import { type ManualClock, type Rheo } from '../../lib';
+import { BroadcastMember } from '../../lib/runtime/broadcast';
 
 /**
  * `rheos[0]` runs the live member; each other facade runs a collector (the first

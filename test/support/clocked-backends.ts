@@ -5,7 +5,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Backend, type ManualClock, MemoryBackend, sqliteBackend } from '../../lib';
+import { type Backend, type ManualClock, sqliteBackend } from '../../lib';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 
 export interface ClockedBackend {
   name: string;

@@ -4,7 +4,8 @@
 // IPC, as they happen (so a SIGKILL loses as little as possible). The parent
 // sends { type: 'stop' } to drain and exit.
 //   node -r ts-node/register/transpile-only test/support/consumer-child.ts
-import type { Backend, FetchRequest, Lease, RenewResult } from '../../lib';
+import type { Backend, Lease } from '../../lib';
+import type { FetchRequest, RenewResult } from '../../lib/backends/backend';
 import { Group, Rheo } from '../../lib';
 import { appendFileSync } from 'node:fs';
 import { backendFromEnv } from './backend-from-env';

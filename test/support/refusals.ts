@@ -2,7 +2,8 @@
 // the real memory backend with something in it, everything a caller can observe
 // of it, and the refusal check itself.
 import type { Lease, RheoErrorCode } from '../../lib';
-import { ManualClock, MemoryBackend, Rheo, RheoError } from '../../lib';
+import { ManualClock, Rheo, RheoError } from '../../lib';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 
 /** A facade on a memory backend: stream `s` of `partitions`, group `g`, one event on each of partitions 0 and 1, the first of them leased. */
 export async function leasedRheo(partitions: number, clock = new ManualClock()): Promise<{ rheo: Rheo; lease: Lease }> {

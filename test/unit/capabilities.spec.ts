@@ -1,4 +1,6 @@
-import { createCapabilities, MemoryBackend, RheoError } from '../../lib';
+import { RheoError } from '../../lib';
+import { createCapabilities } from '../../lib/backends/capabilities';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 
 const GUARANTEES = ['durable', 'distributed', 'partitions', 'contiguousFrontier', 'replay', 'orderedPartitions'];
 const MECHANISMS = ['notifications', 'blockingReads', 'batchWrites', 'secondaryIndexes', 'transactionalAppend', 'transactionalAck'];

@@ -3,7 +3,8 @@
 // (and error) with its documented fields; the plain channels rheo:lease,
 // rheo:redelivery, rheo:settle, rheo:dead_letter and rheo:frontier fire with
 // exact values; and no message carries a payload or metadata value.
-import { type Lease, ManualClock, Rheo, RheoError, TRACED_OPERATIONS, type TracedOperation } from '../../lib';
+import { type Lease, ManualClock, Rheo, RheoError, TRACED_OPERATIONS } from '../../lib';
+import type { TracedOperation } from '../../lib/core/diagnostics';
 import { ChannelRecorder } from '../support/channel-recorder';
 import { CLOCKED_BACKENDS, removeTempFiles } from '../support/clocked-backends';
 

@@ -1,14 +1,8 @@
-import {
-  DEFAULT_FETCH_LIMIT,
-  DEFAULT_LEASE_MS,
-  DEFAULT_MAX_ATTEMPTS,
-  DEFAULT_RETRY,
-  ManualClock,
-  MemoryBackend,
-  partitionForKey,
-  Rheo,
-  RheoError,
-} from '../../lib';
+import { ManualClock, Rheo, RheoError } from '../../lib';
+import { DEFAULT_FETCH_LIMIT, DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS } from '../../lib/core/limits';
+import { DEFAULT_RETRY } from '../../lib/core/backoff';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
+import { partitionForKey } from '../../lib/core/partitioner';
 
 /** A memory backend whose connection fails a given number of times, the way a driver does: with a plain Error. */
 class FlakyInitBackend extends MemoryBackend {

@@ -1,17 +1,14 @@
 import type { JsonValue, RheoErrorCode } from '../../lib';
+import { ManualClock, Rheo, RheoAdmin, RheoError } from '../../lib';
 import {
   DEFAULT_MAX_BATCH_BYTES,
   DEFAULT_MAX_METADATA_BYTES,
-  ManualClock,
   MAX_DELAY_MS,
   MAX_FILTER_BYTES,
   MAX_FILTER_DEPTH,
   MAX_FILTER_KEYS,
-  MemoryBackend,
-  Rheo,
-  RheoAdmin,
-  RheoError,
-} from '../../lib';
+} from '../../lib/core/limits';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import { RheoInstance } from '../../lib/nest/rheo-instance';
 import { expectRefused } from '../support/refusals';
 

@@ -6,7 +6,8 @@ import {
   UnprocessableEntityException,
 } from '@nestjs/common';
 import { RpcException } from '@nestjs/microservices';
-import { outcomeOfNestError, RheoReject, RheoRetry } from '../../lib';
+import { RheoReject, RheoRetry } from '../../lib';
+import { outcomeOfNestError } from '../../lib/nest/nest-error-outcome';
 import { outcomeOfPipelineFailure } from '../../lib/nest/nest-error-outcome';
 
 describe('outcomeOfNestError', () => {

@@ -1,4 +1,5 @@
-import { ManualClock, MemoryBackend, RheoError } from '../../lib';
+import { ManualClock, RheoError } from '../../lib';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import { RheoInstance } from '../../lib/nest/rheo-instance';
 
 // The module's stream declarations follow the facade's rule for '/': a new stream

@@ -1,4 +1,4 @@
-import { murmur3, partitionForKey } from '../../lib';
+import { murmur3, partitionForKey } from '../../lib/core/partitioner';
 
 const utf8 = (s: string) => new TextEncoder().encode(s);
 

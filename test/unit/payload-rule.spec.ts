@@ -1,4 +1,5 @@
-import { ManualClock, MemoryBackend, Rheo, RheoError } from '../../lib';
+import { ManualClock, Rheo, RheoError } from '../../lib';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import { checkPayload, jsonPayload } from '../../lib/core/validate';
 
 /**

@@ -1,4 +1,5 @@
-import { ManualClock, MemoryBackend, Rheo, RheoContext } from '../../lib';
+import { ManualClock, Rheo, RheoContext } from '../../lib';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import type { Lease, RheoEvent } from '../../lib';
 
 // Compiled by `npm run typecheck` (CI): user interfaces are payload types, though

@@ -3,7 +3,8 @@
 // the options it refuses. The reader is a function over a manual "store" clock, so
 // every round trip and every offset is chosen by the test; nothing sleeps.
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { CHANNELS, CLOCK_SKEW_WARN_MS, ManualClock, RheoError, StoreClock, storeClock } from '../../lib';
+import { CHANNELS, ManualClock, RheoError, storeClock } from '../../lib';
+import { CLOCK_SKEW_WARN_MS, StoreClock } from '../../lib/core/clock';
 
 /** A store `offset` ms off the process's manual clock, whose reads take `rtts[i]` ms of the process's clock each. */
 function store(processClock: ManualClock, offset: number, rtts: number[] = [0]) {

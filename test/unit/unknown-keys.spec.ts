@@ -2,10 +2,8 @@ import { DataSource } from 'typeorm';
 import type { Lease } from '../../lib';
 import {
   backendFromUrl,
-  BroadcastMember,
   Group,
   ManualClock,
-  MemoryBackend,
   memoryBackend,
   postgresBackend,
   redisBackend,
@@ -16,9 +14,11 @@ import {
   rheoMigrations,
   RheoModule,
   sqliteBackend,
-  Trimmer,
   typeormBackend,
 } from '../../lib';
+import { BroadcastMember } from '../../lib/runtime/broadcast';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
+import { Trimmer } from '../../lib/runtime/trimmer';
 import { resolveDashboardOptions } from '../../lib/nest/dashboard/dashboard-options';
 import { RheoInstance } from '../../lib/nest/rheo-instance';
 import { leasedRheo, observe } from '../support/refusals';

@@ -1,5 +1,7 @@
 import type { JsonValue, Lease, RheoErrorCode } from '../../lib';
-import { MAX_BATCH, MAX_NAME_LENGTH, MemoryBackend, Rheo, RheoError } from '../../lib';
+import { Rheo, RheoError } from '../../lib';
+import { MAX_BATCH, MAX_NAME_LENGTH } from '../../lib/core/limits';
+import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import { expectRefused, leasedRheo, observe } from '../support/refusals';
 
 /**

@@ -1,8 +1,14 @@
+const { specsOf } = require('./test/tiers');
+
+// RHEO_TESTS picks a tier, or `parallel` / `serial` (the two halves of `npm test`,
+// see scripts/test.mjs and test/tiers.js); unset, every spec.
+const selection = process.env.RHEO_TESTS;
+
 /** @type {import('jest').Config} */
 module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
-  testMatch: ['**/*.spec.ts'],
+  testMatch: selection ? specsOf(selection).map((file) => `<rootDir>/${file}`) : ['**/*.spec.ts'],
   testPathIgnorePatterns: ['/node_modules/'],
   // The package's own subpath, as a backend author imports it.
   moduleNameMapper: { '^nestjs-rheo/backend$': '<rootDir>/lib/backend.ts' },

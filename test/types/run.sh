@@ -8,7 +8,8 @@
 #
 # Builds the package into a temp dir (the repo's dist is left alone), lays it out
 # as node_modules/nestjs-rheo next to links to the non-driver peers only, writes a
-# small consumer and runs the repo's tsc on it. Exits non-zero on any error.
+# small consumer and a backend author's file (the two entries, ADR 042) and runs
+# the repo's tsc on them. Exits non-zero on any error.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 tsc="$root/node_modules/.bin/tsc"
@@ -50,7 +51,7 @@ cat > "$work/tsconfig.json" <<'JSON'
     "emitDecoratorMetadata": true,
     "esModuleInterop": true
   },
-  "files": ["consumer.ts"]
+  "files": ["consumer.ts", "backend-author.ts"]
 }
 JSON
 
@@ -109,6 +110,21 @@ export const migrations = () => rheoMigrations({ schema: 'rheo' });
 export const entities = () => rheoEntities({ schema: 'rheo' });
 TS
 
+# A backend author's file: the Backend interface and the shared vocabulary from the
+# main entry, the operations' own types and helpers from `nestjs-rheo/backend`.
+cat > "$work/backend-author.ts" <<'TS'
+import { RheoError, type Backend, type Lease } from 'nestjs-rheo';
+import { backoffDelay, createCapabilities, fetched, type ConformanceTarget, type FetchRequest, type FetchedLeases } from 'nestjs-rheo/backend';
+
+export const capabilities = createCapabilities({ guarantees: { durable: false }, mechanisms: {} });
+export const claim = (request: FetchRequest, leases: Lease[]): FetchedLeases => {
+  if (request.limit < 1) throw new RheoError('invalid_argument', 'limit must be positive');
+  return fetched(leases, []);
+};
+export const nextTry = (attempt: number) => backoffDelay({ initialMs: 100, factor: 2, maxMs: 1000 }, attempt);
+export type Target = ConformanceTarget & { create: () => Promise<Backend> };
+TS
+
 cd "$work"
 "$tsc" -p tsconfig.json
-echo "test/types: a consumer without drivers type-checks against nestjs-rheo's typings (strict, skipLibCheck: false)"
+echo "test/types: a consumer and a backend author's file, without drivers, type-check against the typings of nestjs-rheo and nestjs-rheo/backend (strict, skipLibCheck: false)"

@@ -62,6 +62,9 @@ describe('a dead letter made by a claim (a lease that expired on the last attemp
       // The restarted consumer polls; once the crashed lease has expired its claim dead-letters the poison event.
       clock.advance(1001);
       await until('the next event handled', () => handled.includes('order 2'));
+      // Its ack settles after the handler returns: wait for it, not for the handler alone.
+      const acked = 'rheo_deliveries_total{stream="orders",group="billing",outcome="ack"} 1';
+      await until('the next event acked', async () => (await registry.metrics()).includes(acked));
       await until('the dead-letter line', () => logger.lines('warn').some((l) => l.includes('dead-lettered')));
       expect(logger.lines('warn').filter((l) => l.includes('dead-lettered'))).toEqual([
         `[RheoServer] Billing.bill (orders/billing): event ${poison.id} dead-lettered (attempt 2/2, lease expired): lease expired on attempt 2 of 2`,
@@ -87,7 +90,7 @@ describe('a dead letter made by a claim (a lease that expired on the last attemp
 
       const text = await registry.metrics();
       expect(text).toContain('rheo_deliveries_total{stream="orders",group="billing",outcome="dead_letter"} 1');
-      expect(text).toContain('rheo_deliveries_total{stream="orders",group="billing",outcome="ack"} 1');
+      expect(text).toContain(acked);
       expect((await app.get(Rheo).deadLetters('orders', 'billing')).map((d) => d.eventId)).toEqual([poison.id]);
     } finally {
       await app.close();

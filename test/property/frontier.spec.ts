@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import type { Lease } from '../../lib';
 import { ManualClock, Rheo, RheoError } from '../../lib';
 import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
+import { deadLetteredOf } from '../../lib/core/fetched';
 import { GroupModel } from './model';
 
 const LEASE_MS = 1000;
@@ -64,6 +65,10 @@ describe('property: leasing, settling and the frontier follow the model', () => 
               const expected = Math.min(o.limit, model.claimableCount(now));
               const got = await rheo.fetch('s', 'g', { limit: o.limit, leaseMs: LEASE_MS });
               expect(got).toHaveLength(expected);
+              for (const b of deadLetteredOf(got) ?? []) {
+                expect(model.buryable(model.events.get(GroupModel.key(b.partition, b.sequence))!, now)).toBe(true);
+                model.buried(b.partition, b.sequence);
+              }
               for (const l of got) {
                 const d = model.events.get(GroupModel.key(l.event.partition, l.event.sequence))!;
                 expect(model.claimable(d, now)).toBe(true);
@@ -105,10 +110,13 @@ describe('property: leasing, settling and the frontier follow the model', () => 
           }
 
           // Nothing is lost: far enough in the future, every non-terminal event is claimable again.
+          // Those whose lease expired on their last attempt are dead-lettered by that claim instead.
           clock.advance(1_000_000);
-          const rest = [...model.events.values()].filter((d) => d.state !== 'acked' && d.state !== 'dead').length;
+          const end = clock.now();
+          const open = [...model.events.values()].filter((d) => d.state !== 'acked' && d.state !== 'dead');
           const leases = await rheo.fetch('s', 'g', { limit: 100, leaseMs: LEASE_MS });
-          expect(leases).toHaveLength(rest);
+          expect(leases).toHaveLength(open.filter((d) => model.claimable(d, end)).length);
+          expect(deadLetteredOf(leases)?.length ?? 0).toBe(open.filter((d) => model.buryable(d, end)).length);
           for (const l of leases) await rheo.ack(l);
           expect((await rheo.lag('s', 'g')).lag).toBe(0);
         },

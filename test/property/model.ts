@@ -35,8 +35,23 @@ export class GroupModel {
     return this.events.get(GroupModel.key(lease.event.partition, lease.event.sequence))!;
   }
 
+  /** A claim would lease it: fresh, due again, or expired before its last attempt. */
   claimable(d: ModelDelivery, now: number): boolean {
-    return d.state === 'fresh' || (d.state === 'available' && d.availableAt <= now) || (d.state === 'leased' && d.expiresAt <= now);
+    return (
+      d.state === 'fresh' ||
+      (d.state === 'available' && d.availableAt <= now) ||
+      (d.state === 'leased' && d.expiresAt <= now && d.attempt < this.maxAttempts)
+    );
+  }
+
+  /** A claim that meets it dead-letters it: its lease expired on the last attempt (an expiry counts as an attempt). */
+  buryable(d: ModelDelivery, now: number): boolean {
+    return d.state === 'leased' && d.expiresAt <= now && d.attempt >= this.maxAttempts;
+  }
+
+  /** A claim dead-lettered it. */
+  buried(partition: number, sequence: number): void {
+    this.events.get(GroupModel.key(partition, sequence))!.state = 'dead';
   }
 
   claimableCount(now: number): number {

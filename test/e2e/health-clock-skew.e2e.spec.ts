@@ -1,28 +1,17 @@
 // A process whose clock is a minute ahead of PostgreSQL's: /health stays up (its
 // leases and delays run on the store's time) and names the skew in each group's
 // warnings, next to the store's own conditions.
-import { Controller, Get, type INestApplication } from '@nestjs/common';
-import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import type { INestApplication } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
 import request from 'supertest';
-import { postgresBackend, Rheo, RheoHealthIndicator, RheoModule, storeClock } from '../../lib';
+import { postgresBackend, Rheo, RheoModule, storeClock } from '../../lib';
 import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
 import { startHybrid } from './support';
+import { healthController } from './health-controller';
 
 const schema = freshSchema('skewhealth');
 
-@Controller()
-class HealthController {
-  constructor(
-    private readonly health: HealthCheckService,
-    private readonly rheo: RheoHealthIndicator,
-  ) {}
-
-  @Get('health')
-  @HealthCheck()
-  check() {
-    return this.health.check([() => this.rheo.isHealthy('rheo', { groups: [{ stream: 'orders', group: 'billing' }] })]);
-  }
-}
+const HealthController = healthController({ groups: [{ stream: 'orders', group: 'billing' }] });
 
 describe("/health of a process whose clock is far from the store's", () => {
   let app: INestApplication;

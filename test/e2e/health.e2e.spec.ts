@@ -1,6 +1,6 @@
-import { Controller, Get, type INestApplication } from '@nestjs/common';
+import { Controller, type INestApplication } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
-import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import { TerminusModule } from '@nestjs/terminus';
 import request from 'supertest';
 import {
   type Backend,
@@ -14,6 +14,7 @@ import {
 } from '../../lib';
 import { startHybrid } from './support';
 import { until } from '../support/until';
+import { healthController } from './health-controller';
 
 /** Holds every delivery until opened: the group falls behind on demand. */
 const gate = { open: false, running: 0 };
@@ -33,19 +34,7 @@ class MarketController {
   }
 }
 
-@Controller()
-class HealthController {
-  constructor(
-    private readonly health: HealthCheckService,
-    private readonly rheo: RheoHealthIndicator,
-  ) {}
-
-  @Get('health')
-  @HealthCheck()
-  check() {
-    return this.health.check([() => this.rheo.isHealthy('rheo', { maxLag: 3 })]);
-  }
-}
+const HealthController = healthController({ maxLag: 3 });
 
 describe('RheoHealthIndicator behind /health', () => {
   let app: INestApplication;

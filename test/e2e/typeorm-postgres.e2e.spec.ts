@@ -1,13 +1,14 @@
-import { Body, Controller, Get, type INestApplication, Post } from '@nestjs/common';
+import { Body, Controller, type INestApplication, Post } from '@nestjs/common';
 import { Ctx, Payload } from '@nestjs/microservices';
-import { HealthCheck, HealthCheckService, TerminusModule } from '@nestjs/terminus';
+import { TerminusModule } from '@nestjs/terminus';
 import { InjectDataSource, TypeOrmModule } from '@nestjs/typeorm';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { RheoClient, RheoConsumer, RheoContext, RheoHealthIndicator, RheoModule, typeormBackend } from '../../lib';
+import { RheoClient, RheoConsumer, RheoContext, RheoModule, typeormBackend } from '../../lib';
 import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
 import { startHybrid } from './support';
 import { until } from '../support/until';
+import { healthController } from './health-controller';
 
 // The PostgreSQL wiring a Nest user writes: TypeOrmModule owns the DataSource,
 // RheoModule.forRootAsync builds the backend on it, and an HTTP endpoint writes a
@@ -42,19 +43,7 @@ class OrdersController {
   }
 }
 
-@Controller()
-class HealthController {
-  constructor(
-    private readonly health: HealthCheckService,
-    private readonly rheo: RheoHealthIndicator,
-  ) {}
-
-  @Get('health')
-  @HealthCheck()
-  check() {
-    return this.health.check([() => this.rheo.isHealthy('rheo', { maxLag: 100 })]);
-  }
-}
+const HealthController = healthController({ maxLag: 100 });
 
 describe('TypeOrmModule + RheoModule.forRootAsync on PostgreSQL', () => {
   let app: INestApplication;

@@ -15,13 +15,14 @@ import {
   postgresBackend,
   redisBackend,
   Rheo,
-  RheoError,
   type RheoErrorCode,
   sqliteBackend,
 } from '../../lib';
 import { MAX_DELAY_MS } from '../../lib/core/limits';
 import { deleteKeys, freshPrefix, REDIS_URL } from '../redis/support';
 import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
+import { Money } from '../support/money';
+import { expectRefused } from '../support/refusals';
 
 const START = Date.UTC(2026, 0, 1);
 const dir = mkdtempSync(join(tmpdir(), 'rheo-hostile-'));
@@ -52,16 +53,6 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-class Money {
-  constructor(
-    readonly amount: number,
-    readonly currency: string,
-  ) {}
-  toJSON(): string {
-    return `${this.amount} ${this.currency}`;
-  }
-}
-
 class OrderPlaced {
   orderId = 'o-1';
   placedAt = new Date(Date.UTC(2026, 4, 1, 12));
@@ -83,19 +74,7 @@ describe.each(STORES)('input limits on %s', (_name, make) => {
   });
   afterAll(() => rheo.close());
 
-  /** Every event of the stream and the group's view: what a refused call must leave as it was. */
-  const snapshot = async () => ({ events: await rheo.query({ stream: 's', limit: 1000 }), info: await rheo.groupInfo('s', 'g') });
-
-  async function refused(call: () => Promise<unknown>, code: RheoErrorCode, field: string): Promise<void> {
-    const before = await snapshot();
-    const caught = await call().then(
-      () => undefined,
-      (err: unknown) => err,
-    );
-    expect(caught).toBeInstanceOf(RheoError);
-    expect({ code: (caught as RheoError).code, field: (caught as RheoError).field }).toEqual({ code, field });
-    expect(await snapshot()).toEqual(before);
-  }
+  const refused = (call: () => Promise<unknown>, code: RheoErrorCode, field: string) => expectRefused(rheo, call, code, field);
 
   it('refuses metadata over 64 KiB; 64 KiB is stored and read back whole', async () => {
     await refused(() => rheo.append('s', { payload: 1, metadata: { m: 'x'.repeat(65529) } }), 'payload_too_large', 'event.metadata');

@@ -1,6 +1,7 @@
 import { ManualClock, Rheo, RheoError } from '../../lib';
 import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import { checkPayload, jsonPayload } from '../../lib/core/validate';
+import { Money } from '../support/money';
 
 /**
  * The payload rule (docs/payloads-and-limits.md): a payload is accepted when
@@ -9,16 +10,6 @@ import { checkPayload, jsonPayload } from '../../lib/core/validate';
  * the field named where JSON.stringify would silently change it or throw. The
  * appended event carries the payload as stored, what a read returns.
  */
-
-class Money {
-  constructor(
-    readonly amount: number,
-    readonly currency: string,
-  ) {}
-  toJSON(): string {
-    return `${this.amount} ${this.currency}`;
-  }
-}
 
 class Line {
   sku = 'a-1';

@@ -31,6 +31,8 @@ export type { EventMetadata, Retention, StartPosition, RetryBackoff, Ordering, P
 export { createCapabilities, type Capabilities, type CapabilitiesInput, type Guarantees, type Mechanisms } from './backends/capabilities';
 // Append (Backend.append): the stored events with how many were idempotent repeats.
 export { appended } from './core/appended';
+// What a backend remembers of streams and groups and shares with the facade (Backend.registrations, ADR 044).
+export { Registrations } from './core/registrations';
 // Fetch (Backend.fetch): the leases with the deliveries the claim dead-lettered.
 export { fetched } from './core/fetched';
 // Delayed events (ADR 028): a claim that parks delayed events claims again for their places.

@@ -1,4 +1,5 @@
 import type { Clock } from '../core/clock';
+import type { Registrations } from '../core/registrations';
 import type { RheoError } from '../core/errors';
 import type {
   AppendOptions,
@@ -206,6 +207,12 @@ export interface Backend {
   readonly capabilities: Capabilities;
   /** The clock used for timestamps, lease expiry, retry delays and delayed events: one per store, judged by every process alike (ADR 041). */
   readonly clock: Clock;
+  /**
+   * Optional: the stream and group registrations the backend remembers, shared
+   * with the facade so a process remembers each once (ADR 044). A backend that
+   * keeps none leaves it out and the facade keeps its own.
+   */
+  readonly registrations?: Registrations;
 
   /** Connect / install. Called once by the facade before first use; idempotent. */
   init(): Promise<void>;

@@ -4,6 +4,7 @@
 import type { SettleOp, SettleResult } from '../backends/backend';
 import { channels, deliveryOf } from './diagnostics';
 import { deadLetteredOf } from './fetched';
+import { groupKey, type Registrations } from './registrations';
 import { writtenOutcome } from './settle';
 import type { Lag, Lease } from './types';
 
@@ -32,14 +33,14 @@ export function settlesObserved(): boolean {
 /**
  * `rheo:settle` for each op that was written, and `rheo:dead_letter` for those
  * that dead-lettered: a reject, or a nack on the group's last attempt (the rule
- * every backend applies: attempt >= maxAttempts). `maxAttempts` maps each
- * `stream\0group` of the batch to the group's setting.
+ * every backend applies: attempt >= maxAttempts), each group's setting as
+ * `registrations` remember it (none needed for acks alone).
  */
-export function publishSettles(ops: SettleOp[], results: SettleResult[], maxAttempts: Map<string, number>): void {
+export function publishSettles(ops: SettleOp[], results: SettleResult[], registrations?: Registrations): void {
   ops.forEach((op, i) => {
     if (!results[i]?.ok) return;
     const lease = op.lease;
-    const outcome = writtenOutcome(op.kind, lease.attempt, maxAttempts.get(groupKey(lease.stream, lease.group)));
+    const outcome = writtenOutcome(op.kind, lease.attempt, registrations?.group(lease.stream, lease.group)?.maxAttempts);
     const delivery = deliveryOf(lease);
     const reason = op.kind === 'ack' ? undefined : op.reason;
     if (channels.settle.hasSubscribers)
@@ -48,10 +49,6 @@ export function publishSettles(ops: SettleOp[], results: SettleResult[], maxAtte
       channels.deadLetter.publish({ ...delivery, reason: reason!, cause: outcome === 'reject' ? 'rejected' : 'max_attempts' });
     }
   });
-}
-
-export function groupKey(stream: string, group: string): string {
-  return `${stream}\0${group}`;
 }
 
 /**

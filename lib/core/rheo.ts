@@ -67,7 +67,8 @@ import type {
 } from './types';
 import { sendSpan } from './otel';
 import { settleEach } from './settle';
-import { FrontierWatch, groupKey, publishLeases, publishSettles, settlesObserved } from './published';
+import { FrontierWatch, publishLeases, publishSettles, settlesObserved } from './published';
+import { Registrations } from './registrations';
 import { checkDate, checkInt, checkName, checkNewName, checkObject } from './validate';
 
 export type { FetchOptions, NackOptions, RejectOptions, SettleRequest } from './requests';
@@ -93,9 +94,13 @@ export class Rheo {
   readonly backend: Backend;
   private readonly limits: AppendLimits;
   private ready?: Promise<void>;
-  private readonly streams = new Map<string, StreamInfo>();
-  /** Each group's maxAttempts (fixed at creation), read only when a settle's outcome is observed (diagnostics.ts). */
-  private readonly maxAttempts = new Map<string, number>();
+  /**
+   * The stream and group registrations this process remembers: the backend's own
+   * when it keeps them (`Backend.registrations`), so they are remembered once.
+   * Streams for their partitions; groups for their maxAttempts, read only when a
+   * settle's outcome is observed (diagnostics.ts).
+   */
+  private readonly registrations: Registrations;
   private readonly frontiers = new FrontierWatch();
   /** The backend's init resolved: {@link init} need not be awaited again. */
   private connected = false;
@@ -104,6 +109,7 @@ export class Rheo {
     if (!backend || typeof backend.fetch !== 'function') throw RheoError.invalid('backend', 'must be a Backend');
     checkOptions('rheo', options);
     this.backend = backend;
+    this.registrations = backend.registrations ?? new Registrations();
     this.limits = checkAppendLimits(options);
   }
 
@@ -129,7 +135,7 @@ export class Rheo {
    * same turn, and the telemetry hooks around them cost no extra promise.
    */
   private ensured(stream: string): StreamInfo | Promise<StreamInfo> {
-    const known = this.connected ? this.streams.get(stream) : undefined;
+    const known = this.connected ? this.registrations.stream(stream) : undefined;
     return known ?? this.init().then(() => this.stream(stream));
   }
 
@@ -140,10 +146,10 @@ export class Rheo {
    * `retention` may be stale: {@link freshStream} reads that.
    */
   private async stream(name: string): Promise<StreamInfo> {
-    const known = this.streams.get(name);
+    const known = this.registrations.stream(name);
     if (known) return known;
     const info = await this.freshStream(name);
-    this.streams.set(name, info);
+    this.registrations.rememberStream(info);
     return info;
   }
 
@@ -553,13 +559,12 @@ export class Rheo {
     if (!settlesObserved()) return settleEach(this.settleOps, ops);
     // Telling a retry from a dead letter needs each group's maxAttempts: read once per group, before the settle.
     for (const { lease } of ops) {
-      const key = groupKey(lease.stream, lease.group);
-      if (this.maxAttempts.has(key)) continue;
+      if (this.registrations.group(lease.stream, lease.group)) continue;
       const cfg = await this.backend.getGroup(lease.stream, lease.group).catch(() => null);
-      if (cfg) this.maxAttempts.set(key, cfg.maxAttempts);
+      if (cfg) this.registrations.rememberGroup(cfg);
     }
     const results = await settleEach(this.settleOps, ops);
-    publishSettles(ops, results, this.maxAttempts);
+    publishSettles(ops, results, this.registrations);
     return results;
   }
 
@@ -666,7 +671,7 @@ export class Rheo {
           await this.backend.deleteGroup(stream, group);
         } finally {
           // What this instance remembers of the group goes too (a group re-created under the name may differ).
-          this.maxAttempts.delete(groupKey(stream, group));
+          this.registrations.forgetGroup(stream, group);
           this.frontiers.forget(stream, group);
         }
       },

@@ -82,7 +82,7 @@ export async function runTransactional(
   switch (result.kind) {
     case 'committed':
       // Written inside the handler's transaction, through no settle call: told like any other ack.
-      if (settlesObserved()) publishSettles([{ kind: 'ack', lease }], [{ ok: true }], new Map());
+      if (settlesObserved()) publishSettles([{ kind: 'ack', lease }], [{ ok: true }]);
       return SETTLED_BY_HANDLER as unknown as Outcome;
     case 'rolled_back':
       return value;

@@ -128,6 +128,7 @@ const MAIN_TYPES = [
 const BACKEND_VALUES = [
   'PARKING_ROUNDS',
   'RHEO_ERROR_CODES',
+  'Registrations',
   'StoreClock',
   'appended',
   'backoffDelay',

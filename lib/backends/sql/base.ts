@@ -6,25 +6,24 @@ import type { AppendedEvents, NewEvent } from '../backend';
 import { appended, repeatsOf } from '../../core/appended';
 import type { TypeormDataSource } from './external';
 import { copyGroupConfig, copyStreamInfo } from '../copies';
+import { groupKey, Registrations } from '../../core/registrations';
 
 /**
- * What both SQL dialects share: opening once, caches of stream and group
- * registrations, the round-robin rotation, and batch dedupe. A stream's
- * partitions and creation time, and a group's config, are immutable once created
- * and streams are never deleted, so a cached entry can never be wrong about them
- * (misses are not cached). A stream's retention is not: another process may
- * change it, so getStream always reads the store and the cache serves only the
- * partitions. A group may be deleted (deleteGroup), from any process: getGroup
- * reads the store, and the hot paths' cache of a group deleted elsewhere does no
- * harm, since its rows are gone (a claim joins no positions, a settle finds no
- * delivery: stale_lease).
+ * What both SQL dialects share: opening once, the stream and group registrations
+ * this process remembers (`Registrations`, which the facade reads too), the
+ * round-robin rotation, and batch dedupe. getStream always reads the store (a
+ * stream's retention may change elsewhere) and the hot paths read only the
+ * partitions from what is remembered. A group may be deleted (deleteGroup), from
+ * any process: getGroup reads the store, and the hot paths' memory of a group
+ * deleted elsewhere does no harm, since its rows are gone (a claim joins no
+ * positions, a settle finds no delivery: stale_lease).
  */
 export abstract class SqlBackendBase {
   abstract readonly name: string;
+  /** The registrations this process remembers; the facade shares them (`Backend.registrations`). */
+  readonly registrations = new Registrations();
   protected ready: Promise<void> | null = null;
   protected closed = false;
-  private readonly streams = new Map<string, StreamInfo>();
-  private readonly groups = new Map<string, GroupConfig>();
   private readonly rotation = new Map<string, number>();
 
   /** The dialect's start-up, run once by {@link init}: DataSource, install, listeners. */
@@ -57,36 +56,23 @@ export abstract class SqlBackendBase {
   protected abstract loadGroup(stream: string, group: string): Promise<GroupConfig | null>;
 
   protected rememberStream(info: StreamInfo): StreamInfo {
-    this.streams.set(info.name, info);
+    this.registrations.rememberStream(info);
     return copyStreamInfo(info);
   }
 
   protected rememberGroup(config: GroupConfig): GroupConfig {
-    this.groups.set(`${config.stream}\u0000${config.group}`, config);
-    this.lastGroup = null;
+    this.registrations.rememberGroup(config);
     return config;
   }
 
   /** Drop a deleted group from the caches (deleteGroup). */
   protected forgetGroup(stream: string, group: string): void {
-    this.groups.delete(`${stream}\u0000${group}`);
-    this.rotation.delete(`${stream}\u0000${group}`);
-    this.lastGroup = null;
+    this.registrations.forgetGroup(stream, group);
+    this.rotation.delete(groupKey(stream, group));
   }
 
-  /**
-   * The group cachedGroup found last. A settle looks its group up once per op, and
-   * the ops of a batch nearly always name one group: comparing two strings is
-   * cheaper than building the map's key for each. Cleared whenever the map changes.
-   */
-  private lastGroup: GroupConfig | null = null;
-
   protected cachedGroup(stream: string, group: string): GroupConfig | null {
-    const last = this.lastGroup;
-    if (last !== null && last.group === group && last.stream === stream) return last;
-    const found = this.groups.get(`${stream}\u0000${group}`) ?? null;
-    if (found !== null) this.lastGroup = found;
-    return found;
+    return this.registrations.group(stream, group) ?? null;
   }
 
   /** The stream as stored now, retention included (read every time: see the class comment). */
@@ -100,7 +86,7 @@ export abstract class SqlBackendBase {
    * `retention` may be stale, so nothing may read that from here.
    */
   protected async mustStream(stream: string): Promise<StreamInfo> {
-    const info = this.streams.get(stream) ?? (await this.getStream(stream));
+    const info = this.registrations.stream(stream) ?? (await this.getStream(stream));
     if (!info) throw RheoError.streamNotFound(stream);
     return info;
   }
@@ -158,7 +144,7 @@ export abstract class SqlBackendBase {
 
   /** The partition a fetch's round-robin starts from; moves on every fetch so no partition starves. */
   protected rotate(stream: string, group: string, partitions: number): number {
-    const key = `${stream}\u0000${group}`;
+    const key = groupKey(stream, group);
     const n = this.rotation.get(key) ?? 0;
     this.rotation.set(key, n + 1);
     return n % partitions;

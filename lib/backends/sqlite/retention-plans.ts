@@ -1,6 +1,6 @@
 // The statements of retention on SQLite: trim, dead-letter purge, background
 // turns. Deletes are bounded by a range or a LIMIT, never "everything below": each
-// runs as its own short transaction (sqlite/trim.ts), so the one writer is free
+// runs as its own short transaction (retention.ts), so the one writer is free
 // between them.
 import type { TableNames } from '../sql/names';
 import type { DbCount } from '../sql/rows';

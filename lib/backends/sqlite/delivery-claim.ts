@@ -1,0 +1,160 @@
+// The claim on SQLite (delivery.ts's fetch): one write transaction picks due
+// deliveries and fresh events round-robin across partitions, leases them, parks
+// delayed events not yet due and dead-letters deliveries whose last lease expired.
+import { newId } from '../../core/ids';
+import { leaseExpiredReason } from '../../core/settle';
+import type { GroupConfig, Lease, RheoEvent } from '../../core/types';
+import type { ClaimDeadLetter, FetchRequest } from '../backend';
+import type { ClaimRound } from '../delays';
+import { toEvent } from '../sql/rows';
+import type { SqliteContext } from './context';
+import { eventFromRaw } from './event-rows';
+import type { RawEventRow } from './plans';
+
+/**
+ * One claim of up to `req.limit` events, in one write transaction. A fresh
+ * delayed event before its deliver_at takes its place in the round-robin and is
+ * passed by the cursor like any fresh event, but parked instead of leased
+ * (parkDelayed); its deliver_at is read only at or below the partition's
+ * delayed_to mark.
+ */
+export function claimRound(
+  ctx: SqliteContext,
+  req: FetchRequest,
+  g: GroupConfig,
+  partitions: number[],
+  start: number,
+  partitionCount: number,
+  now: number,
+): Promise<ClaimRound<Lease>> {
+  const expiresAt = now + req.leaseMs;
+  const { stream, group } = req;
+  return ctx.write('fetch', () => {
+    const p = ctx.plans;
+    // A candidate carries its lease once claimed (a parked delayed event gets none, nor one dead-lettered:
+    // `expiredOn`, the attempt its lease expired on, the group's last: see docs/adr/035-every-delivery-ends.md).
+    type Candidate = { sequence: number; fresh: boolean; parkAt?: number; expiredOn?: number; lease?: Lease };
+    const last = (r: { state: string; attempt: number }) => (r.state === 'leased' && r.attempt >= g.maxAttempts ? r.attempt : undefined);
+    // Candidates per partition, in sequence order: due deliveries, then fresh events from the cursor.
+    const queues: Array<{ partition: number; cursor: number; seqs: Candidate[] }> = [];
+    for (const partition of partitions) {
+      const pos = ctx.stmt(p.position).get(stream, group, partition);
+      if (!pos) continue;
+      // The trim guard: nothing at or below the trim point is leased, and the cursor resumes after it.
+      const tt = pos.trimmed_to;
+      const cursor = Math.max(pos.cursor, tt + 1);
+      const seqs: Candidate[] = [];
+      if (g.ordering === 'partition') {
+        const busy = ctx.stmt(p.liveLeases).get(stream, group, partition, tt, now)!.n > 0;
+        const head = ctx.stmt(p.firstOpen).get(stream, group, partition, tt);
+        if (!busy && head && head.due_at <= now) seqs.push({ sequence: head.sequence, fresh: false, expiredOn: last(head) });
+        else if (!busy && !head && cursor <= pos.hwm) seqs.push({ sequence: cursor, fresh: true });
+      } else {
+        for (const r of ctx.stmt(p.due).all(stream, group, partition, tt, now, req.limit)) {
+          seqs.push({ sequence: r.sequence, fresh: false, expiredOn: last(r) });
+        }
+        for (let s = cursor; s <= pos.hwm && seqs.length < req.limit; s++) seqs.push({ sequence: s, fresh: true });
+      }
+      const fresh = seqs.filter((c) => c.fresh);
+      if (fresh.length && cursor <= pos.delayed_to) {
+        const delayed = ctx.stmt(p.delayedIn).all(stream, partition, cursor, fresh[fresh.length - 1].sequence, now);
+        const parkAt = new Map(delayed.map((d) => [d.sequence, d.deliver_at]));
+        for (const c of fresh) c.parkAt = parkAt.get(c.sequence);
+      }
+      if (seqs.length) queues.push({ partition, cursor, seqs });
+    }
+    // Round-robin across partitions, starting from a rotating partition so none starves.
+    queues.sort(
+      (a, b) => ((a.partition - start + partitionCount) % partitionCount) - ((b.partition - start + partitionCount) % partitionCount),
+    );
+    const picked = new Map<number, Candidate[]>();
+    let taken = 0;
+    for (let turn = 0; taken < req.limit; turn++) {
+      let took = false;
+      for (const q of queues) {
+        if (taken >= req.limit) break;
+        const c = q.seqs[turn];
+        if (!c) continue;
+        took = true;
+        taken++;
+        const list = picked.get(q.partition);
+        if (list) list.push(c);
+        else picked.set(q.partition, [c]);
+      }
+      if (!took) break;
+    }
+    // Claim per partition: due deliveries one by one (each has its own attempt), fresh events as one run.
+    // One expiry Date for the round: the facade gives every lease its own copy (core's issueLease).
+    const expires = new Date(expiresAt);
+    const lease = (leaseId: string, attempt: number, event: RheoEvent): Lease => ({
+      leaseId,
+      receipt: leaseId,
+      stream,
+      group,
+      consumerId: req.consumerId,
+      attempt,
+      leasedAt: new Date(now),
+      expiresAt: expires,
+      event,
+    });
+    let parked = 0;
+    let deadLettered: ClaimDeadLetter[] | undefined;
+    for (const [partition, cs] of picked) {
+      const fresh = cs.filter((c) => c.fresh);
+      for (const c of cs) {
+        if (c.fresh) continue;
+        if (c.expiredOn !== undefined) {
+          const key = [stream, group, partition, c.sequence] as const;
+          const reason = leaseExpiredReason(c.expiredOn, g.maxAttempts);
+          ctx.stmt(p.ack).run(...key);
+          const filed = ctx.stmt(p.deadByClaim).get(...key, c.expiredOn, reason, now, stream, partition, c.sequence)!;
+          (deadLettered ??= []).push({ eventId: filed.event_id, partition, sequence: c.sequence, attempt: c.expiredOn, reason });
+          parked++;
+          continue;
+        }
+        const leaseId = newId();
+        const { attempt } = ctx.stmt(p.claimDue).get(leaseId, req.consumerId, now, expiresAt, stream, group, partition, c.sequence)!;
+        const event = toEvent(stream, ctx.stmt(p.eventAt).get(stream, partition, c.sequence)!);
+        c.lease = lease(leaseId, attempt, event);
+      }
+      if (fresh.length) {
+        const first = fresh[0].sequence;
+        const last = fresh[fresh.length - 1].sequence;
+        const ids = fresh.map(() => newId());
+        // Fresh events are leased in runs (one statement each; a single run without delayed events), delayed ones parked.
+        let run = 0;
+        fresh.forEach((c, i) => {
+          const ends = i === fresh.length - 1 || fresh[i + 1].parkAt !== undefined;
+          if (c.parkAt !== undefined) {
+            ctx.stmt(p.parkDelayed).run(stream, group, partition, c.sequence, c.parkAt);
+            parked++;
+            run = i + 1;
+          } else if (ends) {
+            const runIds = JSON.stringify(ids.slice(run, i + 1));
+            ctx.stmt(p.claimFresh).run(stream, group, partition, fresh[run].sequence, req.consumerId, now, expiresAt, runIds);
+            run = i + 1;
+          }
+        });
+        for (const row of ctx.rawStmt(p.eventRunRaw).all(stream, partition, first, last)) {
+          const i = (row as RawEventRow)[1] - first;
+          if (fresh[i].parkAt === undefined) fresh[i].lease = lease(ids[i], 1, eventFromRaw(stream, partition, row));
+        }
+        ctx.stmt(p.moveCursor).run(last + 1, stream, group, partition);
+      }
+    }
+    // In round-robin order (a parked event has no lease).
+    const leases: Lease[] = [];
+    for (let turn = 0; ; turn++) {
+      let any = false;
+      for (const q of queues) {
+        const cs = picked.get(q.partition);
+        if (!cs || turn >= cs.length) continue;
+        any = true;
+        const leased = cs[turn].lease;
+        if (leased) leases.push(leased);
+      }
+      if (!any) break;
+    }
+    return deadLettered ? { leases, parked, deadLettered } : { leases, parked };
+  });
+}

@@ -1,0 +1,143 @@
+// Recovery and inspection on SQLite: re-opening offered events (replay, reset,
+// redrive of dead letters), and what a group's state says (lag, groupInfo, dead
+// letters and their count).
+import { RheoError } from '../../core/errors';
+import type { DeadLetter, GroupInfo, Lag } from '../../core/types';
+import type { ReplayRequest, ResolvedStart } from '../backend';
+import { copyGroupConfig } from '../copies';
+import { type DbPartitionState, lagOf, toDeadLetter } from '../sql/rows';
+import type { SqliteContext } from './context';
+import { startAfters } from './group-start';
+import { lastBefore } from './time-lookup';
+
+export async function replay(ctx: SqliteContext, req: ReplayRequest): Promise<number> {
+  const info = await ctx.base.mustStream(req.stream);
+  await ctx.base.mustGroup(req.stream, req.group);
+  const { stream, group } = req;
+  const n = await ctx.write('replay', () => {
+    const p = ctx.plans;
+    if (req.kind === 'events') {
+      let reopened = 0;
+      for (const e of req.events) reopened += reopen(ctx, stream, group, e.partition, e.sequence) ? 1 : 0;
+      return reopened;
+    }
+    const parts = req.partitions ?? Array.from({ length: info.partitions }, (_, i) => i);
+    const marks = new Map(
+      ctx
+        .stmt(p.partitionMarks)
+        .all(stream)
+        .map((m) => [m.partition, m]),
+    );
+    let reopened = 0;
+    for (const partition of parts) {
+      const m = marks.get(partition);
+      if (!m) continue;
+      // Never below the trim point: only events still there are re-opened (and counted).
+      const from = req.kind === 'time' ? lastBefore(ctx.stmt(p.tsMaxAt), stream, m, req.from) : Math.min(req.afterSequence, m.hwm);
+      const after = Math.max(from, m.trimmed_to);
+      ctx.stmt(p.rewindDeliveries).run(stream, group, partition, after);
+      ctx.stmt(p.rewindDeadLetters).run(stream, group, partition, after);
+      ctx.stmt(p.setCursor).run(after + 1, stream, group, partition);
+      reopened += m.hwm - after;
+    }
+    return reopened;
+  });
+  ctx.wake(stream);
+  return n;
+}
+
+/** Re-open one offered event (below the cursor, above the trim point); false when it is pending anyway, or gone. */
+function reopen(ctx: SqliteContext, stream: string, group: string, partition: number, sequence: number): boolean {
+  const cur = ctx.stmt(ctx.plans.cursor).get(stream, group, partition);
+  if (!cur || sequence >= cur.cursor || sequence <= cur.trimmed_to) return false;
+  ctx.stmt(ctx.plans.reopen).run(stream, group, partition, sequence);
+  ctx.stmt(ctx.plans.deleteDeadLetter).run(stream, group, partition, sequence);
+  return true;
+}
+
+export async function reset(ctx: SqliteContext, stream: string, group: string, start: ResolvedStart): Promise<void> {
+  const info = await ctx.base.mustStream(stream);
+  await ctx.base.mustGroup(stream, group);
+  await ctx.write('reset', () => {
+    const afters = startAfters(ctx, stream, info.partitions, start);
+    ctx.stmt(ctx.plans.resetDeliveries).run(stream, group);
+    ctx.stmt(ctx.plans.resetDeadLetters).run(stream, group);
+    afters.forEach((after, p) => ctx.stmt(ctx.plans.setCursor).run(after + 1, stream, group, p));
+  });
+  ctx.wake(stream);
+}
+
+export async function redrive(ctx: SqliteContext, stream: string, group: string, eventIds: string[] | 'all'): Promise<number> {
+  await ctx.base.mustGroup(stream, group);
+  const n = await ctx.write('redrive', () => {
+    // Every dead letter whose event is still there: two statements, however many there are.
+    if (eventIds === 'all') {
+      const n = ctx.stmt(ctx.plans.redriveAll).run(stream, group).changes;
+      ctx.stmt(ctx.plans.redriveAllDelete).run(stream, group);
+      return n;
+    }
+    const dead = [...new Set(eventIds)].map((id) => ctx.stmt(ctx.plans.deadById).get(group, stream, id)).filter((r) => r !== undefined);
+    for (const d of dead) {
+      ctx.stmt(ctx.plans.reopen).run(stream, group, d.partition, d.sequence);
+      ctx.stmt(ctx.plans.deleteDeadLetter).run(stream, group, d.partition, d.sequence);
+    }
+    return dead.length;
+  });
+  if (n > 0) ctx.wake(stream);
+  return n;
+}
+
+function state(ctx: SqliteContext, stream: string, group: string, now: number): Promise<DbPartitionState[]> {
+  return ctx.locked('read', 'lag', () => ctx.stmt(ctx.plans.groupState).all(stream, now, stream, group));
+}
+
+export async function lag(ctx: SqliteContext, stream: string, group: string): Promise<Lag> {
+  await ctx.base.mustGroup(stream, group);
+  return lagOf(stream, group, await state(ctx, stream, group, ctx.clock.now()));
+}
+
+export async function groupInfo(ctx: SqliteContext, stream: string, group: string): Promise<GroupInfo> {
+  const config = await ctx.base.mustGroup(stream, group);
+  const now = ctx.clock.now();
+  const rows = await state(ctx, stream, group, now);
+  const dead = (await ctx.locked('read', 'groupInfo', () => ctx.stmt(ctx.plans.deadCount).get(stream, group)))!;
+  const oldest = rows.reduce<number | null>((m, r) => (r.oldest_ts === null ? m : Math.min(m ?? Infinity, Number(r.oldest_ts))), null);
+  return {
+    stream,
+    group,
+    lag: lagOf(stream, group, rows),
+    inflight: rows.reduce((n, r) => n + Number(r.live), 0),
+    deadLetters: Number(dead.n),
+    oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
+    config: copyGroupConfig(config),
+  };
+}
+
+export async function deadLetters(ctx: SqliteContext, stream: string, group: string, limit: number, after?: string): Promise<DeadLetter[]> {
+  await ctx.base.mustGroup(stream, group);
+  let from = { partition: -1, sequence: 0 };
+  if (after !== undefined) {
+    // By the event while it is there (indexed); a dead letter whose event was trimmed, by the id it kept.
+    const pos = await ctx.locked(
+      'read',
+      'deadLetters',
+      () => ctx.stmt(ctx.plans.deadById).get(group, stream, after) ?? ctx.stmt(ctx.plans.deadByKeptId).get(stream, group, after),
+    );
+    if (!pos) throw RheoError.invalid('after', `is not a dead-lettered event id of group "${group}"`);
+    from = { partition: Number(pos.partition), sequence: Number(pos.sequence) };
+  }
+  const rows = await ctx.locked('read', 'deadLetters', () =>
+    ctx.stmt(ctx.plans.deadLetters).all(stream, group, from.partition, from.partition, from.sequence, limit),
+  );
+  return rows.map((r) => toDeadLetter(stream, group, r));
+}
+
+export async function countDeadLetters(ctx: SqliteContext, stream: string, group: string, since: Date | null): Promise<number> {
+  await ctx.base.mustGroup(stream, group);
+  const row = await ctx.locked('read', 'countDeadLetters', () =>
+    since === null
+      ? ctx.stmt(ctx.plans.deadCount).get(stream, group)
+      : ctx.stmt(ctx.plans.deadCountSince).get(stream, group, since.getTime()),
+  );
+  return Number(row!.n);
+}

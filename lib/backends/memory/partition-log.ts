@@ -1,3 +1,5 @@
+import type { EventMetadata, JsonValue, RheoEvent } from '../../core/types';
+
 /** A stored event: the payload is kept as JSON text so callers can never mutate the log. */
 export interface StoredEvent {
   id: string;
@@ -67,4 +69,24 @@ export class PartitionLog {
     for (let seq = this.trimmedTo + 1; seq <= this.hwm; seq++) if (this.get(seq)!.timestamp >= t) return seq;
     return this.hwm + 1;
   }
+}
+
+// Records leave as deep copies (Dates included), so a caller can never change the store through them.
+
+/** The event a stored record is, as a fresh copy. */
+export function toEvent(stream: string, e: StoredEvent): RheoEvent {
+  const event: RheoEvent = {
+    id: e.id,
+    stream,
+    partition: e.partition,
+    sequence: e.sequence,
+    timestamp: new Date(e.timestamp),
+    key: e.key,
+    type: e.type,
+    // Most events carry no metadata: a new empty object is the same copy without a parse.
+    metadata: e.metadata === '{}' ? {} : (JSON.parse(e.metadata) as EventMetadata),
+    payload: JSON.parse(e.payload) as JsonValue,
+  };
+  if (e.deliverAt !== undefined) event.deliverAt = new Date(e.deliverAt);
+  return event;
 }

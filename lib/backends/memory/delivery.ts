@@ -1,0 +1,222 @@
+import { backoffDelay } from '../../core/backoff';
+import { RheoError, toRheoError } from '../../core/errors';
+import { newId } from '../../core/ids';
+import { leaseExpiredReason } from '../../core/settle';
+import type { Lease } from '../../core/types';
+import type { FetchedLeases, FetchRequest, RenewResult, SettleOp, SettleResult } from '../backend';
+import { claimPastDelays, type ClaimRound } from '../delays';
+import {
+  advance,
+  groupOf,
+  open,
+  wake,
+  type Delivery,
+  type GroupPartition,
+  type MemGroup,
+  type MemoryContext,
+  type MemStream,
+} from './context';
+import { toEvent } from './partition-log';
+
+// The delivery section: the claim (fetch), renew, settle and release. Every operation
+// is an index lookup or a walk over a group's open deliveries only.
+
+export async function fetch(ctx: MemoryContext, req: FetchRequest): Promise<FetchedLeases> {
+  const { s, g } = groupOf(ctx, req.stream, req.group);
+  const now = ctx.clock.now();
+  return claimPastDelays(req.limit, async (limit) => claimRound({ ...req, limit }, s, g, now));
+}
+
+/** One claim of up to `req.limit` events; a delayed event reached before its time is parked (see ../delays.ts). */
+function claimRound(req: FetchRequest, s: MemStream, g: MemGroup, now: number): ClaimRound<Lease> {
+  const partitions = req.partitions ?? s.log.map((_, p) => p);
+  const strict = g.config.ordering === 'partition';
+  // Candidates per partition, in sequence order: open deliveries that are claimable, then fresh events.
+  const queues: Array<{ p: number; seqs: number[] }> = [];
+  for (const p of partitions) {
+    const part = g.parts[p];
+    const hwm = s.log[p].hwm;
+    const seqs: number[] = [];
+    if (strict) {
+      const next = part.frontier + 1;
+      const busy = [...part.open].some((q) => {
+        const d = part.deliveries.get(q)!;
+        return d.state === 'leased' && d.expiresAt > now;
+      });
+      if (!busy && next <= hwm) {
+        const d = part.deliveries.get(next);
+        if (d ? claimable(d, now) : next >= part.cursor) seqs.push(next);
+      }
+    } else {
+      // Every open delivery is looked at (most are leased and not due), so no copies of the set on the way.
+      for (const q of part.open) if (claimable(part.deliveries.get(q)!, now)) seqs.push(q);
+      if (seqs.length > 1) seqs.sort((a, b) => a - b);
+      if (seqs.length > req.limit) seqs.length = req.limit;
+      for (let q = part.cursor; q <= hwm && seqs.length < req.limit; q++) seqs.push(q);
+    }
+    if (seqs.length) queues.push({ p, seqs });
+  }
+  // Round-robin over partitions, starting where the last fetch left off. A parked event takes its place too.
+  const round: ClaimRound<Lease> = { leases: [], parked: 0 };
+  let taken = 0;
+  const start = g.nextPartition++ % Math.max(1, queues.length);
+  for (let turn = 0; taken < req.limit; turn++) {
+    let took = false;
+    for (let i = 0; i < queues.length && taken < req.limit; i++) {
+      const q = queues[(start + i) % queues.length];
+      if (turn < q.seqs.length) {
+        claim(req, s, g, q.p, q.seqs[turn], now, round);
+        taken++;
+        took = true;
+      }
+    }
+    if (!took) break;
+  }
+  return round;
+}
+
+/**
+ * Lease one event into `round`; a delayed event reached before its time is parked instead, and one whose
+ * lease expired on the group's last attempt is dead-lettered (docs/adr/035-every-delivery-ends.md): each
+ * takes its place of the limit (`round.parked`), the dead letter is named in `round.deadLettered`.
+ */
+function claim(req: FetchRequest, s: MemStream, g: MemGroup, p: number, seq: number, now: number, round: ClaimRound<Lease>): void {
+  const part = g.parts[p];
+  let d = part.deliveries.get(seq);
+  if (d && d.state === 'leased' && d.attempt >= g.config.maxAttempts) {
+    const eventId = s.log[p].get(seq)!.id;
+    const reason = leaseExpiredReason(d.attempt, g.config.maxAttempts);
+    bury(g, part, eventId, p, d, reason, now);
+    (round.deadLettered ??= []).push({ eventId, partition: p, sequence: seq, attempt: d.attempt, reason });
+    round.parked++;
+    return;
+  }
+  if (!d) {
+    d = { sequence: seq, state: 'available', attempt: 0, leaseId: null, consumerId: null, leasedAt: 0, expiresAt: 0, availableAt: 0 };
+    part.deliveries.set(seq, d);
+    part.open.add(seq);
+    if (seq >= part.cursor) part.cursor = seq + 1;
+    const deliverAt = s.log[p].get(seq)!.deliverAt;
+    if (deliverAt !== undefined && deliverAt > now) {
+      // Parked: due at its deliverAt like a nack's delay, holding the frontier until it is settled.
+      d.availableAt = deliverAt;
+      round.parked++;
+      return;
+    }
+  }
+  d.state = 'leased';
+  d.attempt += 1;
+  d.leaseId = newId();
+  d.consumerId = req.consumerId;
+  d.leasedAt = now;
+  d.expiresAt = now + req.leaseMs;
+  round.leases.push({
+    leaseId: d.leaseId,
+    receipt: d.leaseId,
+    stream: req.stream,
+    group: req.group,
+    consumerId: req.consumerId,
+    attempt: d.attempt,
+    leasedAt: new Date(now),
+    expiresAt: new Date(d.expiresAt),
+    event: toEvent(req.stream, s.log[p].get(seq)!),
+  });
+}
+
+function claimable(d: Delivery, now: number): boolean {
+  return (d.state === 'available' && d.availableAt <= now) || (d.state === 'leased' && d.expiresAt <= now);
+}
+
+/** The live delivery a lease refers to, or the portable reason it is not live. */
+function held(ctx: MemoryContext, lease: Lease<unknown>, now: number, what: string): { g: MemGroup; part: GroupPartition; d: Delivery } {
+  const { g } = groupOf(ctx, lease.stream, lease.group);
+  const part = g.parts[lease.event.partition];
+  const d = part?.deliveries.get(lease.event.sequence);
+  if (!d || d.leaseId !== lease.leaseId || d.state !== 'leased' || d.expiresAt <= now) throw RheoError.staleLease(what);
+  if (lease.receipt !== d.leaseId) throw RheoError.receiptMismatch(what);
+  return { g, part, d };
+}
+
+export async function renew(ctx: MemoryContext, leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]> {
+  open(ctx);
+  const now = ctx.clock.now();
+  return leases.map((lease) => {
+    try {
+      const { d } = held(ctx, lease, now, 'renew');
+      d.expiresAt = now + leaseMs;
+      return { ok: true, expiresAt: new Date(d.expiresAt) };
+    } catch (err) {
+      return { ok: false, error: err as RheoError };
+    }
+  });
+}
+
+export async function settle(ctx: MemoryContext, ops: SettleOp[]): Promise<SettleResult[]> {
+  open(ctx);
+  const now = ctx.clock.now();
+  const woken = new Set<MemStream>();
+  const results = ops.map((op): SettleResult => {
+    try {
+      const { g, part, d } = held(ctx, op.lease, now, op.kind);
+      const seq = d.sequence;
+      if (op.kind === 'ack') {
+        d.state = 'acked';
+      } else if (op.kind === 'reject' || d.attempt >= g.config.maxAttempts) {
+        // The stored delivery is the truth, never the caller's copy of the lease.
+        const p = op.lease.event.partition;
+        bury(g, part, ctx.streams.get(op.lease.stream)!.log[p].get(seq)!.id, p, d, op.reason, now);
+        if (g.config.ordering === 'partition') woken.add(ctx.streams.get(op.lease.stream)!);
+        return { ok: true };
+      } else {
+        d.state = 'available';
+        d.leaseId = null;
+        d.availableAt = now + (op.delayMs ?? backoffDelay(g.config.retry, d.attempt));
+        woken.add(ctx.streams.get(op.lease.stream)!);
+        return { ok: true };
+      }
+      part.open.delete(seq);
+      advance(part);
+      // In a partition-ordered group, settling the head makes the next event claimable.
+      if (g.config.ordering === 'partition') woken.add(ctx.streams.get(op.lease.stream)!);
+      return { ok: true };
+    } catch (err) {
+      return { ok: false, error: err as RheoError };
+    }
+  });
+  for (const s of woken) wake(s);
+  return results;
+}
+
+/** Dead-letter a delivery and walk the frontier past it. */
+function bury(g: MemGroup, part: GroupPartition, eventId: string, p: number, d: Delivery, reason: string, now: number): void {
+  d.state = 'dead';
+  g.deadOrder = null;
+  g.dead.set(eventId, { partition: p, sequence: d.sequence, reason, attempt: d.attempt, at: now });
+  part.open.delete(d.sequence);
+  advance(part);
+}
+
+export async function release(ctx: MemoryContext, leases: Lease<unknown>[]): Promise<SettleResult[]> {
+  open(ctx);
+  const now = ctx.clock.now();
+  const woken = new Set<MemStream>();
+  const results = leases.map((lease): SettleResult => {
+    try {
+      const { s, g } = groupOf(ctx, lease.stream, lease.group);
+      const d = g.parts[lease.event.partition]?.deliveries.get(lease.event.sequence);
+      // Expiry does not matter: while nobody claimed it since, the lease id is still ours.
+      if (!d || d.leaseId !== lease.leaseId || d.state !== 'leased') throw RheoError.staleLease('release');
+      if (lease.receipt !== d.leaseId) throw RheoError.receiptMismatch('release');
+      d.state = 'available';
+      d.leaseId = null;
+      d.attempt = Math.max(0, d.attempt - 1);
+      d.availableAt = now;
+      woken.add(s);
+      return { ok: true };
+    } catch (err) {
+      return { ok: false, error: toRheoError(err) };
+    }
+  });
+  for (const s of woken) wake(s);
+  return results;
+}

@@ -34,16 +34,10 @@
  * Errors:
  *   RHEO:stream_not_found  no meta hash -> RheoError stream_not_found (explained)
  */
-import { CHECK_GROUP } from './includes/check-group';
-import { CHUNKED } from './includes/chunked';
-import { ERROR } from './includes/error';
-import { WAKE } from './includes/wake';
+import { script } from './includes';
 
-export const APPEND =
-  ERROR +
-  CHECK_GROUP +
-  CHUNKED +
-  WAKE +
+export const APPEND = script(
+  { uses: ['error', 'check-group', 'chunked', 'wake'] },
   `
 local gone = missing(KEYS[1])
 if gone then return rheoError(gone) end
@@ -127,4 +121,5 @@ if #recorded > 0 then
   wake(KEYS[3])
 end
 return out
-`;
+`,
+);

@@ -21,12 +21,10 @@
  * Errors:
  *   RHEO:stream_not_found / RHEO:group_not_found  keys gone -> that RheoError (explained)
  */
-import { CHECK_GROUP } from './includes/check-group';
-import { ERROR } from './includes/error';
+import { script } from './includes';
 
-export const COUNT_DEAD_LETTERS =
-  ERROR +
-  CHECK_GROUP +
+export const COUNT_DEAD_LETTERS = script(
+  { uses: ['error', 'check-group'] },
   `
 local gone = missing(KEYS[1], KEYS[2])
 if gone then return rheoError(gone) end
@@ -34,4 +32,5 @@ local all = redis.call('HLEN', KEYS[3])
 if ARGV[1] == '' then return { all } end
 if ARGV[2] ~= '1' and redis.call('ZCARD', KEYS[4]) < all then return { 'index' } end
 return { redis.call('ZCOUNT', KEYS[4], ARGV[1], '+inf') }
-`;
+`,
+);

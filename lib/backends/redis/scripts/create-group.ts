@@ -18,12 +18,10 @@
  *   RHEO:stream_not_found  no meta hash -> RheoError stream_not_found (explained)
  *   RHEO:already_exists    the cfg hash exists -> RheoError already_exists ("group ... already exists on stream ...")
  */
-import { ERROR } from './includes/error';
-import { START } from './includes/start';
+import { script } from './includes';
 
-export const CREATE_GROUP =
-  ERROR +
-  START +
+export const CREATE_GROUP = script(
+  { uses: ['error', 'start'] },
   `
 local P = tonumber(redis.call('HGET', KEYS[1], 'partitions'))
 if not P then return rheoError('stream_not_found') end
@@ -36,4 +34,5 @@ for p = 0, P - 1 do
 end
 redis.call('SADD', KEYS[3], ARGV[1])
 return 1
-`;
+`,
+);

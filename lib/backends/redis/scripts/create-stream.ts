@@ -16,15 +16,14 @@
  * Errors:
  *   RHEO:already_exists  the meta hash exists -> RheoError already_exists ("stream ... already exists")
  */
-import { ERROR } from './includes/error';
-import { RETENTION } from './includes/retention';
+import { script } from './includes';
 
-export const CREATE_STREAM =
-  ERROR +
-  RETENTION +
+export const CREATE_STREAM = script(
+  { uses: ['error', 'retention'] },
   `
 if redis.call('EXISTS', KEYS[1]) == 1 then return rheoError('already_exists') end
 redis.call('HSET', KEYS[1], 'partitions', ARGV[1], 'createdAt', ARGV[2])
 storeRetention(KEYS[1], ARGV[3], ARGV[4], ARGV[5])
 return 1
-`;
+`,
+);

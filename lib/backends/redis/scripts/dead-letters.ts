@@ -18,16 +18,10 @@
  *   RHEO:invalid_argument:after  `after` is not a dead letter of the group
  *                                -> RheoError invalid_argument on field `after`
  */
-import { CHECK_GROUP } from './includes/check-group';
-import { DEAD_LETTER } from './includes/dead-letter';
-import { ERROR } from './includes/error';
-import { LOG_ENTRY } from './includes/log-entry';
+import { script } from './includes';
 
-export const DEAD_LETTERS =
-  ERROR +
-  CHECK_GROUP +
-  DEAD_LETTER +
-  LOG_ENTRY +
+export const DEAD_LETTERS = script(
+  { uses: ['error', 'check-group', 'dead-letter', 'log-entry'] },
   `
 local gone = missing(KEYS[1], KEYS[2])
 if gone then return rheoError(gone) end
@@ -53,4 +47,5 @@ for _, m in ipairs(redis.call('ZRANGEBYLEX', KEYS[4], lo, '+', 'LIMIT', 0, tonum
   end
 end
 return out
-`;
+`,
+);

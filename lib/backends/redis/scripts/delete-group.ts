@@ -25,14 +25,10 @@
  * Errors:
  *   RHEO:stream_not_found / RHEO:group_not_found  no meta / no cfg -> that RheoError
  */
-import { CHECK_GROUP } from './includes/check-group';
-import { ERROR } from './includes/error';
-import { WAKE } from './includes/wake';
+import { script } from './includes';
 
-export const DELETE_GROUP =
-  ERROR +
-  CHECK_GROUP +
-  WAKE +
+export const DELETE_GROUP = script(
+  { uses: ['error', 'check-group', 'wake'] },
   `
 local gone = missing(KEYS[1], KEYS[2])
 if gone then return rheoError(gone) end
@@ -44,4 +40,5 @@ end
 redis.call('SREM', KEYS[3], ARGV[1])
 wake(KEYS[8])
 return 1
-`;
+`,
+);

@@ -60,22 +60,10 @@
  *   RHEO:failed:log:<p>:<seq>        an entry below the high watermark is missing from the log
  *                                    -> RheoError failed naming the event (explained)
  */
-import { CHECK_GROUP } from './includes/check-group';
-import { CHUNKED } from './includes/chunked';
-import { DEAD_LETTER } from './includes/dead-letter';
-import { ERROR } from './includes/error';
-import { FRONTIER } from './includes/frontier';
-import { LOG_ENTRY } from './includes/log-entry';
-import { RECORD } from './includes/record';
+import { script } from './includes';
 
-export const FETCH =
-  ERROR +
-  CHECK_GROUP +
-  CHUNKED +
-  RECORD +
-  FRONTIER +
-  LOG_ENTRY +
-  DEAD_LETTER +
+export const FETCH = script(
+  { uses: ['error', 'check-group', 'chunked', 'record', 'frontier', 'log-entry', 'dead-letter'] },
   `
 -- A lease for the reply (see Returns): its strings (event id, key, type: '' when none, lease id)
 -- go to strs, encoded by one cjson.encode for the call (one call for all: a call per string cost
@@ -335,4 +323,5 @@ for _, q in ipairs(queues) do
 end
 if #cursors > 0 then chunked('HSET', KEYS[2], cursors, 1000) end
 return out
-`;
+`,
+);

@@ -2,10 +2,12 @@
  * The Lua scripts of the Redis backend, one module per script, in the style of
  * BullMQ's `commands/*.lua`: each module opens with its KEYS, ARGV, return value
  * and errors. Pieces several scripts share live in `includes/`, one named piece
- * per module, and are prepended to a script by plain string concatenation when the
- * module loads, so no piece of Lua is written twice. An include's header says
- * which other includes it needs (a Lua local must be defined before the function
- * that uses it, so a script lists the pieces it needs in that order).
+ * per module, so no piece of Lua is written twice. Each include declares the
+ * includes its own code calls (`include('frontier', { needs: ['chunked', 'record'] }, lua)`),
+ * each script only the ones its body calls (`script({ uses: [...] }, body)`), and the
+ * loader (loader.ts) puts in front of the body, when the module loads, every
+ * include needed, transitively, each once and below the ones it needs (a Lua local
+ * is only callable below its definition). A cycle or an unknown name throws then.
  *
  * Conventions shared by every script:
  * - every key a script touches arrives in KEYS (cluster-safe: all share the stream's

@@ -18,20 +18,10 @@
  * Errors:
  *   RHEO:stream_not_found / RHEO:group_not_found  keys gone -> that RheoError (explained)
  */
-import { CHECK_GROUP } from './includes/check-group';
-import { CHUNKED } from './includes/chunked';
-import { ERROR } from './includes/error';
-import { FRONTIER } from './includes/frontier';
-import { LOG_ENTRY } from './includes/log-entry';
-import { RECORD } from './includes/record';
+import { script } from './includes';
 
-export const INSPECT =
-  ERROR +
-  CHECK_GROUP +
-  CHUNKED +
-  RECORD +
-  FRONTIER +
-  LOG_ENTRY +
+export const INSPECT = script(
+  { uses: ['error', 'check-group', 'frontier', 'log-entry'] },
   `
 local gone = missing(KEYS[1], KEYS[2])
 if gone then return rheoError(gone) end
@@ -63,4 +53,5 @@ for p = 0, P - 1 do
   out[#out + 1] = pending
 end
 return out
-`;
+`,
+);

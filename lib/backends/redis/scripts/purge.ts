@@ -26,14 +26,10 @@
  * Errors:
  *   RHEO:stream_not_found / RHEO:group_not_found  keys gone -> that RheoError (explained)
  */
-import { CHECK_GROUP } from './includes/check-group';
-import { DEAD_LETTER } from './includes/dead-letter';
-import { ERROR } from './includes/error';
+import { script } from './includes';
 
-export const PURGE =
-  ERROR +
-  CHECK_GROUP +
-  DEAD_LETTER +
+export const PURGE = script(
+  { uses: ['error', 'check-group', 'dead-letter'] },
   `
 local gone = missing(KEYS[1], KEYS[2])
 if gone then return rheoError(gone) end
@@ -82,4 +78,5 @@ end
 if #stale > 0 then redis.call('ZREM', KEYS[5], unpack(stale)) end
 if #rescored > 0 then redis.call('ZADD', KEYS[5], unpack(rescored)) end
 return { #purged, #ids }
-`;
+`,
+);

@@ -25,26 +25,10 @@
  * Errors:
  *   RHEO:stream_not_found / RHEO:group_not_found  keys gone -> that RheoError (explained)
  */
-import { CHECK_GROUP } from './includes/check-group';
-import { CHUNKED } from './includes/chunked';
-import { DEAD_LETTER } from './includes/dead-letter';
-import { ERROR } from './includes/error';
-import { POSITIONS } from './includes/positions';
-import { RECORD } from './includes/record';
-import { REOPEN_ONE } from './includes/reopen-one';
-import { TRIM_POINT } from './includes/trim-point';
-import { WAKE } from './includes/wake';
+import { script } from './includes';
 
-export const REDRIVE =
-  ERROR +
-  CHECK_GROUP +
-  CHUNKED +
-  RECORD +
-  POSITIONS +
-  REOPEN_ONE +
-  DEAD_LETTER +
-  TRIM_POINT +
-  WAKE +
+export const REDRIVE = script(
+  { uses: ['error', 'check-group', 'chunked', 'positions', 'reopen-one', 'dead-letter', 'trim-point', 'wake'] },
   `
 local gone = missing(KEYS[1], KEYS[2])
 if gone then return rheoError(gone) end
@@ -69,4 +53,5 @@ if #ids > 0 then
   wake(KEYS[6])
 end
 return { #ids, #members, members[#members] }
-`;
+`,
+);

@@ -23,18 +23,10 @@
  * 'group_not_found', mapped to that RheoError code for that lease (RedisBackend.opError).
  * Errors: none raised.
  */
-import { CHECK_GROUP } from './includes/check-group';
-import { CHUNKED } from './includes/chunked';
-import { FENCE } from './includes/fence';
-import { RECORD } from './includes/record';
-import { WAKE } from './includes/wake';
+import { script } from './includes';
 
-export const RELEASE =
-  CHECK_GROUP +
-  CHUNKED +
-  RECORD +
-  FENCE +
-  WAKE +
+export const RELEASE = script(
+  { uses: ['check-group', 'chunked', 'record', 'fence', 'wake'] },
   `
 local now = ARGV[1]
 local out = {}
@@ -73,4 +65,5 @@ end
 -- Waiting consumers are woken as by a nack with no delay: the events are claimable now.
 if woke then wake(KEYS[4]) end
 return out
-`;
+`,
+);

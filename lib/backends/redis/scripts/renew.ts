@@ -20,14 +20,10 @@
  * 'group_not_found', each mapped to that RheoError code for that lease (RedisBackend.opError).
  * Errors: none raised.
  */
-import { CHECK_GROUP } from './includes/check-group';
-import { FENCE } from './includes/fence';
-import { RECORD } from './includes/record';
+import { script } from './includes';
 
-export const RENEW =
-  CHECK_GROUP +
-  RECORD +
-  FENCE +
+export const RENEW = script(
+  { uses: ['check-group', 'record', 'fence'] },
   `
 local now = tonumber(ARGV[1])
 local exp = now + tonumber(ARGV[2])
@@ -52,4 +48,5 @@ for b = 1, #ops, 4 do
   end
 end
 return out
-`;
+`,
+);

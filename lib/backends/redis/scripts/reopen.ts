@@ -25,26 +25,10 @@
  * Errors:
  *   RHEO:stream_not_found / RHEO:group_not_found  keys gone -> that RheoError (explained)
  */
-import { CHECK_GROUP } from './includes/check-group';
-import { CHUNKED } from './includes/chunked';
-import { DEAD_LETTER } from './includes/dead-letter';
-import { ERROR } from './includes/error';
-import { POSITIONS } from './includes/positions';
-import { RECORD } from './includes/record';
-import { REOPEN_ONE } from './includes/reopen-one';
-import { TRIM_POINT } from './includes/trim-point';
-import { WAKE } from './includes/wake';
+import { script } from './includes';
 
-export const REOPEN =
-  ERROR +
-  CHECK_GROUP +
-  CHUNKED +
-  RECORD +
-  POSITIONS +
-  REOPEN_ONE +
-  DEAD_LETTER +
-  TRIM_POINT +
-  WAKE +
+export const REOPEN = script(
+  { uses: ['error', 'check-group', 'positions', 'reopen-one', 'dead-letter', 'trim-point', 'wake'] },
   `
 local gone = missing(KEYS[1], KEYS[2])
 if gone then return rheoError(gone) end
@@ -76,4 +60,5 @@ end
 saveFrontiers(KEYS[2])
 wake(KEYS[6])
 return n
-`;
+`,
+);

@@ -19,14 +19,10 @@
  * Errors:
  *   RHEO:stream_not_found / RHEO:group_not_found  keys gone -> that RheoError (explained)
  */
-import { CHECK_GROUP } from './includes/check-group';
-import { ERROR } from './includes/error';
-import { WAKE } from './includes/wake';
+import { script } from './includes';
 
-export const REPLAY =
-  ERROR +
-  CHECK_GROUP +
-  WAKE +
+export const REPLAY = script(
+  { uses: ['error', 'check-group', 'wake'] },
   `
 local gone = missing(KEYS[1], KEYS[2])
 if gone then return rheoError(gone) end
@@ -55,4 +51,5 @@ end
 out[1] = total
 wake(KEYS[3])
 return out
-`;
+`,
+);

@@ -23,16 +23,10 @@
  * Errors:
  *   RHEO:stream_not_found / RHEO:group_not_found  keys gone -> that RheoError (explained)
  */
-import { CHECK_GROUP } from './includes/check-group';
-import { ERROR } from './includes/error';
-import { START } from './includes/start';
-import { WAKE } from './includes/wake';
+import { script } from './includes';
 
-export const RESET =
-  ERROR +
-  CHECK_GROUP +
-  START +
-  WAKE +
+export const RESET = script(
+  { uses: ['error', 'check-group', 'start', 'wake'] },
   `
 local gone = missing(KEYS[1], KEYS[2])
 if gone then return rheoError(gone) end
@@ -46,4 +40,5 @@ for p = 0, P - 1 do
 end
 wake(KEYS[6])
 return 1
-`;
+`,
+);

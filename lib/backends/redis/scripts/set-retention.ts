@@ -12,15 +12,14 @@
  * Errors:
  *   RHEO:stream_not_found  no meta hash -> RheoError stream_not_found (explained)
  */
-import { ERROR } from './includes/error';
-import { RETENTION } from './includes/retention';
+import { script } from './includes';
 
-export const SET_RETENTION =
-  ERROR +
-  RETENTION +
+export const SET_RETENTION = script(
+  { uses: ['error', 'retention'] },
   `
 local v = redis.call('HMGET', KEYS[1], 'partitions', 'createdAt')
 if not v[1] then return rheoError('stream_not_found') end
 storeRetention(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
 return v
-`;
+`,
+);

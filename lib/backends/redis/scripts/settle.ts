@@ -41,26 +41,10 @@
  * one more element: 1 when the frontier walk was cut short (the backend runs tidy), else 0.
  * Errors: none raised.
  */
-import { CHECK_GROUP } from './includes/check-group';
-import { CHUNKED } from './includes/chunked';
-import { DEAD_LETTER } from './includes/dead-letter';
-import { FENCE } from './includes/fence';
-import { FRONTIER } from './includes/frontier';
-import { LOG_ENTRY } from './includes/log-entry';
-import { POSITIONS } from './includes/positions';
-import { RECORD } from './includes/record';
-import { WAKE } from './includes/wake';
+import { script } from './includes';
 
-export const SETTLE =
-  CHECK_GROUP +
-  CHUNKED +
-  RECORD +
-  FENCE +
-  FRONTIER +
-  POSITIONS +
-  DEAD_LETTER +
-  LOG_ENTRY +
-  WAKE +
+export const SETTLE = script(
+  { uses: ['check-group', 'chunked', 'record', 'fence', 'frontier', 'positions', 'dead-letter', 'log-entry', 'wake'] },
   `
 -- How many values an op of each kind takes in the ops JSON (see ARGV).
 local OP_WIDTH = { a = 5, r = 6, n = 7 }
@@ -180,4 +164,5 @@ saveFrontiers(KEYS[2])
 if woke then wake(KEYS[6]) end
 out[#out + 1] = cut and 1 or 0
 return out
-`;
+`,
+);

@@ -29,24 +29,10 @@
  * Errors:
  *   RHEO:stream_not_found / RHEO:group_not_found  keys gone -> that RheoError (explained)
  */
-import { CHECK_GROUP } from './includes/check-group';
-import { CHUNKED } from './includes/chunked';
-import { DEAD_LETTER } from './includes/dead-letter';
-import { ERROR } from './includes/error';
-import { FRONTIER } from './includes/frontier';
-import { RECORD } from './includes/record';
-import { TRIM_POINT } from './includes/trim-point';
-import { WAKE } from './includes/wake';
+import { script } from './includes';
 
-export const TIDY =
-  ERROR +
-  CHECK_GROUP +
-  CHUNKED +
-  RECORD +
-  FRONTIER +
-  DEAD_LETTER +
-  TRIM_POINT +
-  WAKE +
+export const TIDY = script(
+  { uses: ['error', 'check-group', 'chunked', 'frontier', 'dead-letter', 'trim-point', 'wake'] },
   `
 local gone = missing(KEYS[1], KEYS[2])
 if gone then return rheoError(gone) end
@@ -120,4 +106,5 @@ end
 -- A finished rewind makes its partition claimable again; a moved frontier frees a partition-ordered head.
 if woke then wake(KEYS[6]) end
 return left
-`;
+`,
+);

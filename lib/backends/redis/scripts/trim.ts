@@ -48,18 +48,10 @@
  *   RHEO:stream_not_found  no meta hash -> RheoError stream_not_found
  *   RHEO:group_not_found   a listed group's cfg is gone -> RheoError group_not_found
  */
-import { CHUNKED } from './includes/chunked';
-import { ERROR } from './includes/error';
-import { LOG_ENTRY } from './includes/log-entry';
-import { RECORD } from './includes/record';
-import { WAKE } from './includes/wake';
+import { script } from './includes';
 
-export const TRIM =
-  ERROR +
-  CHUNKED +
-  RECORD +
-  LOG_ENTRY +
-  WAKE +
+export const TRIM = script(
+  { uses: ['error', 'chunked', 'record', 'log-entry', 'wake'] },
   `
 if redis.call('EXISTS', KEYS[1]) == 0 then return rheoError('stream_not_found') end
 local p = ARGV[1]
@@ -182,4 +174,5 @@ if not before or found then point = math.min(math.max(upTo, found or 0), hw) end
 local status = 'more'
 if e >= point then status = 'done' elseif e >= cap then status = 'capped' end
 return answer(status, removed, e, found)
-`;
+`,
+);

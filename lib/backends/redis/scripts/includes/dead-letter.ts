@@ -15,10 +15,13 @@
  * `deadRecordTime(rec)` -> at (number);
  * `deadMember(p, seq, id)`, `deadPosition(p, seq)` (a member's prefix: a range bound),
  * `deadMemberPartition(m)`, `deadMemberSequence(m)` (numbers), `deadMemberId(m)`.
- *
- * Needs: nothing.
  */
-export const DEAD_LETTER = `
+import { include } from '../loader';
+
+export const DEAD_LETTER = include(
+  'dead-letter',
+  {},
+  `
 -- Dead letter record (HASH dead, by event id): partition|sequence|attempt|at|reason.
 local function deadRecord(p, seq, att, at, reason)
   return p .. '|' .. seq .. '|' .. att .. '|' .. at .. '|' .. reason
@@ -39,4 +42,5 @@ end
 local function deadMemberPartition(m) return tonumber(string.sub(m, 1, 5)) end
 local function deadMemberSequence(m) return tonumber(string.sub(m, 7, 22)) end
 local function deadMemberId(m) return string.sub(m, 24) end
-`;
+`,
+);

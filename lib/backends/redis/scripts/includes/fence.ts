@@ -10,10 +10,13 @@
  * expired lease nobody claimed since still holds the record: a claim rewrites it
  * with a new lease id). `fenceRecord(rec, leaseId, receiptOk, now)`: the same on
  * a record the caller read (false or nil: none).
- *
- * Needs: record.
  */
-export const FENCE = `
+import { include } from '../loader';
+
+export const FENCE = include(
+  'fence',
+  { needs: ['record'] },
+  `
 -- The same check on a record already read (settle reads all of its records in one HMGET).
 local function fenceRecord(rec, lid, receiptOk, now)
   if not rec then return nil, 'stale_lease' end
@@ -26,4 +29,5 @@ end
 local function fence(dl, p, seq, lid, receiptOk, now)
   return fenceRecord(redis.call('HGET', dl, p .. ':' .. seq), lid, receiptOk, now)
 end
-`;
+`,
+);

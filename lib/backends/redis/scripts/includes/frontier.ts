@@ -17,10 +17,13 @@
  * `walkLeft(f, c, head)`: whether a walk was left unfinished, from the record at
  * frontier + 1 (`head`): none, or a terminal one, below the cursor. A walk stops
  * early only when a budget runs out or a process dies between slices.
- *
- * Needs: chunked, record.
  */
-export const FRONTIER = `
+import { include } from '../loader';
+
+export const FRONTIER = include(
+  'frontier',
+  { needs: ['chunked', 'record'] },
+  `
 -- Walk frontier f of partition p forward over terminal sequences (a T record, or no record at all)
 -- below cursor c, dropping the records passed. Looks at no more than budget records: the records
 -- are read in windows that start small (the usual case is an ack at frontier + 1 with a live lease
@@ -70,4 +73,5 @@ end
 local function walkLeft(f, c, head)
   return f + 1 < c and (not head or isTerminal(head))
 end
-`;
+`,
+);

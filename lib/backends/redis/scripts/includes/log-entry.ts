@@ -2,10 +2,13 @@
  * `logEntry(log, seq)`: the entry `{ id, fields }` of sequence `seq` in a partition's
  * log (entry id `0-<seq>`), or nil; `entryField(entry, name)`: one field of an entry
  * (nil when the entry or the field is missing). Entry fields are listed in ../../codec.ts.
- *
- * Needs: nothing.
  */
-export const LOG_ENTRY = `
+import { include } from '../loader';
+
+export const LOG_ENTRY = include(
+  'log-entry',
+  {},
+  `
 -- The log entry of sequence seq (entry id 0-<seq>), or nil.
 local function logEntry(log, seq)
   return redis.call('XRANGE', log, '0-' .. seq, '0-' .. seq)[1]
@@ -18,4 +21,5 @@ local function entryField(e, name)
   end
   return v
 end
-`;
+`,
+);

@@ -3,10 +3,13 @@
  * once: `position(cfg, p)` -> `{ f, c, f0 }` (HMGET `f:<p>`, `c:<p>` on first use;
  * the caller moves `f`), `saveFrontiers(cfg)` writes every frontier that moved in
  * one HSET (chunked).
- *
- * Needs: chunked.
  */
-export const POSITIONS = `
+import { include } from '../loader';
+
+export const POSITIONS = include(
+  'positions',
+  { needs: ['chunked'] },
+  `
 -- Frontier and cursor per partition, read once, written once at the end.
 local positions = {}
 local function position(cfg, p)
@@ -29,4 +32,5 @@ local function saveFrontiers(cfg)
   end
   if #frontiers > 0 then chunked('HSET', cfg, frontiers, 1000) end
 end
-`;
+`,
+);

@@ -8,10 +8,13 @@
  *
  * `parseRecord(rec)` -> state, attempt, leaseId, expiresAt; `leasedRecord`,
  * `availableRecord`, `terminalRecord` build one; `isTerminal(rec)`.
- *
- * Needs: nothing.
  */
-export const RECORD = `
+import { include } from '../loader';
+
+export const RECORD = include(
+  'record',
+  {},
+  `
 -- Delivery record: state|attempt|leaseId|expiresAt (state L leased, A available, T terminal).
 local function parseRecord(rec)
   local st, att, lid, ex = string.match(rec, '^(%a)|(%d+)|([^|]*)|(%d+)$')
@@ -29,4 +32,5 @@ end
 local function isTerminal(rec)
   return string.sub(rec, 1, 1) == 'T'
 end
-`;
+`,
+);

@@ -6,10 +6,13 @@
  * the cursor passed before its time (an available record of attempt 0) keeps its
  * due time: a replay never offers it early (docs/adr/028-delayed-events.md).
  * Used by reopen (replay by query, redrive by id) and redrive (redrive all).
- *
- * Needs: chunked, record, positions.
  */
-export const REOPEN_ONE = `
+import { include } from '../loader';
+
+export const REOPEN_ONE = include(
+  'reopen-one',
+  { needs: ['record', 'positions'] },
+  `
 -- Make delivered sequence seq of p available now with its attempt count reset, and pull the
 -- frontier back before it. A sequence at or above the cursor was never delivered: it is pending already.
 local function reopen(cfg, dl, leased, avail, now, p, seq)
@@ -25,4 +28,5 @@ local function reopen(cfg, dl, leased, avail, now, p, seq)
   if seq - 1 < s.f then s.f = seq - 1 end
   return true
 end
-`;
+`,
+);

@@ -5,10 +5,13 @@
  * takes `after` (nil counts as 0). Never before the trim point `lw:<p>`, read in
  * the same step: a trim's slices and a start cannot interleave, so a group never
  * starts among deleted events. Used by create-group and reset.
- *
- * Needs: nothing.
  */
-export const START = `
+import { include } from '../loader';
+
+export const START = include(
+  'start',
+  {},
+  `
 -- Frontier and cursor of partition p after a start position: 'end' (the high watermark now) or a
 -- sequence, never below the trim point (the events there are gone).
 local function startAfter(meta, cfg, p, mode, given)
@@ -18,4 +21,5 @@ local function startAfter(meta, cfg, p, mode, given)
   after = math.max(after, tonumber(v[2] or '0'))
   redis.call('HSET', cfg, 'f:' .. p, after, 'c:' .. p, after + 1)
 end
-`;
+`,
+);

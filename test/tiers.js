@@ -98,11 +98,8 @@ const TIERS = {
 // changes state every other spec on that server shares, or depends on timing that
 // a loaded machine stretches.
 const SERIAL = [
-  'test/redis/backend.spec.ts', // CLIENT PAUSE and SCRIPT FLUSH on the shared Redis
-  'test/redis/durability.spec.ts', // CONFIG SET appendonly and maxmemory-policy on the shared Redis
   'test/redis/cluster.spec.ts', // SCRIPT FLUSH on the shared cluster's nodes
   'test/redis/cluster-failover.spec.ts', // a cluster of its own, its masters SIGKILLed
-  'test/redis/durability-wait.spec.ts', // a master and replica of its own, the replica killed under WAIT
   'test/redis/clock-skew.spec.ts', // consumer processes under faketime
   'test/sql/postgres.clock-skew.spec.ts', // consumer processes under faketime
   'test/dashboard/*.browser.spec.ts', // Chromium

@@ -1,8 +1,13 @@
 import Redis from 'ioredis';
 import { ManualClock, Rheo, RheoError, redisBackend } from '../../lib';
 import { mapRedisError } from '../../lib/backends/redis/errors';
-import { deleteKeys, freshPrefix, REDIS_URL } from './support';
+import { RedisServer } from './failover-support';
+import { freshPrefix } from './support';
 
+// A server of this file's own: CLIENT PAUSE and SCRIPT FLUSH would reach every other
+// file's clients on the shared one.
+let server: RedisServer;
+let redisUrl: string;
 const prefix = freshPrefix('backend');
 let n = 0;
 const name = (p: string) => `${p}-${++n}`;
@@ -17,8 +22,13 @@ async function code(promise: Promise<unknown>): Promise<string> {
   }
 }
 
+beforeAll(async () => {
+  server = await RedisServer.start();
+  redisUrl = server.url;
+});
+
 afterAll(async () => {
-  await deleteKeys(prefix);
+  await server?.stop();
 });
 
 describe('redis backend: options', () => {
@@ -31,7 +41,7 @@ describe('redis backend: options', () => {
       }
       return 'no error';
     };
-    expect(field(() => redisBackend({ client: new Redis({ lazyConnect: true }), url: REDIS_URL }))).toBe('url');
+    expect(field(() => redisBackend({ client: new Redis({ lazyConnect: true }), url: redisUrl }))).toBe('url');
     expect(field(() => redisBackend({ url: 'http://x' }))).toBe('url');
     expect(field(() => redisBackend({ prefix: 'a{b' }))).toBe('prefix');
     expect(field(() => redisBackend({ prefix: '' }))).toBe('prefix');
@@ -41,7 +51,7 @@ describe('redis backend: options', () => {
 
 describe('redis backend: connections', () => {
   it('never closes a borrowed client; closes the ones it created', async () => {
-    const borrowed = new Redis(REDIS_URL);
+    const borrowed = new Redis(redisUrl);
     const backend = redisBackend({ client: borrowed, prefix });
     const rheo = new Rheo(backend);
     const stream = name('borrowed');
@@ -58,7 +68,7 @@ describe('redis backend: connections', () => {
     expect(blocker!.status).toBe('end');
     borrowed.disconnect();
 
-    const owned = redisBackend({ url: REDIS_URL, prefix });
+    const owned = redisBackend({ url: redisUrl, prefix });
     await owned.init();
     const client = (owned as unknown as { client: Redis }).client;
     expect(client.status).toBe('ready');
@@ -93,8 +103,8 @@ describe('redis backend: connections', () => {
 
   it('maps a command timeout: ambiguous for a write, backend_unavailable for a read', async () => {
     // Setup and checks go through a backend with the default 5 s timeout; only the probes use 100 ms.
-    const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
-    const impatient = redisBackend({ url: REDIS_URL, prefix, options: { commandTimeout: 100 } });
+    const rheo = new Rheo(redisBackend({ url: redisUrl, prefix }));
+    const impatient = redisBackend({ url: redisUrl, prefix, options: { commandTimeout: 100 } });
     const stream = name('timeout');
     await rheo.createStream(stream);
     await rheo.createGroup(stream, 'g');
@@ -120,7 +130,7 @@ describe('redis backend: connections', () => {
       payloadJson: '"maybe"',
       metadataJson: '{}',
     };
-    const admin = new Redis(REDIS_URL);
+    const admin = new Redis(redisUrl);
     try {
       // Pause writes (scripts included) on the server: the append gets no answer in time.
       await admin.client('PAUSE', 2000, 'WRITE');
@@ -146,10 +156,10 @@ describe('redis backend: connections', () => {
   });
 
   it('maps a server-side failure to failed and a script code to its RheoError; nothing leaks', async () => {
-    const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
+    const rheo = new Rheo(redisBackend({ url: redisUrl, prefix }));
     const stream = name('wrongtype');
     await rheo.createStream(stream);
-    const admin = new Redis(REDIS_URL);
+    const admin = new Redis(redisUrl);
     try {
       // Corrupt the id index: the append script hits WRONGTYPE.
       const idsKey = `${prefix}:{${stream}}:ids`;
@@ -178,7 +188,7 @@ describe('redis backend: connections', () => {
 describe('redis backend: races across connections', () => {
   it('concurrent fetchers on separate connections never claim one event twice; a stale ack races the new holder and loses', async () => {
     const clock = new ManualClock();
-    const backends = Array.from({ length: 4 }, () => redisBackend({ url: REDIS_URL, prefix, clock }));
+    const backends = Array.from({ length: 4 }, () => redisBackend({ url: redisUrl, prefix, clock }));
     const rheos = backends.map((b) => new Rheo(b));
     const stream = name('race');
     try {
@@ -224,9 +234,9 @@ describe('redis backend: races across connections', () => {
 
 describe('redis backend: scripts', () => {
   it('keeps working after the server forgets its scripts (SCRIPT FLUSH): EVALSHA falls back to EVAL', async () => {
-    const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
+    const rheo = new Rheo(redisBackend({ url: redisUrl, prefix }));
     const stream = name('flush');
-    const admin = new Redis(REDIS_URL);
+    const admin = new Redis(redisUrl);
     try {
       await rheo.createStream(stream);
       await rheo.createGroup(stream, 'g');
@@ -250,7 +260,7 @@ describe('redis backend: wake-ups', () => {
   let backend: ReturnType<typeof redisBackend>;
   let rheo: Rheo;
   beforeAll(async () => {
-    backend = redisBackend({ url: REDIS_URL, prefix, clock: new ManualClock() });
+    backend = redisBackend({ url: redisUrl, prefix, clock: new ManualClock() });
     rheo = new Rheo(backend);
     await rheo.init();
   });

@@ -1,15 +1,26 @@
 import Redis from 'ioredis';
 import { Rheo, redisBackend, RheoError } from '../../lib';
-import { deleteKeys, freshPrefix, REDIS_URL } from './support';
+import { RedisServer } from './failover-support';
+import { freshPrefix } from './support';
 
+// A server of this file's own: CONFIG SET appendonly and maxmemory-policy would change
+// what every other file's backends report about durability on the shared one.
+let server: RedisServer;
+let redisUrl: string;
+let admin: Redis;
 const prefix = freshPrefix('durability');
 let n = 0;
 const name = (p: string) => `${p}-${++n}`;
-const admin = new Redis(REDIS_URL);
+
+beforeAll(async () => {
+  server = await RedisServer.start();
+  redisUrl = server.url;
+  admin = new Redis(redisUrl);
+});
 
 afterAll(async () => {
-  admin.disconnect();
-  await deleteKeys(prefix);
+  admin?.disconnect();
+  await server?.stop();
 });
 
 /** The RheoWarnings the backend emits (process.emitWarning, observed, still emitted) while `fn` runs. */
@@ -43,7 +54,7 @@ describe('redis: durability of the server, checked at init', () => {
   it('warns once, and in groupInfo, when the server can lose acknowledged writes or evict keys', async () => {
     // The local and CI servers run with appendonly no; eviction is set here for the test.
     await withServerConfig({ appendonly: 'no', policy: 'allkeys-lru' }, async () => {
-      const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
+      const rheo = new Rheo(redisBackend({ url: redisUrl, prefix }));
       const stream = name('lossy');
       try {
         const warnings = await warningsDuring(async () => {
@@ -72,7 +83,7 @@ describe('redis: durability of the server, checked at init', () => {
 
   it('says nothing when the server keeps what it acknowledged (appendonly yes, noeviction)', async () => {
     await withServerConfig({ appendonly: 'yes', policy: 'noeviction' }, async () => {
-      const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
+      const rheo = new Rheo(redisBackend({ url: redisUrl, prefix }));
       const stream = name('durable');
       try {
         const warnings = await warningsDuring(async () => {
@@ -92,7 +103,7 @@ describe('redis: durability of the server, checked at init', () => {
     // A real server-side refusal: an ACL user allowed everything but CONFIG (as managed services do).
     const user = `rheo-noconfig-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
     await admin.call('ACL', 'SETUSER', user, 'on', '>secret', '~*', '&*', '+@all', '-config');
-    const url = new URL(REDIS_URL);
+    const url = new URL(redisUrl);
     url.username = user;
     url.password = 'secret';
     const rheo = new Rheo(redisBackend({ url: url.toString(), prefix }));
@@ -141,7 +152,7 @@ describe('redis: keys that vanish behind the backend are reported, never recreat
   }
 
   it("a stream's keys deleted (FLUSHDB, eviction): every group operation throws a RheoError saying so, and nothing is recreated", async () => {
-    const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
+    const rheo = new Rheo(redisBackend({ url: redisUrl, prefix }));
     const stream = name('flushed');
     try {
       await rheo.createStream(stream, { partitions: 2 });
@@ -172,7 +183,7 @@ describe('redis: keys that vanish behind the backend are reported, never recreat
   });
 
   it("a group's keys deleted while its stream survives: group_not_found saying the keys are gone", async () => {
-    const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
+    const rheo = new Rheo(redisBackend({ url: redisUrl, prefix }));
     const stream = name('group-evicted');
     try {
       await rheo.createStream(stream);
@@ -194,7 +205,7 @@ describe('redis: keys that vanish behind the backend are reported, never recreat
   });
 
   it('a log evicted below the high watermark: fetch reports the missing event instead of delivering an empty one', async () => {
-    const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
+    const rheo = new Rheo(redisBackend({ url: redisUrl, prefix }));
     const stream = name('log-evicted');
     try {
       await rheo.createStream(stream);

@@ -1,10 +1,12 @@
 // Redis servers of their own for the tests that kill them (cluster-failover.spec.ts,
-// durability-wait.spec.ts): never a node of the shared servers (6379, the cluster on
-// 7100-7105) that other test files use. Ports are picked free at start, so a run
-// never meets a leftover of another.
+// durability-wait.spec.ts) or change what every client of the server sees (CLIENT
+// PAUSE, SCRIPT FLUSH, CONFIG SET: backend.spec.ts, durability.spec.ts): never a node
+// of the shared servers (6379, the cluster on 7100-7105) that other test files use.
+// Ports are picked free at start, so a run never meets a leftover of another, and a
+// file with a server of its own can run beside the others.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
@@ -205,95 +207,156 @@ export class TestCluster {
   }
 }
 
-/**
- * A standalone master and its replica, children of this process on free ports
- * (no persistence): for WAIT with and without a replica to confirm it.
- */
-export class ReplicatedPair {
-  private readonly children = new Map<number, ChildProcess>();
-  private spawnError?: Error;
+/** A port the kernel has just handed out free (listening on 0): no scan, so two files starting at once do not pick the same. */
+function kernelPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
 
+/**
+ * One redis-server, a child of this process on 127.0.0.1 with a temporary folder of its
+ * own, no RDB snapshots and appendonly no (`args` add to those or override them): for a
+ * test file that changes what every client of its server sees, or kills it. Without a
+ * `port`, the kernel picks a free one. `stop()` kills it and removes the folder.
+ */
+export class RedisServer {
   private constructor(
-    readonly masterPort: number,
-    readonly replicaPort: number,
+    readonly port: number,
+    private readonly child: ChildProcess,
     private readonly dir: string,
   ) {}
 
+  /** The server answers, and it is this one (its pid): a port taken meanwhile by another start is tried again, elsewhere. */
+  static async start(options: { port?: number; args?: string[] } = {}): Promise<RedisServer> {
+    for (let attempt = 1; ; attempt++) {
+      const port = options.port ?? (await kernelPort());
+      const server = RedisServer.spawn(port, options.args ?? []);
+      try {
+        await server.ready();
+        return server;
+      } catch (err) {
+        await server.stop();
+        if (options.port !== undefined || attempt === 5 || !(err instanceof PortTaken)) throw err;
+      }
+    }
+  }
+
+  /** `redis://127.0.0.1:<port>` */
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  /** SIGKILL the server: no shutdown, no save. */
+  kill(): void {
+    this.child.kill('SIGKILL');
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    // No pid: it never started (no redis-server), and no 'exit' will come.
+    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private static spawn(port: number, args: string[]): RedisServer {
+    const dir = mkdtempSync(join(tmpdir(), 'rheo-redis-'));
+    const child = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...args],
+      { stdio: 'ignore' },
+    );
+    return new RedisServer(port, child, dir);
+  }
+
+  private ready(): Promise<void> {
+    const { child, port } = this;
+    return new Promise((resolve, reject) => {
+      let failed = false;
+      const fail = (err: Error) => {
+        failed = true;
+        reject(err);
+      };
+      const onExit = () => fail(new PortTaken(port));
+      const onError = (err: Error) =>
+        fail(new Error(`redis-server could not be started on port ${port} (${err.message}): install Debian's redis-server`));
+      child.once('exit', onExit);
+      child.once('error', onError);
+      until(
+        `redis-server on port ${port} to answer`,
+        // Its pid: on a port another start took meanwhile, that server answers and ours exits (address in use).
+        async () => failed || (await onNode(port, (r) => r.info('server'))).includes(`process_id:${child.pid}\r\n`),
+        60_000,
+      )
+        .then(() => resolve(), reject)
+        .finally(() => {
+          child.off('exit', onExit);
+          child.off('error', onError);
+        });
+    });
+  }
+}
+
+/** redis-server exited before it answered: on a free port, that is the port taken since it was picked. */
+class PortTaken extends Error {
+  constructor(port: number) {
+    super(`redis-server on port ${port} exited at once (the port was taken)`);
+  }
+}
+
+/**
+ * A standalone master and its replica, children of this process on free ports
+ * (appendonly yes): for WAIT with and without a replica to confirm it.
+ */
+export class ReplicatedPair {
+  private constructor(
+    readonly master: RedisServer,
+    private readonly replica: RedisServer,
+  ) {}
+
+  get masterPort(): number {
+    return this.master.port;
+  }
+
   static async start(): Promise<ReplicatedPair> {
     const first = await freePortBase(Number(process.env.RHEO_PAIR_PORT ?? 7300), 2);
-    const pair = new ReplicatedPair(first, first + 1, mkdtempSync(join(tmpdir(), 'rheo-pair-')));
+    const aof = ['--appendonly', 'yes'];
+    const master = await RedisServer.start({ port: first, args: aof });
+    let replica: RedisServer | undefined;
     try {
-      pair.spawn(pair.masterPort, []);
-      pair.spawn(pair.replicaPort, ['--replicaof', '127.0.0.1', String(pair.masterPort)]);
-      await until(
-        'the master to answer',
-        () => {
-          if (pair.spawnError) throw pair.spawnError;
-          return answers(pair.masterPort);
-        },
-        60_000,
-      );
+      replica = await RedisServer.start({ port: first + 1, args: [...aof, '--replicaof', '127.0.0.1', String(first)] });
       await until(
         'the replica to sync',
-        async () => (await onNode(pair.replicaPort, (r) => r.info('replication')).catch(() => '')).includes('master_link_status:up'),
+        async () => (await onNode(first + 1, (r) => r.info('replication')).catch(() => '')).includes('master_link_status:up'),
         60_000,
       );
     } catch (err) {
-      await pair.stop();
+      await Promise.all([master.stop(), replica?.stop()]);
       throw err;
     }
-    return pair;
+    return new ReplicatedPair(master, replica);
   }
 
   /** SIGKILL the replica and wait until the master no longer counts it. */
   async killReplica(): Promise<void> {
-    this.children.get(this.replicaPort)?.kill('SIGKILL');
+    this.replica.kill();
     await until(
       'the master to lose its replica',
-      async () => (await onNode(this.masterPort, (r) => r.info('replication'))).includes('connected_slaves:0'),
+      async () => (await onNode(this.master.port, (r) => r.info('replication'))).includes('connected_slaves:0'),
       60_000,
     );
   }
 
   async stop(): Promise<void> {
-    await Promise.all(
-      [...this.children.values()].map(
-        (child) =>
-          new Promise<void>((resolve) => {
-            if (child.exitCode !== null || child.signalCode !== null) return resolve();
-            child.once('exit', () => resolve());
-            child.kill('SIGKILL');
-          }),
-      ),
-    );
-    rmSync(this.dir, { recursive: true, force: true });
-  }
-
-  private spawn(port: number, extra: string[]): void {
-    const child = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--save',
-        '',
-        '--appendonly',
-        'yes',
-        '--appendfilename',
-        `${port}.aof`,
-        '--appenddirname',
-        `aof-${port}`,
-        '--dir',
-        this.dir,
-        ...extra,
-      ],
-      { stdio: 'ignore' },
-    );
-    child.on('error', (err) => {
-      this.spawnError = new Error(`redis-server could not be started on port ${port} (${err.message}): install Debian's redis-server`);
-    });
-    this.children.set(port, child);
+    await Promise.all([this.master.stop(), this.replica.stop()]);
   }
 }

@@ -293,7 +293,11 @@ export async function benchLatencyUnderLoad(
   let settled = 0;
   let onDrained!: () => void;
   const done = new Promise<void>((r) => (onDrained = r));
-  const drain = new Consumer(rheo, { stream: load, group: 'consumers', maxDemand: 100, concurrency: 16, pollMs: 50 }, async () => undefined);
+  const drain = new Consumer(
+    rheo,
+    { stream: load, group: 'consumers', maxDemand: 100, concurrency: 16, pollMs: 50 },
+    async () => undefined,
+  );
   drain.on('settled', () => {
     if (++settled === options.backlog) {
       drained = true;

@@ -18,11 +18,15 @@ describe('Consumer batch mode: leases, timeouts, ordering', () => {
     backend.loseOnRenew(b.id, 1);
     const hold = gate();
     let signal: AbortSignal | null = null;
-    const g = startBatchConsumer(rheo, { stream, group, leaseMs: 100, pollMs: 10, batch: { size: 3, maxWaitMs: 0 } }, async (leases, ctl) => {
-      signal = ctl.signal;
-      ctl.reject(leases[1], 'decided, but the lease is gone');
-      await hold.promise;
-    });
+    const g = startBatchConsumer(
+      rheo,
+      { stream, group, leaseMs: 100, pollMs: 10, batch: { size: 3, maxWaitMs: 0 } },
+      async (leases, ctl) => {
+        signal = ctl.signal;
+        ctl.reject(leases[1], 'decided, but the lease is gone');
+        await hold.promise;
+      },
+    );
     const lost: Lease[] = [];
     g.on('lease_lost', (l) => lost.push(l));
     await until('one lease lost', () => lost.length === 1);

@@ -257,10 +257,14 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the runtime on $name', 
     const hold = gate();
     const handled: Array<[number, number]> = [];
     // Renewals every 30 s of real time: none in this test, so the test clock alone ages the buffered lease.
-    const g = startConsumer(rheo, { stream, group, consumerId: 'A', leaseMs: 60_000, pollMs: 10, concurrency: 1, maxDemand: 2 }, async (l) => {
-      handled.push([l.event.sequence, l.attempt]);
-      if (l.event.sequence === 1) await hold.promise;
-    });
+    const g = startConsumer(
+      rheo,
+      { stream, group, consumerId: 'A', leaseMs: 60_000, pollMs: 10, concurrency: 1, maxDemand: 2 },
+      async (l) => {
+        handled.push([l.event.sequence, l.attempt]);
+        if (l.event.sequence === 1) await hold.promise;
+      },
+    );
     await until('one running, one buffered', () => g.running === 1 && g.inflight === 2);
     clock.advance(57_000); // 3 s left, under the 6 s start margin
     hold.open();

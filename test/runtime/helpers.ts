@@ -37,7 +37,11 @@ export function startConsumer(rheo: Rheo, options: GroupRunOptions & { batch?: u
 }
 
 /** Build and start a batch Consumer; drained by `drainAll` too. */
-export function startBatchConsumer(rheo: Rheo, options: GroupRunOptions & { batch: BatchOptions }, handler: ConsumerBatchHandler): Consumer {
+export function startBatchConsumer(
+  rheo: Rheo,
+  options: GroupRunOptions & { batch: BatchOptions },
+  handler: ConsumerBatchHandler,
+): Consumer {
   const g = new Consumer(rheo, options, handler);
   started.push(g);
   g.start();

@@ -28,7 +28,9 @@ describe('transactional option', () => {
   });
 
   it('must be a boolean, and cannot be combined with batch', () => {
-    expect(fieldOf(() => new Consumer(rheo, { stream: 's', group: 'g', transactional: 'yes' as never }, handler)).field).toBe('transactional');
+    expect(fieldOf(() => new Consumer(rheo, { stream: 's', group: 'g', transactional: 'yes' as never }, handler)).field).toBe(
+      'transactional',
+    );
     expect(
       fieldOf(() => new Consumer(rheo, { stream: 's', group: 'g', transactional: true, batch: { size: 10 } } as never, handler as never))
         .field,

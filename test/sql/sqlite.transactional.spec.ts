@@ -67,7 +67,11 @@ describe('sqlite: transactional consumers on a host DataSource', () => {
     return { stream, table };
   }
 
-  function transactional(stream: string, handler: (lease: Lease, delivery: DeliveryControl) => Promise<unknown>, concurrency = 4): Consumer {
+  function transactional(
+    stream: string,
+    handler: (lease: Lease, delivery: DeliveryControl) => Promise<unknown>,
+    concurrency = 4,
+  ): Consumer {
     const group = new Consumer(
       rheo,
       { stream, group: 'g', transactional: true, concurrency, maxDemand: 10, pollMs: 10, leaseMs: 10_000 },

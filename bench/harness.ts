@@ -1,9 +1,9 @@
 // Shared pieces of the benchmarks: payloads, the three measured operations
-// (append, consume through a Group, append-to-handler latency), and output.
+// (append, consume through a Consumer, append-to-handler latency), and output.
 // Figures are relative to this machine; each run prints what it measured.
 import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { Group, type JsonValue, type Rheo } from '../lib';
+import { Consumer, type JsonValue, type Rheo } from '../lib';
 
 /** One output line: a throughput figure or a latency figure. */
 export type BenchLine =
@@ -26,9 +26,9 @@ export type BenchLine =
   /** A peer library doing the same work in the same run; `oursPerPeer` = our figure / theirs. */
   | { backend: string; op: string; peer: true; events: number; eventsPerSec: number; oursPerPeer: number }
   /**
-   * Append→handler latency. `idle`: one event at a time into an idle Group. `backlog`:
+   * Append→handler latency. `idle`: one event at a time into an idle Consumer. `backlog`:
    * probes on a stream of their own while a backlog of `backlog` events drains
-   * through another Group on the same store; `events` = probes timed.
+   * through another Consumer on the same store; `events` = probes timed.
    */
   | { backend: string; op: 'latency'; load: 'idle' | 'backlog'; events: number; p50Ms: number; p99Ms: number; backlog?: number };
 
@@ -64,7 +64,7 @@ export async function benchAppend(rheo: Rheo, stream: string, n: number, batchSi
 }
 
 /**
- * Consume `n` waiting events through a Group with a no-op handler (a batch
+ * Consume `n` waiting events through a Consumer with a no-op handler (a batch
  * handler when `batch` is given); measured until the group's lag is 0.
  */
 export async function benchConsume(
@@ -79,7 +79,7 @@ export async function benchConsume(
   const all = new Promise<void>((r) => (onAll = r));
   const { batch, ...single } = options;
   const run = { stream, group, pollMs: 50, ...single };
-  const g = batch ? new Group(rheo, { ...run, batch }, async () => undefined) : new Group(rheo, run, async () => undefined);
+  const g = batch ? new Consumer(rheo, { ...run, batch }, async () => undefined) : new Consumer(rheo, run, async () => undefined);
   g.on('settled', () => {
     if (++settled === n) onAll();
   });
@@ -99,8 +99,8 @@ export async function benchConsume(
 }
 
 /**
- * Append-to-handler latency through a Group with a long `pollMs` (so wake-ups,
- * not polls, carry it): one event at a time, each appended once the Group is
+ * Append-to-handler latency through a Consumer with a long `pollMs` (so wake-ups,
+ * not polls, carry it): one event at a time, each appended once the Consumer is
  * idle again, `samples` times.
  */
 export async function benchLatency(
@@ -113,7 +113,7 @@ export async function benchLatency(
   const sent = new Map<number, number>();
   const latencies: number[] = [];
   let handled: (() => void) | null = null;
-  const g = new Group(
+  const g = new Consumer(
     rheo,
     { stream, group, pollMs: options.pollMs, leaseMs: Math.max(30_000, options.pollMs * 2), maxDemand: 1, concurrency: 1 },
     async (lease) => {
@@ -126,7 +126,7 @@ export async function benchLatency(
   );
   g.start();
   for (let i = 0; i < samples; i++) {
-    // Let the Group settle the last event and go idle before the next append.
+    // Let the Consumer settle the last event and go idle before the next append.
     await new Promise((r) => setTimeout(r, options.gapMs ?? 3));
     const done = new Promise<void>((r) => (handled = r));
     sent.set(i, performance.now());
@@ -246,9 +246,9 @@ export function emitPeer(peer: string, op: string, events: number, theirs: numbe
 
 /**
  * Append-to-handler latency under load: `backlog` events are appended to a
- * stream of their own, then drained through a Group (maxDemand 100, concurrency
+ * stream of their own, then drained through a Consumer (maxDemand 100, concurrency
  * 16, no-op handler); while they drain, a probe event is appended every
- * `probeEveryMs` to another stream, consumed by its own Group (`pollMs`, so
+ * `probeEveryMs` to another stream, consumed by its own Consumer (`pollMs`, so
  * wake-ups carry it), and timed from before its append to its handler. The
  * probes do not queue behind the backlog (that would time the backlog's
  * throughput): they time a wake-up, a claim and a dispatch while the store and
@@ -269,7 +269,7 @@ export async function benchLatencyUnderLoad(
   const sent = new Map<number, number>();
   const latencies: number[] = [];
   let allHandled: (() => void) | null = null;
-  const probes = new Group(
+  const probes = new Consumer(
     rheo,
     {
       stream: probe,
@@ -287,13 +287,17 @@ export async function benchLatencyUnderLoad(
     },
   );
   probes.start();
-  await new Promise((r) => setTimeout(r, 50)); // the probe Group's first (empty) fetch, then idle
+  await new Promise((r) => setTimeout(r, 50)); // the probe Consumer's first (empty) fetch, then idle
 
   let drained = false;
   let settled = 0;
   let onDrained!: () => void;
   const done = new Promise<void>((r) => (onDrained = r));
-  const drain = new Group(rheo, { stream: load, group: 'consumers', maxDemand: 100, concurrency: 16, pollMs: 50 }, async () => undefined);
+  const drain = new Consumer(
+    rheo,
+    { stream: load, group: 'consumers', maxDemand: 100, concurrency: 16, pollMs: 50 },
+    async () => undefined,
+  );
   drain.on('settled', () => {
     if (++settled === options.backlog) {
       drained = true;
@@ -330,7 +334,7 @@ export async function benchLatencyUnderLoad(
  * The latency figures every bench ends with. Idle: 200 samples on a fresh
  * stream, pollMs 1000 (wake-ups carry it). Under load: probes every ~10 ms while
  * a backlog of `backlog` events (default 20,000, appended in batches of `batch`)
- * drains through a Group; see {@link benchLatencyUnderLoad}.
+ * drains through a Consumer; see {@link benchLatencyUnderLoad}.
  */
 export async function emitLatency(
   rheo: Rheo,

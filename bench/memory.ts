@@ -7,7 +7,7 @@ import { benchAppend, benchConsume, emit, emitLatency, printTable } from './harn
 const N = Number(process.env.RHEO_BENCH_N ?? 100_000);
 const BATCH = 1000;
 
-/** append N, consume N through a Group (maxDemand 100, concurrency 16), then latency. */
+/** append N, consume N through a Consumer (maxDemand 100, concurrency 16), then latency. */
 export async function main(): Promise<void> {
   const rheo = new Rheo(new MemoryBackend());
   await rheo.createStream('bench', { partitions: 4 });

@@ -24,7 +24,7 @@ interface Store {
   cleanup(): Promise<unknown>;
 }
 
-/** Ours on the store (append N, then consume them through a Group of maxDemand 100 × concurrency 16), then the peer. */
+/** Ours on the store (append N, then consume them through a Consumer of maxDemand 100 × concurrency 16), then the peer. */
 async function beside(s: Store): Promise<void> {
   try {
     await s.rheo.createStream('bench', { partitions: s.partitions });

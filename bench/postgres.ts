@@ -70,7 +70,7 @@ async function rawConsume(pool: Pool, schema: string, k: number): Promise<number
 }
 
 /**
- * append N in batches of 500, consume N through a Group (maxDemand 100, concurrency 16) and through a batch Group (size 100),
+ * append N in batches of 500, consume N through a Consumer (maxDemand 100, concurrency 16) and through a batch Consumer (size 100),
  * each next to the raw table and the minimal queue; pg-boss; latency idle (pollMs 1000) and while N drain.
  */
 export async function main(args: string[] = []): Promise<void> {

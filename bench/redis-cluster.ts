@@ -12,7 +12,7 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import Redis, { Cluster } from 'ioredis';
-import { Group, Rheo, redisBackend } from '../lib';
+import { Consumer, Rheo, redisBackend } from '../lib';
 import { StreamKeys } from '../lib/backends/redis/keys';
 import { emit, payload, printTable, rate, round, timeIt } from './harness';
 import { deleteKeysUnder } from './redis-keys';
@@ -48,7 +48,7 @@ async function spreadNames(cluster: Cluster, prefix: string): Promise<{ names: s
   return { names, perMaster };
 }
 
-/** Append n events over the streams (batches of 500, all streams at once), then consume them through one Group per stream at once. */
+/** Append n events over the streams (batches of 500, all streams at once), then consume them through one Consumer per stream at once. */
 async function workload(rheo: Rheo, streams: string[], n: number): Promise<{ append: number; consume: number }> {
   const per = Math.ceil(n / streams.length);
   const total = per * streams.length;
@@ -73,7 +73,7 @@ async function workload(rheo: Rheo, streams: string[], n: number): Promise<{ app
   let onAll!: () => void;
   const all = new Promise<void>((r) => (onAll = r));
   const groups = streams.map((stream) => {
-    const g = new Group(rheo, { stream, group: 'consumers', maxDemand: 100, concurrency: 16, pollMs: 50 }, async () => undefined);
+    const g = new Consumer(rheo, { stream, group: 'consumers', maxDemand: 100, concurrency: 16, pollMs: 50 }, async () => undefined);
     g.on('settled', () => {
       if (++settled === total) onAll();
     });

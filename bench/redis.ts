@@ -60,7 +60,7 @@ async function rawConsume(redis: Redis, key: string): Promise<number> {
   return rate(N, ms);
 }
 
-/** append N, consume N through a Group (maxDemand 100, concurrency 16), each next to raw ioredis and the minimal queue; BullMQ; latency idle (pollMs 1000) and while N drain. */
+/** append N, consume N through a Consumer (maxDemand 100, concurrency 16), each next to raw ioredis and the minimal queue; BullMQ; latency idle (pollMs 1000) and while N drain. */
 export async function main(args: string[] = []): Promise<void> {
   const rounds = roundsOf(args);
   const prefix = `rheo-bench:${process.pid}`;

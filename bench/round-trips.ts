@@ -1,9 +1,9 @@
 // `npm run bench -- round-trips [postgres|redis|sqlite]`: how many round trips
 // to the store each hot operation makes (issue 15), counted, not timed: one
 // append of 500, one fetch of 100, one renew round of those 100 leases, one
-// settle (ack) of those 100; then, not exact (timing decides how a Group's
+// settle (ack) of those 100; then, not exact (timing decides how a Consumer's
 // fetches and coalesced settles fall), all the 1,000 events then waiting consumed
-// through a Group as the throughput bench does. The driver calls are counted by hooks patched into
+// through a Consumer as the throughput bench does. The driver calls are counted by hooks patched into
 // this process's driver prototypes (bench/round-trips/*.ts); the library is not
 // touched. Each operation runs once unmeasured first, so the counts are the steady
 // state (prepared statements planned, scripts loaded, stream metadata cached).
@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dropSchema, PG_URL } from './pg-schema';
-import { Group, type Lease, postgresBackend, redisBackend, Rheo, sqliteBackend } from '../lib';
+import { Consumer, type Lease, postgresBackend, redisBackend, Rheo, sqliteBackend } from '../lib';
 import { payload } from './harness';
 import type { Counter } from './round-trips/counter';
 import { countRedisRoundTrips } from './round-trips/ioredis';
@@ -67,19 +67,19 @@ export async function countRoundTrips(rheo: Rheo, backend: string, counter: Coun
   const results = await measure(`settle ${CLAIM}`, () => settle(leases));
   if (results.some((r) => !r.ok)) throw new Error('a settle failed');
 
-  // Not exact: how a Group's fetches and coalesced settles fall depends on timing. What the bench's consume does per event.
+  // Not exact: how a Consumer's fetches and coalesced settles fall depends on timing. What the bench's consume does per event.
   await rheo.createGroup('rt', 'group');
   const waiting = 2 * APPEND;
-  await measure(`consume ${waiting} through a Group (varies)`, () => consumeAll(rheo, 'rt', 'group', waiting));
+  await measure(`consume ${waiting} through a Consumer (varies)`, () => consumeAll(rheo, 'rt', 'group', waiting));
   return out;
 }
 
-/** Consume the `n` waiting events through a Group like the bench's (maxDemand 100, concurrency 16, no-op handler). */
+/** Consume the `n` waiting events through a Consumer like the bench's (maxDemand 100, concurrency 16, no-op handler). */
 async function consumeAll(rheo: Rheo, stream: string, group: string, n: number): Promise<void> {
   let settled = 0;
   let onAll!: () => void;
   const all = new Promise<void>((r) => (onAll = r));
-  const g = new Group(rheo, { stream, group, maxDemand: CLAIM, concurrency: 16, pollMs: 1000 }, async () => undefined);
+  const g = new Consumer(rheo, { stream, group, maxDemand: CLAIM, concurrency: 16, pollMs: 1000 }, async () => undefined);
   g.on('settled', () => {
     if (++settled === n) onAll();
   });

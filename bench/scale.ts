@@ -7,7 +7,7 @@
 // Fairness on a shared machine: the two sides of a pair are measured in
 // alternation (two groups of one stream, or two streams, round after round),
 // so both see the same load from whatever else runs; every consume figure is a
-// median of fresh-Group windows of the same size (10k); and the store's
+// median of fresh-Consumer windows of the same size (10k); and the store's
 // housekeeping (PostgreSQL VACUUM ANALYZE, see target.ts) is brought up to date
 // before each round, so the sides differ by backlog, dead letters or a trim,
 // not by upkeep.
@@ -32,7 +32,7 @@ const PARTITIONS = 4;
 /** pg-boss comparison size: the postgres bench's N. */
 const PEER_EVENTS = 20_000;
 const WARMUP_EVENTS = 20_000;
-/** Each consume figure is the median of this many windows, each with a fresh Group. */
+/** Each consume figure is the median of this many windows, each with a fresh Consumer. */
 const ROUNDS = 5;
 
 /** Bring the store's housekeeping up to date (a no-op but on PostgreSQL). */
@@ -256,8 +256,8 @@ interface BigConsume {
 
 /**
  * Consume the whole big backlog. First `ROUNDS` windows of 10k, each with a
- * fresh Group, in alternation with rounds of a 10k backlog on another stream
- * (measured exactly alike): the acceptance pair. Then the rest in one Group,
+ * fresh Consumer, in alternation with rounds of a 10k backlog on another stream
+ * (measured exactly alike): the acceptance pair. Then the rest in one Consumer,
  * whose steady windows early and late (the last but one: no tail) show whether
  * settled history slows consuming.
  */

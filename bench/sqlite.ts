@@ -78,7 +78,7 @@ function rawConsume(file: string): number {
   return rate(N, ms);
 }
 
-/** append N in batches of 500, consume N through a Group (maxDemand 100, concurrency 16), each next to the raw table and the minimal queue; latency idle (pollMs 1000) and while N drain. */
+/** append N in batches of 500, consume N through a Consumer (maxDemand 100, concurrency 16), each next to the raw table and the minimal queue; latency idle (pollMs 1000) and while N drain. */
 export async function main(args: string[] = []): Promise<void> {
   const rounds = roundsOf(args);
   const dir = mkdtempSync(join(tmpdir(), 'rheo-bench-sqlite-'));

@@ -69,8 +69,16 @@ export { RheoError, isRheoError, type RheoErrorCode } from './core/errors';
 export { RheoReject, RheoRetry, type RheoRetryOptions, type Outcome } from './core/outcomes';
 // For tests and for stores with their own time: the clocks a user passes as `clock`.
 export { ManualClock, storeClock, type Clock, type StoreClockOptions } from './core/clock';
-// For consumers outside Nest: the runtime Group and the handlers it runs.
-export { Group, type GroupRunOptions, type GroupHandler, type GroupBatchHandler, type DeliveryControl, type BatchControl } from './runtime';
+// For consumers outside Nest: the runtime Consumer and the handlers it runs, and their former names (deprecated).
+export {
+  Consumer,
+  type GroupRunOptions,
+  type ConsumerHandler,
+  type ConsumerBatchHandler,
+  type DeliveryControl,
+  type BatchControl,
+} from './runtime';
+export { Group, type GroupHandler, type GroupBatchHandler } from './runtime/deprecated-names';
 
 // For operators' scripts: the admin service behind the `rheo` CLI and the dashboard, and its JSON-ready results.
 export { RheoAdmin, type RheoAdminOptions } from './admin/rheo-admin';

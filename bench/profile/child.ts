@@ -3,7 +3,7 @@
 // on a stream of its own (500 events appended and consumed, so module loading,
 // JIT and prepared statements fall outside), then runs the one operation, the
 // same as the throughput bench's: append N in batches of 500, or consume the N
-// waiting events through a Group (maxDemand 100, concurrency 16, no-op handler).
+// waiting events through a Consumer (maxDemand 100, concurrency 16, no-op handler).
 // Writes the window it measured (process.hrtime in µs, the profile's own clock)
 // to the file named in argv, so the summary counts only samples inside it, with
 // the source maps of the TypeScript it ran.

@@ -1,8 +1,8 @@
-// Consuming through the runtime Group, the way the other benches do (no-op
+// Consuming through the runtime Consumer, the way the other benches do (no-op
 // handler, maxDemand 100, concurrency 16), timed per window of `window` settled
 // events so a 10k and a 1M backlog give comparable figures.
 import { performance } from 'node:perf_hooks';
-import { Group, type Rheo } from '../../lib';
+import { Consumer, type Rheo } from '../../lib';
 import { rate } from '../harness';
 import { progress } from './report';
 
@@ -14,14 +14,14 @@ const STALL_MS = 120_000;
 export interface ConsumeRun {
   window: number;
   total: number;
-  /** `marks[k]`: when the `k * window`-th event settled; `marks[0]`: the Group's start. */
+  /** `marks[k]`: when the `k * window`-th event settled; `marks[0]`: the Consumer's start. */
   marks: number[];
   /** When the last (`total`-th) event settled. */
   end: number;
   settleErrors: number;
 }
 
-/** Events/s over the `k`-th window (1-based): 1 includes the Group's start-up, the others are steady state. */
+/** Events/s over the `k`-th window (1-based): 1 includes the Consumer's start-up, the others are steady state. */
 export function windowRate(run: ConsumeRun, k: number): number {
   return rate(run.window, run.marks[k] - run.marks[k - 1]);
 }
@@ -31,7 +31,7 @@ export function overallRate(run: ConsumeRun): number {
 }
 
 /**
- * Consume `total` events of a waiting backlog with a fresh Group and a no-op
+ * Consume `total` events of a waiting backlog with a fresh Consumer and a no-op
  * handler, then drain it (prefetched leases go back). With `caughtUp`, the
  * group's lag is awaited to be 0 afterwards (outside the figures), so the next
  * step finds it at the head.
@@ -49,7 +49,7 @@ export async function consume(
   let fetchErrors = 0;
   let onAll!: () => void;
   const all = new Promise<void>((r) => (onAll = r));
-  const g = new Group(rheo, { stream, group, ...GROUP_OPTIONS }, async () => undefined);
+  const g = new Consumer(rheo, { stream, group, ...GROUP_OPTIONS }, async () => undefined);
   const progressEvery = Math.max(window, Math.ceil(total / 10 / window) * window);
   g.on('settled', () => {
     settled++;
@@ -100,7 +100,7 @@ export interface RateTarget {
 /**
  * The consume rate of each target over one window of `window` events, `rounds`
  * times: each round first calls `fill` (which appends the backlogs and brings
- * the store's housekeeping up to date), then a fresh Group per target consumes
+ * the store's housekeeping up to date), then a fresh Consumer per target consumes
  * one window, the targets' order rotating from round to round. Targets compared
  * with each other are thus measured in the same minutes, under the same load
  * from whatever else runs on the machine; each figure is the median of its rounds.

@@ -115,7 +115,7 @@ export interface FrontierMessage {
   highWatermark: number;
 }
 
-/** `rheo:consumer:start` and `rheo:consumer:stop`: a runtime Group started or stopped. */
+/** `rheo:consumer:start` and `rheo:consumer:stop`: a runtime Consumer started or stopped. */
 export interface ConsumerMessage {
   stream: string;
   group: string;
@@ -124,7 +124,7 @@ export interface ConsumerMessage {
   reason?: 'drained' | 'timeout';
 }
 
-/** `rheo:fetch:error`: a runtime fetch failed; the Group backs off. */
+/** `rheo:fetch:error`: a runtime fetch failed; the Consumer backs off. */
 export interface FetchErrorMessage {
   stream: string;
   group: string;

@@ -8,7 +8,7 @@ import { blameSource, prefixed } from './consumer-options';
 
 /**
  * The broadcast memberships of one transport (docs/adr/031): each broadcast
- * consumer joins with a group of its own before its runtime Group starts, and
+ * consumer joins with a group of its own before its runtime Consumer starts, and
  * leaves (its group deleted) after every consumer drained. What the heartbeats
  * find goes to the log.
  */

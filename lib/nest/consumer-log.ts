@@ -7,7 +7,7 @@ import { backoffDelay } from '../core/backoff';
 import type { Outcome } from '../core/outcomes';
 import { writtenOutcome } from '../core/settle';
 import type { GroupConfig, Lease } from '../core/types';
-import type { ClaimDeadLetterEvent } from '../runtime/group-types';
+import type { ClaimDeadLetterEvent } from '../runtime/consumer-types';
 import type { ResolvedGroupOptions } from '../runtime/options';
 import type { RheoConsumerSettingsSnapshot, RheoEventConsumer } from './rheo-events';
 

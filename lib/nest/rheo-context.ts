@@ -1,7 +1,7 @@
 import { BaseRpcContext } from '@nestjs/microservices';
 import { RheoError } from '../core/errors';
 import type { EventMetadata, JsonValue, Lease, RheoEvent } from '../core/types';
-import type { BatchControl, BatchRetryOptions, DeliveryControl } from '../runtime/group-types';
+import type { BatchControl, BatchRetryOptions, DeliveryControl } from '../runtime/consumer-types';
 
 /** The signal of a context built without a runtime delivery (tests, tools): it never aborts. */
 const NEVER_ABORTED = new AbortController().signal;

@@ -6,7 +6,7 @@ import { DEFAULT_DRAIN_TIMEOUT_MS } from '../core/limits';
 import type { Outcome } from '../core/outcomes';
 import type { Rheo } from '../core/rheo';
 import type { GroupConfig, Lease } from '../core/types';
-import { type BatchControl, type DeliveryControl, Group, type GroupState, Trimmer } from '../runtime';
+import { type BatchControl, type DeliveryControl, Consumer, type ConsumerState, Trimmer } from '../runtime';
 import { checkTransactional } from '../runtime/transactional';
 import { BroadcastMemberships } from './broadcast';
 import { RHEO_CONSUMER_EXTRAS, rheoTransportId } from './constants';
@@ -55,7 +55,7 @@ export type RheoServerEvents = {
 
 /** A snapshot of one running consumer, for health and diagnostics. */
 export interface RheoConsumerState extends RheoConsumerRef {
-  state: GroupState;
+  state: ConsumerState;
   /** Unsettled leases held. */
   inflight: number;
   /** Handlers running now. */
@@ -70,19 +70,19 @@ export interface RheoConsumerState extends RheoConsumerRef {
 export interface RheoServerInternals {
   rheo: Rheo;
   /** The running Groups, by `'stream/group'`. */
-  groups: ReadonlyMap<string, Group>;
+  groups: ReadonlyMap<string, Consumer>;
 }
 
 interface Running {
   consumer: ResolvedConsumer;
-  group: Group;
+  group: Consumer;
   ref: RheoConsumerRef;
   /** The group as stored (maxAttempts and retry decide what a nack means). */
   config: GroupConfig;
 }
 
 /**
- * The nestjs-rheo transport: runs one runtime `Group` per `@RheoConsumer` handler
+ * The nestjs-rheo transport: runs one runtime `Consumer` per `@RheoConsumer` handler
  * of its instance. Provided by `RheoModule` (so it is built with the instance's
  * backend); connect it with
  * `app.connectMicroservice({ strategy: app.get(RheoServer) }, { inheritAppConfig: true })`.
@@ -134,7 +134,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
   }
 
   /**
-   * Ping the backend, create missing streams and groups, then start one Group per
+   * Ping the backend, create missing streams and groups, then start one Consumer per
    * consumer. `callback(err)` (rejecting `app.listen()` / `startAllMicroservices()`)
    * on an unreachable backend or invalid consumer options, with a RheoError that
    * names the handler.
@@ -309,8 +309,8 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     const config = this.configs.get(consumer.key)!;
     const { batch, ...single } = consumer.run;
     const group = batch
-      ? new Group(this.instance.rheo, { ...single, batch }, (leases, control) => this.deliverBatch(ref, handler, leases, control))
-      : new Group(this.instance.rheo, single, (lease, control) => this.deliver(ref, handler, lease, control));
+      ? new Consumer(this.instance.rheo, { ...single, batch }, (leases, control) => this.deliverBatch(ref, handler, leases, control))
+      : new Consumer(this.instance.rheo, single, (lease, control) => this.deliver(ref, handler, lease, control));
     const label = consumerLabel(ref);
     group.on('fetch_error', (error) => {
       if (!this.backingOff.has(consumer.key)) this.logger.error(`${label}: fetch failed, backing off: ${error.message}`);

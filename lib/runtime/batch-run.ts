@@ -4,14 +4,14 @@ import { boundReason, type Outcome } from '../core/outcomes';
 import type { Lease, RheoEvent } from '../core/types';
 import { checkInt, checkKeys, checkObject, keySet } from '../core/validate';
 import { LazyDeliveryControl } from './delivery-control';
-import type { BatchControl, BatchRetryOptions } from './group-types';
+import type { BatchControl, BatchRetryOptions } from './consumer-types';
 import { ACK } from './handler-result';
 
 const RETRY_KEYS = keySet('a retry option', ['reason', 'delayMs']);
 
 /**
  * One batch handler call: its leases, its signal, and the outcomes the handler
- * gave per event. The Group settles each lease by its own outcome, else by what
+ * gave per event. The Consumer settles each lease by its own outcome, else by what
  * the call as a whole came to (returned, threw, timed out).
  */
 export class BatchRun implements BatchControl {

@@ -1,4 +1,4 @@
-import type { DeliveryControl } from './group-types';
+import type { DeliveryControl } from './consumer-types';
 
 /**
  * A delivery's abort signal, made only when the handler first reads it. An

@@ -10,7 +10,7 @@ export const ACK: Outcome = { kind: 'ack' };
 /**
  * What a handler resolves with when it wrote its own ack, inside the transaction
  * that holds its business writes (the transactional consumers of the SQL
- * backends): the Group counts the delivery acked and writes nothing more.
+ * backends): the Consumer counts the delivery acked and writes nothing more.
  */
 export const SETTLED_BY_HANDLER: unique symbol = Symbol('rheo.settledByHandler');
 
@@ -29,7 +29,7 @@ function boundedDelay(value: unknown): number | undefined {
 /**
  * What a handler resolved with, as an outcome the facade accepts: `undefined`
  * (or `null`) acks, a well-formed {@link Outcome} is kept with its reason and
- * delay bounded, anything else is an error (the Group nacks it and reports it).
+ * delay bounded, anything else is an error (the Consumer nacks it and reports it).
  */
 export function outcomeOfValue(value: unknown): Outcome | RheoError {
   if (value === undefined || value === null) return ACK;

@@ -16,7 +16,7 @@ export function timeoutOutcome(timeoutMs: number, onTimeout: OnTimeout): Outcome
   return onTimeout === 'dead-letter' ? { kind: 'reject', reason } : { kind: 'nack', reason };
 }
 
-/** What a bounded call tells its Group beyond its result. */
+/** What a bounded call tells its Consumer beyond its result. */
 export interface TimeoutHooks {
   /** The timer fired first: abort the call's signal; the call now counts as overdue. */
   expired(error: RheoError): void;

@@ -1,10 +1,10 @@
 // The consumer runtime: no Nest, no backend specifics; built on the core facade.
-export { Group } from './group';
+export { Consumer } from './consumer';
 export type {
-  GroupHandler,
-  GroupState,
-  GroupStats,
-  GroupEvents,
+  ConsumerHandler,
+  ConsumerState,
+  ConsumerStats,
+  ConsumerEvents,
   DrainResult,
   SettledEvent,
   SettleErrorEvent,
@@ -14,10 +14,10 @@ export type {
   LateSettleEvent,
   LateResultEvent,
   DeliveryControl,
-  GroupBatchHandler,
+  ConsumerBatchHandler,
   BatchControl,
   BatchRetryOptions,
-} from './group-types';
+} from './consumer-types';
 export type { GroupRunOptions, ResolvedGroupOptions, BatchOptions, OnTimeout } from './options';
 export { Trimmer, TRIM_JOB } from './trimmer';
 export type { TrimmerEvents, TrimmerOptions, TrimRound } from './trimmer';

@@ -2,7 +2,7 @@ import type { Lease } from '../core/types';
 import type { BatchRun } from './batch-run';
 import type { LazyDeliveryControl } from './delivery-control';
 
-/** One lease the Group holds: fetched, not yet settled (or given up). */
+/** One lease the Consumer holds: fetched, not yet settled (or given up). */
 export interface InflightEntry {
   readonly lease: Lease;
   /** A settle for it is on its way: its result, not a renewal, decides what happens next. */
@@ -16,9 +16,9 @@ export interface InflightEntry {
 }
 
 /**
- * The leases a Group holds, by lease id. Holding is what `maxDemand` bounds and
+ * The leases a Consumer holds, by lease id. Holding is what `maxDemand` bounds and
  * what renewals keep alive; an entry leaves on its settle's result, on a lost
- * renewal, when it is given back unhandled, or when the Group stops and lets the
+ * renewal, when it is given back unhandled, or when the Consumer stops and lets the
  * rest expire.
  */
 export class Inflight {

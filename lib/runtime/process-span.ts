@@ -42,7 +42,7 @@ function traceProcess(t: Tracing, lease: Lease, group: string, run: () => Promis
   const { api } = t;
   const carried = carriedContext(t, lease.event.metadata);
   // The base is ROOT, not the active context: what is active in the fetch loop is
-  // whatever happened to be when the Group started, not this event's history.
+  // whatever happened to be when the Consumer started, not this event's history.
   const parent: Context = carried ? api.trace.setSpanContext(api.ROOT_CONTEXT, carried) : api.ROOT_CONTEXT;
   const links: Link[] = carried ? [{ context: carried }] : [];
   const span = t.tracer.startSpan(

@@ -6,7 +6,7 @@ import { MAX_BATCH } from '../core/limits';
 import type { Inflight, InflightEntry } from './inflight';
 import { FETCH_BACKOFF } from './options';
 
-/** What the renewal loop reports back to its Group. */
+/** What the renewal loop reports back to its Consumer. */
 export interface RenewalHooks {
   /** A held lease was answered lost (stale_lease, receipt_mismatch): it has been dropped. */
   lost(entry: InflightEntry): void;
@@ -18,12 +18,12 @@ export interface RenewalHooks {
   failed(error: RheoError, leases: number, consecutive: number): void;
   /** A round renewed everything it could after failed rounds. */
   recovered(): void;
-  /** Any round answered (or failed): the Group re-checks what it holds against the clock. */
+  /** Any round answered (or failed): the Consumer re-checks what it holds against the clock. */
   afterRound(): void;
 }
 
 /**
- * Keeps a Group's leases alive: every `leaseMs / 2`, `renewMany` for every held
+ * Keeps a Consumer's leases alive: every `leaseMs / 2`, `renewMany` for every held
  * lease (in calls of at most the facade's batch limit). The next round is
  * scheduled when the previous one answers, so rounds never overlap. A failed
  * round is reported and retried on the fetch backoff (100 ms doubling, capped

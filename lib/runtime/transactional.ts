@@ -1,6 +1,6 @@
 // Transactional consumers (`transactional: true`, docs/adr/030): the handler's
 // writes and the ack of its delivery commit in one transaction of the store's own
-// database, or neither does. The Group runs the handler through
+// database, or neither does. The Consumer runs the handler through
 // `runTransactional`; the backend (`ackInTransaction`) owns the transaction,
 // since only it knows its connection (one shared connection on SQLite).
 import type { TransactionalAck } from '../backends/backend';
@@ -9,12 +9,12 @@ import type { Outcome } from '../core/outcomes';
 import { publishSettles, settlesObserved } from '../core/published';
 import type { Rheo } from '../core/rheo';
 import type { Lease } from '../core/types';
-import type { DeliveryControl, GroupHandler } from './group-types';
+import type { DeliveryControl, ConsumerHandler } from './consumer-types';
 import { ACK, outcomeOfValue, SETTLED_BY_HANDLER } from './handler-result';
 
 /**
  * What a transactional run resolves with when its ack did not certainly commit
- * (the fence refused it, or the commit's fate is unknown): the Group treats it as
+ * (the fence refused it, or the commit's fate is unknown): the Consumer treats it as
  * that ack's failed settle, through the one classifier (ADR 004).
  */
 const ACK_FAILED: unique symbol = Symbol('rheo.transactionalAckFailed');
@@ -59,16 +59,16 @@ export function checkTransactional(rheo: Rheo): void {
  * transaction of the store, with its EntityManager as `delivery.manager`. When it
  * resolves with an ack, the ack is written in that transaction and committed with
  * the handler's writes (resolves {@link SETTLED_BY_HANDLER}). Any other outcome
- * rolls the writes back and is returned for the Group to settle as usual; a throw
+ * rolls the writes back and is returned for the Consumer to settle as usual; a throw
  * rolls them back and is rethrown (retried as today). `settling` is called just
  * before the ack is written: from then on, a renewal that finds the delivery gone
- * must leave the lease to this run (the Group's `entry.settling`).
+ * must leave the lease to this run (the Consumer's `entry.settling`).
  */
 export async function runTransactional(
   rheo: Rheo,
   lease: Lease,
   control: DeliveryControl,
-  handler: GroupHandler,
+  handler: ConsumerHandler,
   settling: () => void,
 ): Promise<Outcome | void> {
   let value: Outcome | void = undefined;
@@ -91,7 +91,7 @@ export async function runTransactional(
   }
 }
 
-/** The handler's view of its delivery: the Group's control (its signal read through), and the transaction. */
+/** The handler's view of its delivery: the Consumer's control (its signal read through), and the transaction. */
 function withManager(control: DeliveryControl, manager: unknown): DeliveryControl {
   return {
     get signal() {

@@ -12,7 +12,7 @@ import {
   RheoContext,
   RheoModule,
   RheoServer,
-  type Group,
+  type Consumer,
   type JsonValue,
 } from '../../lib';
 import type { RheoServerInternals } from '../../lib/nest/rheo-server';
@@ -105,7 +105,7 @@ describe('named instances and options from configuration', () => {
 
   it('applies module defaults and per-consumer configuration over decorator literals', () => {
     const { groups } = app.get(RheoServer).unwrap<RheoServerInternals>();
-    const risk = groups.get('trades/risk') as Group;
+    const risk = groups.get('trades/risk') as Consumer;
     expect(risk.config).toMatchObject({ concurrency: 3, maxDemand: 7, leaseMs: 20_000, pollMs: 10 });
   });
 });

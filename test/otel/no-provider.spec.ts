@@ -1,6 +1,6 @@
 import { trace } from '@opentelemetry/api';
 import { memoryBackend, Rheo } from '../../lib';
-import { drainAll, startGroup, unique } from '../runtime/helpers';
+import { drainAll, startConsumer, unique } from '../runtime/helpers';
 import { until } from '../support/until';
 import { spansNamed, startTracing } from './tracing';
 
@@ -25,7 +25,7 @@ it('with no provider registered, appends and consumes without touching the metad
   expect(batch.map((e) => e.metadata)).toEqual([{}, {}]);
   const activeInHandler: unknown[] = [];
   let settled = 0;
-  const g = startGroup(rheo, { stream, group: 'g', pollMs: 10 }, async () => {
+  const g = startConsumer(rheo, { stream, group: 'g', pollMs: 10 }, async () => {
     activeInHandler.push(trace.getActiveSpan());
   });
   g.on('settled', () => settled++);

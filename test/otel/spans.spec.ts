@@ -3,7 +3,7 @@ import { type Lease, type Outcome, Rheo, RheoError, RheoReject, RheoRetry } from
 import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import type { NewEvent } from '../../lib/backends/backend';
 import { formatTraceparent, parseTraceparent } from '../../lib/core/otel-w3c';
-import { drainAll, startGroup, unique } from '../runtime/helpers';
+import { drainAll, startConsumer, unique } from '../runtime/helpers';
 import { until } from '../support/until';
 import { type SpanRecord, spansNamed, startTracing, type TestTracing } from './tracing';
 
@@ -154,7 +154,7 @@ describe('process <stream>', () => {
     handler: (lease: Lease) => Promise<Outcome | void>,
   ): Promise<SpanRecord[]> {
     let settled = 0;
-    const g = startGroup(rheo, { stream, group, pollMs: 10, consumerId: 'c-1' }, handler);
+    const g = startConsumer(rheo, { stream, group, pollMs: 10, consumerId: 'c-1' }, handler);
     g.on('settled', () => settled++);
     await until(`${n} settles`, () => settled >= n);
     await g.drain(1000);
@@ -286,7 +286,7 @@ describe('process <stream>', () => {
     }
   });
 
-  it('is not parented by whatever span was active when the Group started', async () => {
+  it('is not parented by whatever span was active when the Consumer started', async () => {
     const { stream, group } = await streamWithGroup();
     await rheo.append(stream, { payload: 1, metadata: { traceparent: 'none' } });
     const ambient = tracer().startSpan('bootstrap');

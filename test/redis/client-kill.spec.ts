@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { Group, Rheo, redisBackend } from '../../lib';
+import { Consumer, Rheo, redisBackend } from '../../lib';
 import { appendRetrying, deleteKeys, freshPrefix, REDIS_URL } from './support';
 import { until } from '../support/until';
 
@@ -32,7 +32,7 @@ it('CLIENT KILL of both connections mid-consumption: the group recovers and lose
   await rheo.createGroup(stream, 'g', { maxAttempts: 1000, retry: { initialMs: 0, maxMs: 0 } });
 
   const handled = new Map<string, number>();
-  const group = new Group(rheo, { stream, group: 'g', maxDemand: 50, concurrency: 8, leaseMs: 1000, pollMs: 100 }, async (lease) => {
+  const group = new Consumer(rheo, { stream, group: 'g', maxDemand: 50, concurrency: 8, leaseMs: 1000, pollMs: 100 }, async (lease) => {
     handled.set(lease.event.id, (handled.get(lease.event.id) ?? 0) + 1);
     await new Promise((r) => setImmediate(r));
   });

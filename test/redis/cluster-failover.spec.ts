@@ -4,7 +4,7 @@
 // the test reports what was lost. Redis replicates asynchronously, so without
 // `durability` an acknowledged append can be lost (reported, not asserted: usually 0
 // on one machine); with `durability: { replicas: 1 }` none may be.
-import { Group, Rheo, redisBackend, RheoError } from '../../lib';
+import { Consumer, Rheo, redisBackend, RheoError } from '../../lib';
 import type { RedisDurability } from '../../lib/backends/redis/redis-backend';
 import { StreamKeys } from '../../lib/backends/redis/keys';
 import { until } from '../support/until';
@@ -42,7 +42,7 @@ interface Report {
 /**
  * One run: a stream on a master of its own, a producer appending one event at a time
  * (every id it got back is "acknowledged"; a failed append is counted, not retried),
- * a Group consuming. Once both are under way the stream's master is SIGKILLed; the
+ * a Consumer consuming. Once both are under way the stream's master is SIGKILLed; the
  * replica takes over; the killed node is started again (it rejoins as a replica);
  * once the producer has had acknowledgements since, it stops, the group drains, and
  * the log is read back.
@@ -57,7 +57,7 @@ async function failover(scenario: string, durability?: RedisDurability): Promise
   const failures: Record<string, number> = {};
   let stop = false;
   let producer: Promise<void> = Promise.resolve();
-  const group = new Group(rheo, { stream, group: 'g', maxDemand: 20, concurrency: 4, leaseMs: 2000, pollMs: 100 }, async (lease) => {
+  const group = new Consumer(rheo, { stream, group: 'g', maxDemand: 20, concurrency: 4, leaseMs: 2000, pollMs: 100 }, async (lease) => {
     handled.set(lease.event.id, (handled.get(lease.event.id) ?? 0) + 1);
   });
   try {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import Redis from 'ioredis';
-import { Group, ManualClock, Rheo, RheoError, redisBackend } from '../../lib';
+import { Consumer, ManualClock, Rheo, RheoError, redisBackend } from '../../lib';
 import type { Lease } from '../../lib';
 import { keySlot } from '../../lib/backends/redis/cluster';
 import { mapRedisError } from '../../lib/backends/redis/errors';
@@ -439,14 +439,14 @@ describe('connections killed on every master mid-consumption', () => {
     const rheo = new Rheo(backend);
     const streams = all.map((m) => streamOn(m, 'kill', p));
     const handled = new Map<string, number>();
-    const groups: Group[] = [];
+    const groups: Consumer[] = [];
     const appended: string[] = [];
     let kills = 0;
     try {
       for (const s of streams) {
         await rheo.createStream(s, { partitions: 2 });
         await rheo.createGroup(s, 'g', { maxAttempts: 1000, retry: { initialMs: 0, maxMs: 0 } });
-        const group = new Group(
+        const group = new Consumer(
           rheo,
           { stream: s, group: 'g', maxDemand: 50, concurrency: 8, leaseMs: 1000, pollMs: 100 },
           async (lease) => {

@@ -1,5 +1,5 @@
 // The runtime's diagnostics channels, on memory and on SQLite (one case list): a
-// real Group with handlers that ack, throw, reject, retry and resolve with
+// real Consumer with handlers that ack, throw, reject, retry and resolve with
 // garbage; a lease taken over by another consumer; renewals failing on a closed
 // backend until the lease expires; a buffered lease too close to expiry; fetch
 // errors; consumer start and stop. Each channel's message is checked field by
@@ -7,7 +7,7 @@
 import {
   CHANNELS,
   type DeliveryControl,
-  Group,
+  Consumer,
   type Lease,
   ManualClock,
   Rheo,
@@ -18,7 +18,7 @@ import {
 } from '../../lib';
 import { ChannelRecorder, PLAIN_CHANNEL_NAMES } from '../support/channel-recorder';
 import { CLOCKED_BACKENDS, removeTempFiles } from '../support/clocked-backends';
-import { drainAll, gate, startGroup, unique } from './helpers';
+import { drainAll, gate, startConsumer, unique } from './helpers';
 import { until } from '../support/until';
 
 /** Written into every payload and metadata value: no channel message may contain it. */
@@ -82,7 +82,7 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the runtime on $name', 
     const event: Record<Kind, RheoEvent> = { ack, throw: thrown, reject: rejected, retry: retried, value: valued };
     rec.clear();
 
-    const g = startGroup(
+    const g = startConsumer(
       rheo,
       { stream, group, consumerId: 'c-1', concurrency: 2, maxDemand: 4, leaseMs: 60_000, pollMs: 10 },
       async (lease) => {
@@ -95,7 +95,7 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the runtime on $name', 
             if (lease.attempt === 1) throw new RheoRetry('not yet');
             return;
           case 'value':
-            // Not an outcome: the Group nacks it and reports a handler error.
+            // Not an outcome: the Consumer nacks it and reports a handler error.
             if (lease.attempt === 1) return 42 as never;
             return;
         }
@@ -183,8 +183,8 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the runtime on $name', 
     await rheo.createGroup(stream, group);
     const [e] = await rheo.appendBatch(stream, [ev('ack')]);
     let started = false;
-    // One lease at most: the Group does not fetch the expired event back itself.
-    const g = startGroup(
+    // One lease at most: the Consumer does not fetch the expired event back itself.
+    const g = startConsumer(
       rheo,
       { stream, group, consumerId: 'A', leaseMs: 200, pollMs: 10, concurrency: 1, maxDemand: 1 },
       untilAborted(() => (started = true)),
@@ -209,7 +209,7 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the runtime on $name', 
     await rheo.createGroup(stream, group);
     const [e] = await rheo.appendBatch(stream, [ev('ack')]);
     let started = false;
-    const g = startGroup(
+    const g = startConsumer(
       rheo,
       { stream, group, consumerId: 'A', leaseMs: 200, pollMs: 10, concurrency: 1, maxDemand: 1 },
       untilAborted(() => (started = true)),
@@ -257,10 +257,14 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the runtime on $name', 
     const hold = gate();
     const handled: Array<[number, number]> = [];
     // Renewals every 30 s of real time: none in this test, so the test clock alone ages the buffered lease.
-    const g = startGroup(rheo, { stream, group, consumerId: 'A', leaseMs: 60_000, pollMs: 10, concurrency: 1, maxDemand: 2 }, async (l) => {
-      handled.push([l.event.sequence, l.attempt]);
-      if (l.event.sequence === 1) await hold.promise;
-    });
+    const g = startConsumer(
+      rheo,
+      { stream, group, consumerId: 'A', leaseMs: 60_000, pollMs: 10, concurrency: 1, maxDemand: 2 },
+      async (l) => {
+        handled.push([l.event.sequence, l.attempt]);
+        if (l.event.sequence === 1) await hold.promise;
+      },
+    );
     await until('one running, one buffered', () => g.running === 1 && g.inflight === 2);
     clock.advance(57_000); // 3 s left, under the 6 s start margin
     hold.open();
@@ -276,9 +280,9 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the runtime on $name', 
     expect(rec.messages('rheo:redelivery')).toEqual([]);
   });
 
-  it('rheo:fetch:error: a Group on a group that does not exist reports each failed fetch', async () => {
+  it('rheo:fetch:error: a Consumer on a group that does not exist reports each failed fetch', async () => {
     await rheo.createStream(stream);
-    const g = startGroup(rheo, { stream, group, consumerId: 'A', pollMs: 10 }, async () => undefined);
+    const g = startConsumer(rheo, { stream, group, consumerId: 'A', pollMs: 10 }, async () => undefined);
     await until('two fetches failed', () => rec.messages('rheo:fetch:error').length >= 2);
     expect(await g.drain(1000)).toBe('drained');
     for (const m of rec.messages('rheo:fetch:error')) {
@@ -297,12 +301,12 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the runtime on $name', 
     expect(rec.messages('rheo:consumer:stop')).toEqual([{ stream, group, consumerId: 'A', reason: 'drained' }]);
   });
 
-  it('rheo:consumer:stop says timeout when the drain gives up; a Group never started announces nothing', async () => {
+  it('rheo:consumer:stop says timeout when the drain gives up; a Consumer never started announces nothing', async () => {
     await rheo.createStream(stream);
     await rheo.createGroup(stream, group);
     await rheo.appendBatch(stream, [ev('ack')]);
     let started = false;
-    const g = startGroup(
+    const g = startConsumer(
       rheo,
       { stream, group, consumerId: 'A', leaseMs: 60_000, pollMs: 10 },
       untilAborted(() => (started = true)),
@@ -312,7 +316,7 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the runtime on $name', 
     expect(rec.messages('rheo:consumer:stop')).toEqual([{ stream, group, consumerId: 'A', reason: 'timeout' }]);
 
     rec.clear();
-    const idle = new Group(rheo, { stream, group, consumerId: 'B' }, async () => undefined);
+    const idle = new Consumer(rheo, { stream, group, consumerId: 'B' }, async () => undefined);
     expect(await idle.drain()).toBe('drained');
     expect(rec.messages('rheo:consumer:start')).toEqual([]);
     expect(rec.messages('rheo:consumer:stop')).toEqual([]);

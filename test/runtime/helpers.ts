@@ -1,7 +1,7 @@
 import { ManualClock, Rheo } from '../../lib';
 import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import type { GroupOptions } from '../../lib';
-import { Group, type GroupBatchHandler, type GroupHandler, type GroupRunOptions } from '../../lib';
+import { Consumer, type ConsumerBatchHandler, type ConsumerHandler, type GroupRunOptions } from '../../lib';
 import type { BatchOptions } from '../../lib/runtime/options';
 import { FaultyBackend } from '../support/faulty-backend';
 
@@ -26,25 +26,29 @@ export async function setup(options: { partitions?: number; group?: GroupOptions
   return { clock, memory, backend, rheo, stream, group };
 }
 
-const started: Group[] = [];
+const started: Consumer[] = [];
 
-/** Build and start a Group; `drainAll` stops every one a test left running. */
-export function startGroup(rheo: Rheo, options: GroupRunOptions & { batch?: undefined }, handler: GroupHandler): Group {
-  const g = new Group(rheo, options, handler);
+/** Build and start a Consumer; `drainAll` stops every one a test left running. */
+export function startConsumer(rheo: Rheo, options: GroupRunOptions & { batch?: undefined }, handler: ConsumerHandler): Consumer {
+  const g = new Consumer(rheo, options, handler);
   started.push(g);
   g.start();
   return g;
 }
 
-/** Build and start a batch Group; drained by `drainAll` too. */
-export function startBatchGroup(rheo: Rheo, options: GroupRunOptions & { batch: BatchOptions }, handler: GroupBatchHandler): Group {
-  const g = new Group(rheo, options, handler);
+/** Build and start a batch Consumer; drained by `drainAll` too. */
+export function startBatchConsumer(
+  rheo: Rheo,
+  options: GroupRunOptions & { batch: BatchOptions },
+  handler: ConsumerBatchHandler,
+): Consumer {
+  const g = new Consumer(rheo, options, handler);
   started.push(g);
   g.start();
   return g;
 }
 
-/** Drain (with a short timeout) every Group started by {@link startGroup}. */
+/** Drain (with a short timeout) every Consumer started by {@link startConsumer}. */
 export async function drainAll(): Promise<void> {
   const gs = started.splice(0);
   await Promise.all(gs.map((g) => g.drain(1000)));

@@ -1,4 +1,4 @@
-// The Group options of issue 13's timeouts and batches: defaults, and a
+// The Consumer options of issue 13's timeouts and batches: defaults, and a
 // RheoError naming the field for every bad value.
 import { isRheoError } from '../../lib';
 import { resolveGroupOptions } from '../../lib/runtime/options';
@@ -15,7 +15,7 @@ function fieldOf(options: Record<string, unknown>): string | undefined {
   throw new Error('expected an invalid_argument RheoError');
 }
 
-describe('Group options: timeoutMs, onTimeout, batch', () => {
+describe('Consumer options: timeoutMs, onTimeout, batch', () => {
   it('has no timeout, retries on timeout, and runs one lease per call by default', () => {
     expect(resolveGroupOptions(base)).toMatchObject({ timeoutMs: undefined, onTimeout: 'retry', batch: undefined, maxDemand: 10 });
   });

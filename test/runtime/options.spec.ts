@@ -1,4 +1,4 @@
-import { Group, isRheoError, ManualClock, Rheo } from '../../lib';
+import { Consumer, isRheoError, ManualClock, Rheo } from '../../lib';
 import { backoffDelay } from '../../lib/core/backoff';
 import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import { FETCH_BACKOFF, resolveGroupOptions } from '../../lib/runtime/options';
@@ -17,7 +17,7 @@ function fieldOf(fn: () => unknown): string | undefined {
   throw new Error('expected an invalid_argument RheoError');
 }
 
-describe('Group options', () => {
+describe('Consumer options', () => {
   it('applies the documented defaults', () => {
     const o = resolveGroupOptions(base);
     expect(o).toMatchObject({
@@ -83,16 +83,16 @@ describe('Group options', () => {
     [null, 'options'],
     [[], 'options'],
   ])('refuses %j naming %s', (options, field) => {
-    expect(fieldOf(() => new Group(rheo, options as never, noop))).toBe(field);
+    expect(fieldOf(() => new Consumer(rheo, options as never, noop))).toBe(field);
   });
 
   it('refuses a missing handler or facade', () => {
-    expect(fieldOf(() => new Group(rheo, base, undefined as never))).toBe('handler');
-    expect(fieldOf(() => new Group({} as never, base, noop))).toBe('rheo');
+    expect(fieldOf(() => new Consumer(rheo, base, undefined as never))).toBe('handler');
+    expect(fieldOf(() => new Consumer({} as never, base, noop))).toBe('rheo');
   });
 
   it('a bad drain timeout is refused and changes nothing', async () => {
-    const g = new Group(rheo, base, noop);
+    const g = new Consumer(rheo, base, noop);
     await expect(g.drain(-1)).rejects.toMatchObject({ code: 'invalid_argument', field: 'timeoutMs' });
     expect(g.state).toBe('idle');
     await expect(g.drain()).resolves.toBe('drained');

@@ -3,7 +3,7 @@
 // is followed by a nack that carries its error, and a lease that keeps expiring
 // is dead-lettered after maxAttempts.
 import type { Lease } from '../../lib';
-import { drainAll, events, setup, startGroup } from './helpers';
+import { drainAll, events, setup, startConsumer } from './helpers';
 import { until } from '../support/until';
 
 afterEach(drainAll);
@@ -38,7 +38,7 @@ describe('settleMany: one bad op in a batch', () => {
   });
 });
 
-describe('Group: a delivery whose settle keeps failing still ends', () => {
+describe('Consumer: a delivery whose settle keeps failing still ends', () => {
   const maxAttempts = 2;
   const leaseMs = 1000;
 
@@ -47,7 +47,7 @@ describe('Group: a delivery whose settle keeps failing still ends', () => {
     const [bad, good] = await rheo.appendBatch(stream, events(2));
     backend.failSettle({ kind: 'reject', eventId: bad.id, code: 'failed', applied: false, times: Number.POSITIVE_INFINITY });
     const handled: string[] = [];
-    startGroup(rheo, { stream, group, leaseMs: 60_000, pollMs: 5 }, async (l) => {
+    startConsumer(rheo, { stream, group, leaseMs: 60_000, pollMs: 5 }, async (l) => {
       handled.push(`${l.event.id === bad.id ? 'bad' : 'good'}:${l.attempt}`);
       if (l.event.id === bad.id) return { kind: 'reject', reason: 'cannot parse' };
     });
@@ -64,7 +64,7 @@ describe('Group: a delivery whose settle keeps failing still ends', () => {
     const [bad, good] = await rheo.appendBatch(stream, events(2));
     backend.failSettle({ eventId: bad.id, code: 'failed', applied: false, times: Number.POSITIVE_INFINITY });
     const attempts: number[] = [];
-    const g = startGroup(rheo, { stream, group, leaseMs, pollMs: 5 }, async (l) => {
+    const g = startConsumer(rheo, { stream, group, leaseMs, pollMs: 5 }, async (l) => {
       if (l.event.id === bad.id) attempts.push(l.attempt);
     });
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
@@ -89,7 +89,7 @@ describe('Group: a delivery whose settle keeps failing still ends', () => {
     // Every settle call carrying the bad event fails whole, as one statement does.
     backend.failSettleCall({ code: 'failed', eventId: bad.id });
     const handled = new Map<string, number>();
-    startGroup(rheo, { stream, group, leaseMs: 60_000, pollMs: 5 }, async (l) => {
+    startConsumer(rheo, { stream, group, leaseMs: 60_000, pollMs: 5 }, async (l) => {
       handled.set(l.event.id, (handled.get(l.event.id) ?? 0) + 1);
     });
     await until('every event handled', () => handled.size === 5);

@@ -1,6 +1,6 @@
 // Transactional consumers are refused where they cannot keep their promise, before
 // anything runs: a backend without ackInTransaction, or a batch (docs/adr/030).
-import { Group, Rheo, RheoContext, RheoError } from '../../lib';
+import { Consumer, Rheo, RheoContext, RheoError } from '../../lib';
 import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import type { Lease } from '../../lib';
 
@@ -22,22 +22,24 @@ describe('transactional option', () => {
 
   it('is refused on a backend that cannot ack inside a transaction, naming the field and the backend', () => {
     expect(rheo.backend.capabilities.mechanisms.transactionalAck).toBe(false);
-    const e = fieldOf(() => new Group(rheo, { stream: 's', group: 'g', transactional: true }, handler));
+    const e = fieldOf(() => new Consumer(rheo, { stream: 's', group: 'g', transactional: true }, handler));
     expect(e.field).toBe('transactional');
     expect(e.message).toMatch(/memory backend cannot/);
   });
 
   it('must be a boolean, and cannot be combined with batch', () => {
-    expect(fieldOf(() => new Group(rheo, { stream: 's', group: 'g', transactional: 'yes' as never }, handler)).field).toBe('transactional');
+    expect(fieldOf(() => new Consumer(rheo, { stream: 's', group: 'g', transactional: 'yes' as never }, handler)).field).toBe(
+      'transactional',
+    );
     expect(
-      fieldOf(() => new Group(rheo, { stream: 's', group: 'g', transactional: true, batch: { size: 10 } } as never, handler as never))
+      fieldOf(() => new Consumer(rheo, { stream: 's', group: 'g', transactional: true, batch: { size: 10 } } as never, handler as never))
         .field,
     ).toBe('transactional');
   });
 
   it('is off by default and accepted as false anywhere', () => {
-    expect(new Group(rheo, { stream: 's', group: 'g' }, handler).config.transactional).toBe(false);
-    expect(new Group(rheo, { stream: 's', group: 'g', transactional: false }, handler).config.transactional).toBe(false);
+    expect(new Consumer(rheo, { stream: 's', group: 'g' }, handler).config.transactional).toBe(false);
+    expect(new Consumer(rheo, { stream: 's', group: 'g', transactional: false }, handler).config.transactional).toBe(false);
   });
 
   it('ctx.manager of a delivery that is not transactional throws instead of letting a write run outside a transaction', () => {

@@ -6,8 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  Group,
-  type GroupBatchHandler,
+  Consumer,
+  type ConsumerBatchHandler,
   type GroupRunOptions,
   type Lease,
   type OperationMessage,
@@ -46,7 +46,7 @@ describe.each([
   ['postgres', () => postgresBackend({ url: PG_URL, schema, poolSize: 4 }), true],
 ])('batch handlers on %s', (name, make, isPg) => {
   let rheo: Rheo;
-  const groups: Group[] = [];
+  const groups: Consumer[] = [];
   let n = 0;
 
   beforeAll(async () => {
@@ -75,8 +75,8 @@ describe.each([
     return stream;
   }
 
-  function start(options: GroupRunOptions & { batch: BatchOptions }, handler: GroupBatchHandler): Group {
-    const g = new Group(rheo, { pollMs: 20, leaseMs: 30_000, ...options }, handler);
+  function start(options: GroupRunOptions & { batch: BatchOptions }, handler: ConsumerBatchHandler): Consumer {
+    const g = new Consumer(rheo, { pollMs: 20, leaseMs: 30_000, ...options }, handler);
     groups.push(g);
     g.start();
     return g;

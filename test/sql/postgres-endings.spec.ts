@@ -1,7 +1,7 @@
-// Every delivery ends, on PostgreSQL under a real Group (docs/adr/035-every-delivery-ends.md):
+// Every delivery ends, on PostgreSQL under a real Consumer (docs/adr/035-every-delivery-ends.md):
 // reasons holding U+0000, and settles that fail every time, all end in the dead letters
 // after maxAttempts, while the other events of their batches are handled once.
-import { Group, ManualClock, postgresBackend, Rheo } from '../../lib';
+import { Consumer, ManualClock, postgresBackend, Rheo } from '../../lib';
 import { FaultyBackend } from '../support/faulty-backend';
 import { until } from '../support/until';
 import { dropSchema, freshSchema, PG_URL } from './pg-helpers';
@@ -17,7 +17,7 @@ afterAll(async () => {
   await dropSchema(schema);
 });
 
-describe('postgres, under a Group: every delivery ends', () => {
+describe('postgres, under a Consumer: every delivery ends', () => {
   it('NUL reasons and settles that always fail reach the dead letters after maxAttempts; the rest is handled once; lag 0', async () => {
     const maxAttempts = 2;
     const leaseMs = 1000;
@@ -42,7 +42,7 @@ describe('postgres, under a Group: every delivery ends', () => {
     for (const e of ofRole('settle-call-fails')) backend.failSettleCall({ code: 'failed', eventId: e.id });
 
     const handled = new Map<string, number[]>();
-    const g = new Group(rheo, { stream: 's', group: 'g', leaseMs, pollMs: 5, concurrency: 16, maxDemand: 32 }, async (lease) => {
+    const g = new Consumer(rheo, { stream: 's', group: 'g', leaseMs, pollMs: 5, concurrency: 16, maxDemand: 32 }, async (lease) => {
       handled.set(lease.event.id, [...(handled.get(lease.event.id) ?? []), lease.attempt]);
       switch (roleOf.get(lease.event.id)) {
         case 'reject-nul':
@@ -57,7 +57,7 @@ describe('postgres, under a Group: every delivery ends', () => {
       const goods = ofRole('good');
       const acked = () => new Set(backend.settles.filter((s) => s.kind === 'ack' && s.answered === 'ok').map((s) => s.eventId));
       await until('the good events acked', () => goods.every((e) => acked().has(e.id)), 20_000, 5);
-      // The leases left to expire expire, on the manual clock, only while the Group holds nothing.
+      // The leases left to expire expire, on the manual clock, only while the Consumer holds nothing.
       await until(
         'lag 0',
         async () => {

@@ -1,10 +1,10 @@
-// Transactional consumers on PostgreSQL (ADR 030): a Group with `transactional:
+// Transactional consumers on PostgreSQL (ADR 030): a Consumer with `transactional:
 // true` commits each handler's writes with the ack of its delivery, or neither;
 // and ackInTransaction's fence holds against the races that matter (a renewal in
 // flight, a claim while the commit is pending, a commit refused).
 import { tracingChannel } from 'node:diagnostics_channel';
 import { DataSource, EntityManager, type EntitySubscriberInterface, EventSubscriber, type TransactionCommitEvent } from 'typeorm';
-import { CHANNELS, Group, ManualClock, Rheo, RheoError, RheoRetry, typeormBackend } from '../../lib';
+import { CHANNELS, Consumer, ManualClock, Rheo, RheoError, RheoRetry, typeormBackend } from '../../lib';
 import type { Lease } from '../../lib';
 import { ChannelRecorder } from '../support/channel-recorder';
 import { dropSchema, freshSchema, PG_URL } from './pg-helpers';
@@ -36,7 +36,7 @@ describe('postgres: transactional consumers', () => {
   let ds: DataSource;
   let rheo: Rheo;
   let n = 0;
-  const groups: Group[] = [];
+  const groups: Consumer[] = [];
 
   beforeAll(async () => {
     ds = new DataSource({ type: 'postgres', url: PG_URL, poolSize: 10, subscribers: [PauseCommit] });
@@ -75,8 +75,8 @@ describe('postgres: transactional consumers', () => {
     return ds.query(`SELECT event_id, attempt FROM ${table} ORDER BY id`);
   }
 
-  function transactional(stream: string, handler: ConstructorParameters<typeof Group>[2], concurrency = 4): Group {
-    const group = new Group(
+  function transactional(stream: string, handler: ConstructorParameters<typeof Consumer>[2], concurrency = 4): Consumer {
+    const group = new Consumer(
       rheo,
       { stream, group: 'g', transactional: true, concurrency, maxDemand: 10, pollMs: 20, leaseMs: 10_000 },
       handler as never,
@@ -175,12 +175,12 @@ describe('postgres: transactional consumers', () => {
     const { stream, table } = await setup(1, 1);
     let lost = 0;
     let settleErrors = 0;
-    // Renewal answers, as the facade publishes them: the Group reads each one in the microtasks after.
+    // Renewal answers, as the facade publishes them: the Consumer reads each one in the microtasks after.
     let renewalsAnswered = 0;
     const renewChannel = tracingChannel('rheo:renew');
     const onRenew = { asyncEnd: () => renewalsAnswered++, start() {}, end() {}, asyncStart() {}, error() {} };
     renewChannel.subscribe(onRenew);
-    const group = new Group(
+    const group = new Consumer(
       rheo,
       { stream, group: 'g', transactional: true, pollMs: 20, leaseMs: 400 },
       async (lease: Lease, delivery: { manager?: unknown }) => {
@@ -196,7 +196,7 @@ describe('postgres: transactional consumers', () => {
           });
           answeredBefore = renewalsAnswered;
         };
-        // The worst order: the Group reads that renewal's answer (the row is gone) before this delivery's end.
+        // The worst order: the Consumer reads that renewal's answer (the row is gone) before this delivery's end.
         pauseAfterCommit = async () => {
           await until('the renewal answered', () => renewalsAnswered > answeredBefore);
           await new Promise((r) => setImmediate(r));

@@ -1,5 +1,5 @@
 // Transactional consumers on SQLite (ADR 030): one connection, shared by the
-// handler's transaction and everything else the backend does. A Group with
+// handler's transaction and everything else the backend does. A Consumer with
 // `transactional: true` commits each handler's writes with its ack or neither;
 // while a handler's transaction is open, the backend's other work waits for it
 // (it would otherwise ride in that transaction and vanish with its rollback),
@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource, EntityManager } from 'typeorm';
-import { Group, ManualClock, Rheo, RheoRetry, sqliteBackend, typeormBackend } from '../../lib';
+import { Consumer, ManualClock, Rheo, RheoRetry, sqliteBackend, typeormBackend } from '../../lib';
 import type { DeliveryControl, Lease, RheoError } from '../../lib';
 import { until } from '../support/until';
 
@@ -35,7 +35,7 @@ describe('sqlite: transactional consumers on a host DataSource', () => {
   let ds: DataSource;
   let rheo: Rheo;
   let n = 0;
-  const groups: Group[] = [];
+  const groups: Consumer[] = [];
 
   beforeAll(async () => {
     ds = new DataSource({ type: 'better-sqlite3', database: join(dir, 'host.db'), enableWAL: true });
@@ -67,8 +67,12 @@ describe('sqlite: transactional consumers on a host DataSource', () => {
     return { stream, table };
   }
 
-  function transactional(stream: string, handler: (lease: Lease, delivery: DeliveryControl) => Promise<unknown>, concurrency = 4): Group {
-    const group = new Group(
+  function transactional(
+    stream: string,
+    handler: (lease: Lease, delivery: DeliveryControl) => Promise<unknown>,
+    concurrency = 4,
+  ): Consumer {
+    const group = new Consumer(
       rheo,
       { stream, group: 'g', transactional: true, concurrency, maxDemand: 10, pollMs: 10, leaseMs: 10_000 },
       handler as never,

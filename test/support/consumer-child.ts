@@ -1,12 +1,12 @@
 // A consumer process for multi-process tests: builds the backend named in its
-// environment, runs one Group over it, and reports every lease it was given,
+// environment, runs one Consumer over it, and reports every lease it was given,
 // every renewal, every handler start and end, and every ack, to its parent over
 // IPC, as they happen (so a SIGKILL loses as little as possible). The parent
 // sends { type: 'stop' } to drain and exit.
 //   node -r ts-node/register/transpile-only test/support/consumer-child.ts
 import type { Backend, Lease } from '../../lib';
 import type { FetchRequest, RenewResult } from '../../lib/backends/backend';
-import { Group, Rheo } from '../../lib';
+import { Consumer, Rheo } from '../../lib';
 import { appendFileSync } from 'node:fs';
 import { backendFromEnv } from './backend-from-env';
 
@@ -97,7 +97,7 @@ async function main(): Promise<void> {
   const config = JSON.parse(process.env.RHEO_TEST_CHILD ?? '{}') as ChildConfig;
   const report = (r: ChildRecord) => process.send?.(r);
   const rheo = new Rheo(observed(backendFromEnv(), report, config.index));
-  const group = new Group(
+  const group = new Consumer(
     rheo,
     {
       stream: config.stream,

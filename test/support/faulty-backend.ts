@@ -113,7 +113,7 @@ export class FaultyBackend implements Backend {
     return this;
   }
 
-  /** Make `wait` absent in effect (resolves only on its timeout): the Group must poll. */
+  /** Make `wait` absent in effect (resolves only on its timeout): the Consumer must poll. */
   disableWait(): this {
     this.waitDisabled = true;
     return this;

@@ -1,6 +1,6 @@
 // The one multi-process scenario, run against every distributed backend: three
 // consumer processes in one group, each with its own connections, consume through
-// the runtime Group while the parent appends; then one of them is SIGKILLed
+// the runtime Consumer while the parent appends; then one of them is SIGKILLed
 // mid-stream. The lease history the children report is checked: every event
 // acked, never two live leases of one event, attempts strictly increasing, lag 0.
 import type { Rheo } from '../../lib';

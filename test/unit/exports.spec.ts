@@ -10,6 +10,7 @@ import * as ts from 'typescript';
 
 const MAIN_VALUES = [
   'CHANNELS',
+  'Consumer',
   'Group',
   'InjectRheo',
   'InjectRheoClient',
@@ -57,6 +58,8 @@ const MAIN_TYPES = [
   'BatchControl',
   'Clock',
   'ClockSkewMessage',
+  'ConsumerBatchHandler',
+  'ConsumerHandler',
   'ConsumerMessage',
   'DeadLetter',
   'DeadLetterMessage',

@@ -24,9 +24,9 @@ describe('importing the package with no optional peer installed', () => {
     expect(JSON.parse(out).lag).toBe(0);
   });
 
-  it('appends (one and a batch) and consumes through a runtime Group, the span hooks passing through', () => {
+  it('appends (one and a batch) and consumes through a runtime Consumer, the span hooks passing through', () => {
     const out = run(`
-      const { Group, Rheo, memoryBackend } = require('./lib');
+      const { Consumer, Rheo, memoryBackend } = require('./lib');
       (async () => {
         const rheo = new Rheo(memoryBackend());
         await rheo.createStream('s');
@@ -34,7 +34,7 @@ describe('importing the package with no optional peer installed', () => {
         const one = await rheo.append('s', { payload: 1, metadata: { source: 'x' } });
         const batch = await rheo.appendBatch('s', [{ payload: 2 }, { payload: 3 }]);
         const handled = [];
-        const group = new Group(rheo, { stream: 's', group: 'g', pollMs: 10 }, async (lease) => {
+        const group = new Consumer(rheo, { stream: 's', group: 'g', pollMs: 10 }, async (lease) => {
           handled.push(lease.event.payload);
         });
         const settled = new Promise((resolve) => {

@@ -2,7 +2,7 @@ import { DataSource } from 'typeorm';
 import type { Lease } from '../../lib';
 import {
   backendFromUrl,
-  Group,
+  Consumer,
   ManualClock,
   memoryBackend,
   postgresBackend,
@@ -285,8 +285,8 @@ describe('runtime options', () => {
   const handler = async () => undefined;
   it.each<[string, () => unknown, string, string[]]>([
     [
-      'Group',
-      () => new Group(rheo, { stream: 's', group: 'g', maxDemnd: 5 } as never, handler),
+      'Consumer',
+      () => new Consumer(rheo, { stream: 's', group: 'g', maxDemnd: 5 } as never, handler),
       'options.maxDemnd',
       [
         'stream',
@@ -305,8 +305,8 @@ describe('runtime options', () => {
       ],
     ],
     [
-      'Group batch',
-      () => new Group(rheo, { stream: 's', group: 'g', batch: { size: 2, bogus: 1 } } as never, handler),
+      'Consumer batch',
+      () => new Consumer(rheo, { stream: 's', group: 'g', batch: { size: 2, bogus: 1 } } as never, handler),
       'batch.bogus',
       ['size', 'maxWaitMs'],
     ],

@@ -1,7 +1,7 @@
 // The diagnostics channels are process-wide: every Rheo in the process publishes
 // on the same `rheo:*` names. An instance's metrics count only what is its own
 // (docs/adr/022): deliveries by the consumer id of one of its running consumers
-// (unique per Group, so exact), appends by the id of the instance's Rheo, which
+// (unique per Consumer, so exact), appends by the id of the instance's Rheo, which
 // every operation message carries.
 import type { RheoInstance } from '../rheo-instance';
 import type { RheoServer } from '../rheo-server';

@@ -2,7 +2,7 @@
 // + ack, lag and groupInfo, p50/p99 over SAMPLES calls, taken (1) on a fresh stream,
 // (2) with 200,000 dead letters in the consuming group, (3) with a 1,000,000-event
 // backlog behind another group of the same stream (lag and groupInfo of that group
-// too). Then the 1M backlog is consumed through a Group and every 10k window's rate
+// too). Then the 1M backlog is consumed through a Consumer and every 10k window's rate
 // printed (early windows against late ones: settled history must not slow consuming).
 // Run: npx ts-node --transpile-only test/redis/measure/hot-path.ts
 import { performance } from 'node:perf_hooks';

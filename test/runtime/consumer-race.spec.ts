@@ -1,5 +1,5 @@
 import { type Lease } from '../../lib';
-import { drainAll, events, setup, startGroup } from './helpers';
+import { drainAll, events, setup, startConsumer } from './helpers';
 import { until } from '../support/until';
 
 afterEach(drainAll);
@@ -7,7 +7,7 @@ afterEach(drainAll);
 // Two competing Groups of one consumer group, leases expiring under them while
 // handlers run (the ManualClock jumps past every lease now and then), settles
 // arriving late and stale. At-least-once: nothing is lost, nothing is stuck.
-describe('Group: competing consumers with leases expiring mid-handler', () => {
+describe('Consumer: competing consumers with leases expiring mid-handler', () => {
   it.each([1, 2, 3])('every event is eventually acked exactly once, lag 0 (run %i)', async () => {
     const leaseMs = 1000;
     const { rheo, stream, group, clock, backend } = await setup({ partitions: 3, group: { maxAttempts: 1000, retry: { initialMs: 0 } } });
@@ -19,8 +19,8 @@ describe('Group: competing consumers with leases expiring mid-handler', () => {
       if (Math.random() < 0.05) throw new Error('flaky handler');
     };
     const lost: string[] = [];
-    const a = startGroup(rheo, { stream, group, consumerId: 'a', maxDemand: 7, concurrency: 3, leaseMs, pollMs: 5 }, handler);
-    const b = startGroup(rheo, { stream, group, consumerId: 'b', maxDemand: 5, concurrency: 5, leaseMs, pollMs: 5 }, handler);
+    const a = startConsumer(rheo, { stream, group, consumerId: 'a', maxDemand: 7, concurrency: 3, leaseMs, pollMs: 5 }, handler);
+    const b = startConsumer(rheo, { stream, group, consumerId: 'b', maxDemand: 5, concurrency: 5, leaseMs, pollMs: 5 }, handler);
     for (const g of [a, b]) g.on('lease_lost', (l) => lost.push(l.event.id));
     let expiries = 0;
     const chaos = setInterval(() => {

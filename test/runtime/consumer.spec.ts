@@ -1,12 +1,12 @@
 import { type Lease, type Outcome, RheoReject, RheoRetry } from '../../lib';
-import { drainAll, events, gate, setup, startGroup } from './helpers';
+import { drainAll, events, gate, setup, startConsumer } from './helpers';
 import { until } from '../support/until';
 
 afterEach(drainAll);
 
 const tick = () => new Promise<void>((r) => setTimeout(r, Math.random() < 0.5 ? 0 : 1));
 
-describe('Group: bounds and completeness', () => {
+describe('Consumer: bounds and completeness', () => {
   it.each([
     { maxDemand: 8, concurrency: 3 },
     { maxDemand: 4, concurrency: 10 },
@@ -18,7 +18,7 @@ describe('Group: bounds and completeness', () => {
     let running = 0;
     let maxRunning = 0;
     let maxInflight = 0;
-    const g = startGroup(rheo, { stream, group, maxDemand, concurrency, leaseMs: 60_000, pollMs: 20 }, async (lease) => {
+    const g = startConsumer(rheo, { stream, group, maxDemand, concurrency, leaseMs: 60_000, pollMs: 20 }, async (lease) => {
       running++;
       maxRunning = Math.max(maxRunning, running);
       maxInflight = Math.max(maxInflight, g.inflight);
@@ -54,7 +54,7 @@ describe('Group: bounds and completeness', () => {
     let running = 0;
     let maxRunning = 0;
     const handled: string[] = [];
-    const g = startGroup(rheo, { stream, group, maxDemand: 10, concurrency: 2, leaseMs: 1000, pollMs: 20 }, async (lease) => {
+    const g = startConsumer(rheo, { stream, group, maxDemand: 10, concurrency: 2, leaseMs: 1000, pollMs: 20 }, async (lease) => {
       running++;
       maxRunning = Math.max(maxRunning, running);
       await held.promise;
@@ -82,7 +82,7 @@ describe('Group: bounds and completeness', () => {
     const { rheo, stream, group, backend } = await setup();
     await rheo.appendBatch(stream, events(200));
     let settled = 0;
-    const g = startGroup(rheo, { stream, group, maxDemand: 50, concurrency: 10, pollMs: 20 }, async () => undefined);
+    const g = startConsumer(rheo, { stream, group, maxDemand: 50, concurrency: 10, pollMs: 20 }, async () => undefined);
     g.on('settled', () => settled++);
     await until('all settled', () => settled === 200);
     expect(backend.calls.settle).toBeLessThan(200);
@@ -94,7 +94,7 @@ describe('Group: bounds and completeness', () => {
   it('keeps consuming what is appended later', async () => {
     const { rheo, stream, group } = await setup({ partitions: 2 });
     const seen = new Set<string>();
-    startGroup(rheo, { stream, group, maxDemand: 5, concurrency: 2, pollMs: 10 }, async (l) => void seen.add(l.event.id));
+    startConsumer(rheo, { stream, group, maxDemand: 5, concurrency: 2, pollMs: 10 }, async (l) => void seen.add(l.event.id));
     for (let round = 0; round < 5; round++) {
       await rheo.appendBatch(stream, events(7, true));
       await until(`round ${round}`, () => seen.size === (round + 1) * 7);
@@ -108,7 +108,7 @@ describe('Group: bounds and completeness', () => {
     const order = new Map<number, number[]>();
     let running = 0;
     let overlap = false;
-    const g = startGroup(rheo, { stream, group, maxDemand: 10, concurrency: 10, pollMs: 60_000, leaseMs: 120_000 }, async (l) => {
+    const g = startConsumer(rheo, { stream, group, maxDemand: 10, concurrency: 10, pollMs: 60_000, leaseMs: 120_000 }, async (l) => {
       running++;
       if (running > 2) overlap = true; // at most one lease per partition
       const seqs = order.get(l.event.partition) ?? [];
@@ -130,7 +130,7 @@ describe('Group: bounds and completeness', () => {
       [0, 1, 2, 0, 1, 2].map((partition, i) => ({ partition, payload: { i } })),
     );
     const parts: number[] = [];
-    const g = startGroup(rheo, { stream, group, partitions: [1], pollMs: 10 }, async (l) => void parts.push(l.event.partition));
+    const g = startConsumer(rheo, { stream, group, partitions: [1], pollMs: 10 }, async (l) => void parts.push(l.event.partition));
     await until('partition 1 consumed, then idle', () => parts.length === 2 && g.stats.pollTimeouts >= 2);
     expect(parts).toEqual([1, 1]);
     const lag = await rheo.lag(stream, group);
@@ -138,13 +138,13 @@ describe('Group: bounds and completeness', () => {
   });
 });
 
-describe('Group: settle by outcome', () => {
+describe('Consumer: settle by outcome', () => {
   it('a throw is retried, then dead-lettered at maxAttempts with the message as reason', async () => {
     const { rheo, stream, group } = await setup({ group: { maxAttempts: 3, retry: { initialMs: 0 } } });
     const [e] = await rheo.appendBatch(stream, events(1));
     const attempts: number[] = [];
     const handlerErrors: unknown[] = [];
-    const g = startGroup(rheo, { stream, group, pollMs: 10 }, async (l) => {
+    const g = startConsumer(rheo, { stream, group, pollMs: 10 }, async (l) => {
       attempts.push(l.attempt);
       throw new Error('boom');
     });
@@ -161,7 +161,7 @@ describe('Group: settle by outcome', () => {
     const { rheo, stream, group, clock, backend } = await setup({ group: { retry: { initialMs: 5000 } } });
     await rheo.appendBatch(stream, events(1));
     const attempts: number[] = [];
-    const g = startGroup(rheo, { stream, group, pollMs: 5 }, async (l) => {
+    const g = startConsumer(rheo, { stream, group, pollMs: 5 }, async (l) => {
       attempts.push(l.attempt);
       if (l.attempt === 1) throw new Error('transient');
     });
@@ -181,7 +181,7 @@ describe('Group: settle by outcome', () => {
     await rheo.appendBatch(stream, events(1));
     let calls = 0;
     let handlerErrors = 0;
-    const g = startGroup(rheo, { stream, group, pollMs: 10 }, async () => {
+    const g = startConsumer(rheo, { stream, group, pollMs: 10 }, async () => {
       calls++;
       throw new RheoReject('bad curve');
     });
@@ -196,7 +196,7 @@ describe('Group: settle by outcome', () => {
     const { rheo, stream, group, clock, backend } = await setup();
     await rheo.appendBatch(stream, events(1));
     const attempts: number[] = [];
-    const g = startGroup(rheo, { stream, group, pollMs: 5 }, async (l) => {
+    const g = startConsumer(rheo, { stream, group, pollMs: 5 }, async (l) => {
       attempts.push(l.attempt);
       if (l.attempt === 1) throw new RheoRetry('later', { delayMs: 60_000 });
     });
@@ -219,7 +219,7 @@ describe('Group: settle by outcome', () => {
       [b.id, { kind: 'reject', reason: 'no' }],
       [c.id, { kind: 'nack', reason: 'again', delayMs: 0 }],
     ]);
-    startGroup(rheo, { stream, group, pollMs: 10 }, async (l: Lease) => (l.attempt === 1 ? plan.get(l.event.id) : undefined));
+    startConsumer(rheo, { stream, group, pollMs: 10 }, async (l: Lease) => (l.attempt === 1 ? plan.get(l.event.id) : undefined));
     await until('all terminal', async () => (await rheo.lag(stream, group)).lag === 0);
     const byEvent = (id: string) => backend.settles.filter((s) => s.eventId === id).map((s) => `${s.kind}:${s.attempt}`);
     expect(byEvent(a.id)).toEqual(['ack:1']);
@@ -232,7 +232,7 @@ describe('Group: settle by outcome', () => {
     const { rheo, stream, group, backend } = await setup({ group: { retry: { initialMs: 0 } } });
     const [a, b] = await rheo.appendBatch(stream, events(2));
     const errors: unknown[] = [];
-    const g = startGroup(rheo, { stream, group, pollMs: 10 }, ((l: Lease) => {
+    const g = startConsumer(rheo, { stream, group, pollMs: 10 }, ((l: Lease) => {
       if (l.attempt > 1) return Promise.resolve();
       if (l.event.id === a.id) return Promise.resolve(42);
       throw new Error('sync');
@@ -253,7 +253,7 @@ describe('Group: settle by outcome', () => {
   it('an out-of-range RheoRetry delay does not poison the other settles of its batch', async () => {
     const { rheo, stream, group, backend, clock } = await setup({ group: { retry: { initialMs: 0 } } });
     const appended = await rheo.appendBatch(stream, events(10));
-    const g = startGroup(rheo, { stream, group, maxDemand: 10, concurrency: 10, pollMs: 10 }, async (l) => {
+    const g = startConsumer(rheo, { stream, group, maxDemand: 10, concurrency: 10, pollMs: 10 }, async (l) => {
       if (l.event.id === appended[0].id && l.attempt === 1) throw new RheoRetry('odd', { delayMs: Number.NaN });
       if (l.event.id === appended[1].id && l.attempt === 1) throw new RheoRetry('huge', { delayMs: 1e15 });
     });

@@ -1,9 +1,9 @@
-import { Group, Rheo, RheoError } from '../../lib';
+import { Consumer, Rheo, RheoError } from '../../lib';
 import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import type { Lease } from '../../lib';
-import type { RenewErrorEvent } from '../../lib/runtime/group-types';
+import type { RenewErrorEvent } from '../../lib/runtime/consumer-types';
 import { FaultyBackend } from '../support/faulty-backend';
-import { drainAll, events, gate, setup, startGroup, unique } from './helpers';
+import { drainAll, events, gate, setup, startConsumer, unique } from './helpers';
 import { until } from '../support/until';
 
 afterEach(drainAll);
@@ -47,7 +47,7 @@ interface Start {
   expiresAt: number;
 }
 
-describe('Group: leases in the buffer and under failing renewals', () => {
+describe('Consumer: leases in the buffer and under failing renewals', () => {
   async function expiredStarts(ordering: 'none' | 'partition') {
     const partitions = ordering === 'partition' ? 3 : 1;
     const { a, rheoA, rheoB, stream, group } = await twoConsumers({ partitions, ordering });
@@ -75,9 +75,9 @@ describe('Group: leases in the buffer and under failing renewals', () => {
       await sleep(consumer === 'A' ? 300 : 20);
     };
     const options = { stream, group, maxDemand: 10, leaseMs: 400, pollMs: 20 };
-    const gA = startGroup(rheoA, { ...options, concurrency: 1, consumerId: 'A' }, handler('A'));
+    const gA = startConsumer(rheoA, { ...options, concurrency: 1, consumerId: 'A' }, handler('A'));
     await until('A started its first handler', () => starts.length > 0);
-    const gB = startGroup(rheoB, { ...options, concurrency: 3, consumerId: 'B' }, handler('B'));
+    const gB = startConsumer(rheoB, { ...options, concurrency: 3, consumerId: 'B' }, handler('B'));
     await until('every event acked', async () => (await rheoB.lag(stream, group)).lag === 0, 20_000);
     await until('handlers finished', () => gA.running === 0 && gB.running === 0);
     return { starts, gA, gB };
@@ -106,7 +106,7 @@ describe('Group: leases in the buffer and under failing renewals', () => {
     await rheo.appendBatch(stream, events(3));
     backend.failRenewCall(Number.POSITIVE_INFINITY);
     const hold = gate();
-    const gA = startGroup(
+    const gA = startConsumer(
       rheo,
       { stream, group, maxDemand: 3, concurrency: 1, leaseMs: 1000, pollMs: 10, consumerId: 'A' },
       () => hold.promise,
@@ -122,7 +122,7 @@ describe('Group: leases in the buffer and under failing renewals', () => {
     expect(backend.released.map((l) => l.event.sequence)).toEqual([2, 3]);
     const seen: Array<[number, number]> = [];
     const other = new Rheo(new FaultyBackend(backend.inner));
-    const gB = startGroup(
+    const gB = startConsumer(
       other,
       { stream, group, maxDemand: 3, concurrency: 3, leaseMs: 1000, pollMs: 10, consumerId: 'B' },
       async (l) => void seen.push([l.event.sequence, l.attempt]),
@@ -143,7 +143,7 @@ describe('Group: leases in the buffer and under failing renewals', () => {
     await rheo.appendBatch(stream, events(1));
     let seen: Lease | null = null;
     const hold = gate();
-    const g = startGroup(rheo, { stream, group, leaseMs: 100, pollMs: 10 }, async (l) => {
+    const g = startConsumer(rheo, { stream, group, leaseMs: 100, pollMs: 10 }, async (l) => {
       seen = l;
       await hold.promise;
     });
@@ -162,7 +162,7 @@ describe('Group: leases in the buffer and under failing renewals', () => {
     const [e] = await rheo.appendBatch(stream, events(1));
     backend.loseOnRenew(e.id, 1);
     let reason: unknown = null;
-    const g = startGroup(rheo, { stream, group, leaseMs: 60, pollMs: 10 }, (l, { signal }) => {
+    const g = startConsumer(rheo, { stream, group, leaseMs: 60, pollMs: 10 }, (l, { signal }) => {
       return new Promise<void>((resolve) => {
         signal.addEventListener('abort', () => {
           reason = signal.reason;
@@ -180,7 +180,7 @@ describe('Group: leases in the buffer and under failing renewals', () => {
     const { rheo, stream, group } = await setup();
     await rheo.appendBatch(stream, events(1));
     let signal: AbortSignal | null = null;
-    const g = startGroup(rheo, { stream, group, leaseMs: 1000, pollMs: 10 }, (l, control) => {
+    const g = startConsumer(rheo, { stream, group, leaseMs: 1000, pollMs: 10 }, (l, control) => {
       signal = control.signal;
       return new Promise<void>((resolve) => control.signal.addEventListener('abort', () => resolve()));
     });
@@ -195,7 +195,7 @@ describe('Group: leases in the buffer and under failing renewals', () => {
     const { rheo, stream, group, backend } = await setup();
     await rheo.appendBatch(stream, events(1));
     const stuck = gate();
-    const g = startGroup(rheo, { stream, group, leaseMs: 1000, pollMs: 10 }, () => stuck.promise);
+    const g = startConsumer(rheo, { stream, group, leaseMs: 1000, pollMs: 10 }, () => stuck.promise);
     const late: Lease[] = [];
     g.on('late_settle', ({ lease, outcome }) => {
       expect(outcome).toEqual({ kind: 'ack' });
@@ -217,7 +217,7 @@ describe('Group: leases in the buffer and under failing renewals', () => {
     const hold = gate();
     const errors: RenewErrorEvent[] = [];
     let recovered = 0;
-    const g = startGroup(rheo, { stream, group, leaseMs: 400, pollMs: 10 }, () => hold.promise);
+    const g = startConsumer(rheo, { stream, group, leaseMs: 400, pollMs: 10 }, () => hold.promise);
     g.on('renew_error', (ev) => errors.push(ev));
     g.on('renew_recovered', () => recovered++);
     await until('first renewal error', () => errors.length >= 1);
@@ -232,12 +232,12 @@ describe('Group: leases in the buffer and under failing renewals', () => {
   });
 });
 
-describe('Group: drain gives back what no handler started', () => {
+describe('Consumer: drain gives back what no handler started', () => {
   it('releases a full buffer at once: the next consumer gets those events within pollMs, with the attempt they had', async () => {
     const { rheo, stream, group, backend, clock } = await setup();
     await rheo.appendBatch(stream, events(20));
     const hold = gate();
-    const g1 = startGroup(
+    const g1 = startConsumer(
       rheo,
       { stream, group, maxDemand: 20, concurrency: 4, leaseMs: 30_000, pollMs: 10, consumerId: 'one' },
       () => hold.promise,
@@ -247,7 +247,7 @@ describe('Group: drain gives back what no handler started', () => {
     await until('sixteen given back', () => g1.stats.released === 16);
     expect(g1.inflight).toBe(4);
     const seen: Array<{ sequence: number; attempt: number }> = [];
-    const g2 = startGroup(
+    const g2 = startConsumer(
       new Rheo(backend.inner),
       { stream, group, maxDemand: 20, concurrency: 20, leaseMs: 30_000, pollMs: 10, consumerId: 'two' },
       async (l) => {
@@ -269,7 +269,7 @@ describe('Group: drain gives back what no handler started', () => {
     const { rheo, stream, group, backend } = await setup();
     await rheo.appendBatch(stream, events(5));
     const handled: number[] = [];
-    const g = new Group(
+    const g = new Consumer(
       rheo,
       { stream, group, maxDemand: 5, concurrency: 5, leaseMs: 10_000, pollMs: 10 },
       async (l) => void handled.push(l.event.sequence),

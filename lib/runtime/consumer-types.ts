@@ -6,9 +6,9 @@ import type { Lease, RheoEvent } from '../core/types';
  * A handler: resolve with nothing to ack; resolve with an {@link Outcome} to settle
  * that way; throw to settle by `outcomeOfError` (`RheoReject` dead-letters now,
  * `RheoRetry` nacks with its delay, anything else nacks with the group's backoff).
- * The lease is shared with the Group: treat it as read-only.
+ * The lease is shared with the Consumer: treat it as read-only.
  */
-export type GroupHandler = (lease: Lease, delivery: DeliveryControl) => Promise<Outcome | void>;
+export type ConsumerHandler = (lease: Lease, delivery: DeliveryControl) => Promise<Outcome | void>;
 
 /**
  * What a handler gets beside its lease. `signal` aborts when the lease is lost
@@ -19,7 +19,7 @@ export type GroupHandler = (lease: Lease, delivery: DeliveryControl) => Promise<
 export interface DeliveryControl {
   readonly signal: AbortSignal;
   /**
-   * A `transactional` Group's delivery: the transaction the handler writes in (a
+   * A `transactional` Consumer's delivery: the transaction the handler writes in (a
    * TypeORM `EntityManager` on the SQL backends), committed together with the
    * delivery's ack, or rolled back. Undefined otherwise.
    */
@@ -27,7 +27,7 @@ export interface DeliveryControl {
 }
 
 /**
- * A batch handler (a Group with the `batch` option): up to `batch.size` leases
+ * A batch handler (a Consumer with the `batch` option): up to `batch.size` leases
  * per call, in fetch order. Resolve with nothing to ack every lease without an
  * outcome of its own, with an {@link Outcome} to settle those that way; throw
  * to settle them by `outcomeOfError` (`RheoReject` dead-letters, `RheoRetry`
@@ -35,7 +35,7 @@ export interface DeliveryControl {
  * given per event through {@link BatchControl} before the call ends always
  * stand. The whole batch is settled in one `settleMany`.
  */
-export type GroupBatchHandler = (leases: readonly Lease[], batch: BatchControl) => Promise<Outcome | void>;
+export type ConsumerBatchHandler = (leases: readonly Lease[], batch: BatchControl) => Promise<Outcome | void>;
 
 /**
  * What a batch handler gets beside its leases: the signal (aborted at the
@@ -68,13 +68,13 @@ export interface BatchRetryOptions {
  * failed, the next waits (handlers, settles and renewals go on). `draining`: no
  * more fetches, waiting for running handlers. `stopped`: terminal.
  */
-export type GroupState = 'idle' | 'running' | 'backing_off' | 'draining' | 'stopped';
+export type ConsumerState = 'idle' | 'running' | 'backing_off' | 'draining' | 'stopped';
 
-/** How {@link Group.drain} ended: everything settled, or the timeout came first. */
+/** How {@link Consumer.drain} ended: everything settled, or the timeout came first. */
 export type DrainResult = 'drained' | 'timeout';
 
-/** Counters of one Group, for tests, health and telemetry. */
-export interface GroupStats {
+/** Counters of one Consumer, for tests, health and telemetry. */
+export interface ConsumerStats {
   /** Fetch calls made. */
   fetches: number;
   /** Leases those fetches returned. */
@@ -97,7 +97,7 @@ export interface GroupStats {
   dropped: number;
   /** Leases given back unhandled (dropped ones, and the buffer at drain), accepted by the store. */
   released: number;
-  /** Settles dropped because they arrived after the Group stopped (a handler that outlived the drain timeout). */
+  /** Settles dropped because they arrived after the Consumer stopped (a handler that outlived the drain timeout). */
   lateSettles: number;
   /** Handler calls (a batch counts once) whose outcome was decided by `timeoutMs`. */
   timeouts: number;
@@ -148,14 +148,14 @@ export interface RenewErrorEvent {
   consecutive: number;
 }
 
-/** Payload of the `late_settle` event: a handler finished after the Group stopped; its outcome was not written. */
+/** Payload of the `late_settle` event: a handler finished after the Consumer stopped; its outcome was not written. */
 export interface LateSettleEvent {
   lease: Lease;
   outcome: Outcome;
 }
 
 /**
- * Payload of the `dead_letter` event: this Group's fetch dead-lettered a delivery
+ * Payload of the `dead_letter` event: this Consumer's fetch dead-lettered a delivery
  * instead of leasing it, because its lease had expired on the group's last
  * attempt (nobody settled it: a process that died holding it). No lease of it is
  * held, so there is no `settled` event for it.
@@ -170,9 +170,9 @@ export interface ClaimDeadLetterEvent {
   reason: string;
 }
 
-/** The events a {@link Group} emits, with their arguments. */
-export interface GroupEvents {
-  state: [GroupState];
+/** The events a {@link Consumer} emits, with their arguments. */
+export interface ConsumerEvents {
+  state: [ConsumerState];
   fetch_error: [RheoError];
   recovered: [];
   settled: [SettledEvent];

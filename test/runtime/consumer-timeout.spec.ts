@@ -1,8 +1,8 @@
 // Handler timeouts (issue 13, ADR 029): real timers for the handler's time, the
 // ManualClock for the store's (so a retry's backoff waits until the test moves it).
 import { type Lease, type Outcome, RheoError } from '../../lib';
-import type { LateResultEvent } from '../../lib/runtime/group-types';
-import { drainAll, events, gate, setup, startGroup } from './helpers';
+import type { LateResultEvent } from '../../lib/runtime/consumer-types';
+import { drainAll, events, gate, setup, startConsumer } from './helpers';
 import { until } from '../support/until';
 
 afterEach(drainAll);
@@ -12,13 +12,13 @@ function aborted(signal: AbortSignal): Promise<void> {
   return new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve()));
 }
 
-describe('Group: handler timeouts', () => {
+describe('Consumer: handler timeouts', () => {
   it('aborts the signal with a RheoError saying timeout, and retries with reason "timeout after N ms" on the group backoff', async () => {
     const { rheo, stream, group, clock } = await setup({ group: { retry: { initialMs: 1000, factor: 2, maxMs: 60_000 } } });
     await rheo.appendBatch(stream, events(1));
     const attempts: number[] = [];
     let reason: unknown = null;
-    const g = startGroup(rheo, { stream, group, leaseMs: 60_000, pollMs: 10, timeoutMs: 30 }, async (lease, { signal }) => {
+    const g = startConsumer(rheo, { stream, group, leaseMs: 60_000, pollMs: 10, timeoutMs: 30 }, async (lease, { signal }) => {
       attempts.push(lease.attempt);
       if (lease.attempt > 1) return;
       await aborted(signal); // a well-behaved handler stops on its signal
@@ -48,7 +48,7 @@ describe('Group: handler timeouts', () => {
     const { rheo, stream, group } = await setup();
     const [e] = await rheo.appendBatch(stream, events(1));
     const stuck = gate();
-    const g = startGroup(rheo, { stream, group, leaseMs: 60_000, pollMs: 10, timeoutMs: 25, onTimeout: 'dead-letter' }, () =>
+    const g = startConsumer(rheo, { stream, group, leaseMs: 60_000, pollMs: 10, timeoutMs: 25, onTimeout: 'dead-letter' }, () =>
       stuck.promise.then(() => undefined),
     );
     const late: LateResultEvent[] = [];
@@ -73,7 +73,7 @@ describe('Group: handler timeouts', () => {
     const [e] = await rheo.appendBatch(stream, events(1));
     const first = gate();
     const second = gate();
-    const g = startGroup(rheo, { stream, group, leaseMs: 60_000, pollMs: 10, timeoutMs: 20 }, async (lease) => {
+    const g = startConsumer(rheo, { stream, group, leaseMs: 60_000, pollMs: 10, timeoutMs: 20 }, async (lease) => {
       if (lease.attempt === 1)
         await first.promise; // then acks: too late
       else if (lease.attempt === 2) {
@@ -114,7 +114,7 @@ describe('Group: handler timeouts', () => {
     const started: string[] = [];
     let alive = 0;
     let maxAlive = 0;
-    const g = startGroup(
+    const g = startConsumer(
       rheo,
       { stream, group, maxDemand: 5, concurrency: 1, leaseMs: 60_000, pollMs: 10, timeoutMs: 20 },
       async (lease) => {
@@ -163,7 +163,7 @@ describe('Group: handler timeouts', () => {
     backend.loseOnRenew(e.id, 1);
     const lost: Lease[] = [];
     const reasons: string[] = [];
-    const g = startGroup(rheo, { stream, group, leaseMs: 100, pollMs: 10, timeoutMs: 300 }, async (_lease, { signal }) => {
+    const g = startConsumer(rheo, { stream, group, leaseMs: 100, pollMs: 10, timeoutMs: 300 }, async (_lease, { signal }) => {
       await aborted(signal);
       reasons.push((signal.reason as RheoError).code);
       // Ignore the signal for a while: the timeout still fires while this runs.
@@ -182,7 +182,7 @@ describe('Group: handler timeouts', () => {
     const { rheo, stream, group } = await setup();
     await rheo.appendBatch(stream, events(20));
     let sawAbort = false;
-    const g = startGroup(
+    const g = startConsumer(
       rheo,
       { stream, group, concurrency: 4, leaseMs: 60_000, pollMs: 10, timeoutMs: 10_000 },
       async (_l, { signal }) => {

@@ -2,27 +2,31 @@
 // 029): the edges that need a fault or the ManualClock. The SQL backends run
 // the everyday cases in test/sql/batch.spec.ts.
 import { type BatchControl, type Lease, type Outcome, RheoError, RheoReject } from '../../lib';
-import type { HandlerErrorEvent } from '../../lib/runtime/group-types';
+import type { HandlerErrorEvent } from '../../lib/runtime/consumer-types';
 import { SettleBatcher } from '../../lib/runtime/settle-batcher';
-import { drainAll, events, gate, setup, startBatchGroup } from './helpers';
+import { drainAll, events, gate, setup, startBatchConsumer } from './helpers';
 import { until } from '../support/until';
 
 afterEach(drainAll);
 
 const ids = (leases: readonly Lease[]) => leases.map((l) => l.event.id);
 
-describe('Group batch mode: leases, timeouts, ordering', () => {
+describe('Consumer batch mode: leases, timeouts, ordering', () => {
   it('settles a batch whose lease was lost mid-batch without that lease; the signal aborts only when every lease is lost', async () => {
     const { rheo, stream, group, backend } = await setup();
     const [a, b, c] = await rheo.appendBatch(stream, events(3));
     backend.loseOnRenew(b.id, 1);
     const hold = gate();
     let signal: AbortSignal | null = null;
-    const g = startBatchGroup(rheo, { stream, group, leaseMs: 100, pollMs: 10, batch: { size: 3, maxWaitMs: 0 } }, async (leases, ctl) => {
-      signal = ctl.signal;
-      ctl.reject(leases[1], 'decided, but the lease is gone');
-      await hold.promise;
-    });
+    const g = startBatchConsumer(
+      rheo,
+      { stream, group, leaseMs: 100, pollMs: 10, batch: { size: 3, maxWaitMs: 0 } },
+      async (leases, ctl) => {
+        signal = ctl.signal;
+        ctl.reject(leases[1], 'decided, but the lease is gone');
+        await hold.promise;
+      },
+    );
     const lost: Lease[] = [];
     g.on('lease_lost', (l) => lost.push(l));
     await until('one lease lost', () => lost.length === 1);
@@ -42,7 +46,7 @@ describe('Group batch mode: leases, timeouts, ordering', () => {
     const evs = await rheo.appendBatch(stream, events(2));
     for (const e of evs) backend.loseOnRenew(e.id, 1);
     let reason: unknown = null;
-    startBatchGroup(rheo, { stream, group, leaseMs: 100, pollMs: 10, batch: { size: 2, maxWaitMs: 0 } }, async (_leases, ctl) => {
+    startBatchConsumer(rheo, { stream, group, leaseMs: 100, pollMs: 10, batch: { size: 2, maxWaitMs: 0 } }, async (_leases, ctl) => {
       await new Promise<void>((resolve) => ctl.signal.addEventListener('abort', () => resolve()));
       reason = ctl.signal.reason;
     });
@@ -56,7 +60,7 @@ describe('Group batch mode: leases, timeouts, ordering', () => {
     const [a, b, c] = await rheo.appendBatch(stream, events(3));
     const stuck = gate();
     let control: BatchControl | null = null;
-    const g = startBatchGroup(
+    const g = startBatchConsumer(
       rheo,
       { stream, group, leaseMs: 60_000, pollMs: 10, timeoutMs: 30, batch: { size: 3, maxWaitMs: 0 } },
       async (leases, ctl) => {
@@ -89,7 +93,7 @@ describe('Group batch mode: leases, timeouts, ordering', () => {
     const order = new Map<number, number[]>();
     let widest = 0;
     let shared = false;
-    startBatchGroup(rheo, { stream, group, leaseMs: 60_000, pollMs: 10, batch: { size: 10, maxWaitMs: 5 } }, async (leases) => {
+    startBatchConsumer(rheo, { stream, group, leaseMs: 60_000, pollMs: 10, batch: { size: 10, maxWaitMs: 5 } }, async (leases) => {
       const parts = leases.map((l) => l.event.partition);
       if (new Set(parts).size !== parts.length) shared = true;
       widest = Math.max(widest, leases.length);
@@ -106,7 +110,7 @@ describe('Group batch mode: leases, timeouts, ordering', () => {
     const { rheo, stream, group, backend } = await setup();
     await rheo.appendBatch(stream, events(4));
     const handled: string[][] = [];
-    const g = startBatchGroup(
+    const g = startBatchConsumer(
       rheo,
       { stream, group, leaseMs: 60_000, pollMs: 10, batch: { size: 10, maxWaitMs: 60_000 } },
       async (leases) => {
@@ -126,7 +130,7 @@ describe('Group batch mode: leases, timeouts, ordering', () => {
     await rheo.appendBatch(stream, events(5));
     const hold = gate();
     let outcome: Outcome[] = [];
-    const g = startBatchGroup(rheo, { stream, group, leaseMs: 200, pollMs: 10, batch: { size: 5, maxWaitMs: 0 } }, () => hold.promise);
+    const g = startBatchConsumer(rheo, { stream, group, leaseMs: 200, pollMs: 10, batch: { size: 5, maxWaitMs: 0 } }, () => hold.promise);
     g.on('settled', (s) => (outcome = [...outcome, s.outcome]));
     await until('batch running', () => g.running === 1);
     const rounds = g.stats.renewRounds;
@@ -143,7 +147,7 @@ describe('Group batch mode: leases, timeouts, ordering', () => {
     const { rheo, stream, group, backend } = await setup();
     const [a] = await rheo.appendBatch(stream, events(1));
     const problems: Array<[string | undefined, string]> = [];
-    startBatchGroup(rheo, { stream, group, leaseMs: 60_000, pollMs: 10, batch: { size: 1, maxWaitMs: 0 } }, async (leases, ctl) => {
+    startBatchConsumer(rheo, { stream, group, leaseMs: 60_000, pollMs: 10, batch: { size: 1, maxWaitMs: 0 } }, async (leases, ctl) => {
       const tries: Array<() => void> = [
         () => ctl.reject({ id: 'not-in-this-batch' } as never, 'x'),
         () => ctl.ack(null as never),
@@ -175,7 +179,7 @@ describe('Group batch mode: leases, timeouts, ordering', () => {
   it('RheoReject dead-letters the whole batch and is no handler_error; another throw is reported once, with every lease', async () => {
     const { rheo, stream, group, clock } = await setup();
     await rheo.appendBatch(stream, events(3));
-    const g = startBatchGroup(rheo, { stream, group, leaseMs: 60_000, pollMs: 10, batch: { size: 3, maxWaitMs: 0 } }, async (leases) => {
+    const g = startBatchConsumer(rheo, { stream, group, leaseMs: 60_000, pollMs: 10, batch: { size: 3, maxWaitMs: 0 } }, async (leases) => {
       if (leases[0].attempt === 1) throw new Error('store down');
       throw new RheoReject('bad batch');
     });

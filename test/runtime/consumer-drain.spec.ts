@@ -1,18 +1,18 @@
-import { Group } from '../../lib';
-import type { GroupState } from '../../lib/runtime/group-types';
-import { drainAll, events, gate, setup, startGroup } from './helpers';
+import { Consumer } from '../../lib';
+import type { ConsumerState } from '../../lib/runtime/consumer-types';
+import { drainAll, events, gate, setup, startConsumer } from './helpers';
 import { until } from '../support/until';
 
 afterEach(drainAll);
 
-describe('Group: drain', () => {
+describe('Consumer: drain', () => {
   it('stops fetching, keeps renewing, waits for running handlers, loses nothing', async () => {
     const { rheo, stream, group, backend } = await setup();
     await rheo.appendBatch(stream, events(3));
     const hold = gate();
     const handled: number[] = [];
-    const states: GroupState[] = [];
-    const g = startGroup(rheo, { stream, group, maxDemand: 3, concurrency: 3, leaseMs: 60, pollMs: 5 }, async (l) => {
+    const states: ConsumerState[] = [];
+    const g = startConsumer(rheo, { stream, group, maxDemand: 3, concurrency: 3, leaseMs: 60, pollMs: 5 }, async (l) => {
       await hold.promise;
       handled.push(l.event.sequence);
     });
@@ -45,7 +45,7 @@ describe('Group: drain', () => {
 
   it('is idempotent: a second call returns the same promise', async () => {
     const { rheo, stream, group } = await setup();
-    const g = startGroup(rheo, { stream, group, pollMs: 5 }, async () => undefined);
+    const g = startConsumer(rheo, { stream, group, pollMs: 5 }, async () => undefined);
     const a = g.drain();
     const b = g.drain(5);
     expect(b).toBe(a);
@@ -53,11 +53,11 @@ describe('Group: drain', () => {
     expect(await g.drain()).toBe('drained');
   });
 
-  it('times out on a stuck handler; the lease then expires and another Group gets the event', async () => {
+  it('times out on a stuck handler; the lease then expires and another Consumer gets the event', async () => {
     const { rheo, stream, group, backend, clock } = await setup();
     const [e] = await rheo.appendBatch(stream, events(1));
     const stuck = gate();
-    const g1 = startGroup(rheo, { stream, group, leaseMs: 60, pollMs: 5, consumerId: 'one' }, () => stuck.promise);
+    const g1 = startConsumer(rheo, { stream, group, leaseMs: 60, pollMs: 5, consumerId: 'one' }, () => stuck.promise);
     await until('handler running', () => g1.running === 1);
     expect(await g1.drain(30)).toBe('timeout');
     expect(g1.state).toBe('stopped');
@@ -68,20 +68,20 @@ describe('Group: drain', () => {
     expect(backend.calls.renew).toBe(renews); // the lease is left to expire
 
     const seen: Array<{ consumerId: string; attempt: number }> = [];
-    const g2 = startGroup(
+    const g2 = startConsumer(
       rheo,
       { stream, group, leaseMs: 60, pollMs: 5, consumerId: 'two' },
       async (l) => void seen.push({ consumerId: l.consumerId, attempt: l.attempt }),
     );
     const polls = g2.stats.pollTimeouts;
-    await until('the second Group polls', () => g2.stats.pollTimeouts >= polls + 3);
+    await until('the second Consumer polls', () => g2.stats.pollTimeouts >= polls + 3);
     expect(seen).toEqual([]); // still leased by the first (the clock has not moved)
     clock.advance(60);
-    await until('redelivered to the second Group', () => seen.length === 1);
+    await until('redelivered to the second Consumer', () => seen.length === 1);
     expect(seen).toEqual([{ consumerId: 'two', attempt: 2 }]);
     await until('acked', async () => (await rheo.lag(stream, group)).lag === 0);
 
-    stuck.open(); // the first Group's handler finally returns: it must not settle anything
+    stuck.open(); // the first Consumer's handler finally returns: it must not settle anything
     await until('the stuck handler returned', () => g1.running === 0);
     await new Promise((r) => setTimeout(r, 20));
     expect(backend.settles.map((s) => `${s.eventId === e.id}:${s.kind}:${s.attempt}:${s.answered}`)).toEqual(['true:ack:2:ok']);
@@ -90,7 +90,7 @@ describe('Group: drain', () => {
   it('drains at once while backing off, and clears lastError', async () => {
     const { rheo, stream, group, backend } = await setup();
     backend.failFetch(1000, 'backend_unavailable');
-    const g = startGroup(rheo, { stream, group, pollMs: 5 }, async () => undefined);
+    const g = startConsumer(rheo, { stream, group, pollMs: 5 }, async () => undefined);
     await until('backing off', () => g.state === 'backing_off');
     expect(g.lastError?.code).toBe('backend_unavailable');
     expect(await g.drain(5000)).toBe('drained');
@@ -98,10 +98,10 @@ describe('Group: drain', () => {
     expect(g.state).toBe('stopped');
   });
 
-  it('a Group never started drains at once and stays stopped', async () => {
+  it('a Consumer never started drains at once and stays stopped', async () => {
     const { rheo, stream, group, backend } = await setup();
     await rheo.appendBatch(stream, events(1));
-    const g = new Group(rheo, { stream, group }, async () => undefined);
+    const g = new Consumer(rheo, { stream, group }, async () => undefined);
     expect(await g.drain()).toBe('drained');
     g.start();
     await new Promise((r) => setTimeout(r, 20));
@@ -111,7 +111,7 @@ describe('Group: drain', () => {
 
   it('start is idempotent: one fetch loop, one renewal timer', async () => {
     const { rheo, stream, group, backend } = await setup();
-    const g = startGroup(rheo, { stream, group, pollMs: 10_000, leaseMs: 20_000 }, async () => undefined);
+    const g = startConsumer(rheo, { stream, group, pollMs: 10_000, leaseMs: 20_000 }, async () => undefined);
     g.start();
     g.start();
     await until('idle', () => backend.calls.wait >= 1);
@@ -121,11 +121,11 @@ describe('Group: drain', () => {
   });
 });
 
-describe('Group: wake-ups', () => {
-  it('an append wakes an idle Group long before its poll interval', async () => {
+describe('Consumer: wake-ups', () => {
+  it('an append wakes an idle Consumer long before its poll interval', async () => {
     const { rheo, stream, group, backend } = await setup();
     const seen: string[] = [];
-    const g = startGroup(rheo, { stream, group, pollMs: 60_000, leaseMs: 120_000 }, async (l) => void seen.push(l.event.id));
+    const g = startConsumer(rheo, { stream, group, pollMs: 60_000, leaseMs: 120_000 }, async (l) => void seen.push(l.event.id));
     await until('idle, waiting for a wake-up', () => backend.calls.wait >= 1);
     const [e] = await rheo.appendBatch(stream, events(1));
     await until('handled', () => seen.length === 1);
@@ -138,7 +138,7 @@ describe('Group: wake-ups', () => {
     const { rheo, stream, group, backend } = await setup();
     backend.disableWait();
     const seen: string[] = [];
-    const g = startGroup(rheo, { stream, group, pollMs: 10 }, async (l) => void seen.push(l.event.id));
+    const g = startConsumer(rheo, { stream, group, pollMs: 10 }, async (l) => void seen.push(l.event.id));
     await until('idle', () => backend.calls.wait >= 1);
     await rheo.appendBatch(stream, events(3));
     await until('handled by polling', () => seen.length === 3);
@@ -146,10 +146,10 @@ describe('Group: wake-ups', () => {
     expect(g.stats.pollTimeouts).toBeGreaterThanOrEqual(1);
   });
 
-  it('a hint that always fires spuriously cannot make the Group spin', async () => {
+  it('a hint that always fires spuriously cannot make the Consumer spin', async () => {
     const { rheo, stream, group, backend } = await setup();
     backend.spuriousWakeUps();
-    const g = startGroup(rheo, { stream, group, pollMs: 20 }, async () => undefined);
+    const g = startConsumer(rheo, { stream, group, pollMs: 20 }, async () => undefined);
     await until('five poll rounds', () => g.stats.pollTimeouts >= 5);
     const { fetches, pollTimeouts } = g.stats;
     // At most 3 spurious wake-ups per poll round, plus the round's own fetch.

@@ -1,13 +1,13 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { type RheoError, type RheoErrorCode } from '../../lib';
-import type { GroupState } from '../../lib/runtime/group-types';
-import { drainAll, events, gate, setup, startGroup } from './helpers';
+import type { ConsumerState } from '../../lib/runtime/consumer-types';
+import { drainAll, events, gate, setup, startConsumer } from './helpers';
 import { until } from '../support/until';
 
 afterEach(drainAll);
 
-describe('Group: failed acks', () => {
+describe('Consumer: failed acks', () => {
   it.each<[RheoErrorCode, boolean]>([
     ['backend_unavailable', false],
     ['ambiguous', false],
@@ -17,7 +17,7 @@ describe('Group: failed acks', () => {
     backend.failSettle({ kind: 'ack', code, applied });
     const attempts: number[] = [];
     const errors: RheoError[] = [];
-    const g = startGroup(rheo, { stream, group, leaseMs: 1000, pollMs: 5 }, async (l) => void attempts.push(l.attempt));
+    const g = startConsumer(rheo, { stream, group, leaseMs: 1000, pollMs: 5 }, async (l) => void attempts.push(l.attempt));
     g.on('settle_error', ({ error, outcome }) => {
       expect(outcome.kind).toBe('ack');
       errors.push(error);
@@ -43,7 +43,7 @@ describe('Group: failed acks', () => {
       await rheo.appendBatch(stream, events(1));
       backend.failSettle({ kind: 'ack', code, applied: true });
       const attempts: number[] = [];
-      const g = startGroup(rheo, { stream, group, leaseMs: 1000, pollMs: 5 }, async (l) => void attempts.push(l.attempt));
+      const g = startConsumer(rheo, { stream, group, leaseMs: 1000, pollMs: 5 }, async (l) => void attempts.push(l.attempt));
       await until('the failed ack was given up', () => backend.settles.length === 1 && g.inflight === 0);
       expect((await rheo.lag(stream, group)).lag).toBe(0);
       clock.advance(5000);
@@ -59,7 +59,7 @@ describe('Group: failed acks', () => {
     await rheo.appendBatch(stream, events(1));
     backend.failSettle({ kind: 'ack', code: 'failed', applied: false });
     const attempts: number[] = [];
-    startGroup(rheo, { stream, group, leaseMs: 60_000, pollMs: 5 }, async (l) => void attempts.push(l.attempt));
+    startConsumer(rheo, { stream, group, leaseMs: 60_000, pollMs: 5 }, async (l) => void attempts.push(l.attempt));
     await until('acked on the redelivery', async () => (await rheo.lag(stream, group)).lag === 0);
     expect(attempts).toEqual([1, 2]);
     const log = backend.settles.map((s) => ({ kind: s.kind, attempt: s.attempt, answered: s.answered, delayMs: s.delayMs }));
@@ -76,7 +76,7 @@ describe('Group: failed acks', () => {
     await rheo.appendBatch(stream, events(1));
     backend.failSettle({ kind: 'ack', code: 'stale_lease', applied: false });
     const attempts: number[] = [];
-    const g = startGroup(rheo, { stream, group, leaseMs: 1000, pollMs: 5 }, async (l) => void attempts.push(l.attempt));
+    const g = startConsumer(rheo, { stream, group, leaseMs: 1000, pollMs: 5 }, async (l) => void attempts.push(l.attempt));
     await until('dropped', () => backend.settles.length === 1 && g.inflight === 0);
     clock.advance(1000);
     await until('redelivered after expiry and acked', async () => (await rheo.lag(stream, group)).lag === 0);
@@ -89,7 +89,7 @@ describe('Group: failed acks', () => {
     await rheo.appendBatch(stream, events(1));
     backend.failSettle({ kind: 'nack', code: 'failed', applied: false, times: 2 });
     const attempts: number[] = [];
-    const g = startGroup(rheo, { stream, group, leaseMs: 1000, pollMs: 5 }, async (l) => {
+    const g = startConsumer(rheo, { stream, group, leaseMs: 1000, pollMs: 5 }, async (l) => {
       attempts.push(l.attempt);
       if (l.attempt === 1) throw new Error('first try fails');
     });
@@ -103,16 +103,16 @@ describe('Group: failed acks', () => {
   });
 });
 
-describe('Group: fetch errors', () => {
+describe('Consumer: fetch errors', () => {
   it('backs off on fetch errors, reports them, recovers, and consumes everything', async () => {
     const { rheo, stream, group, backend } = await setup();
     const appended = await rheo.appendBatch(stream, events(20));
     backend.failFetch(3, 'backend_unavailable');
     const seen = new Set<string>();
-    const states: GroupState[] = [];
+    const states: ConsumerState[] = [];
     const errorsWhileBackingOff: Array<string | undefined> = [];
     let recovered = 0;
-    const g = startGroup(rheo, { stream, group, maxDemand: 5, concurrency: 2, pollMs: 10 }, async (l) => void seen.add(l.event.id));
+    const g = startConsumer(rheo, { stream, group, maxDemand: 5, concurrency: 2, pollMs: 10 }, async (l) => void seen.add(l.event.id));
     g.on('state', (s) => states.push(s));
     g.on('fetch_error', (err) => {
       expect(err.code).toBe('backend_unavailable');
@@ -133,7 +133,7 @@ describe('Group: fetch errors', () => {
     const { rheo, stream, group, backend } = await setup();
     const [e] = await rheo.appendBatch(stream, events(1));
     const hold = gate();
-    const g = startGroup(rheo, { stream, group, maxDemand: 2, concurrency: 2, leaseMs: 60, pollMs: 5 }, () => hold.promise);
+    const g = startConsumer(rheo, { stream, group, maxDemand: 2, concurrency: 2, leaseMs: 60, pollMs: 5 }, () => hold.promise);
     await until('one running', () => g.running === 1);
     backend.failFetch(1_000_000, 'backend_unavailable');
     await until('backing off', () => g.state === 'backing_off');
@@ -146,11 +146,11 @@ describe('Group: fetch errors', () => {
     expect(backend.settles.map((s) => `${s.kind}:${s.answered}`)).toEqual(['ack:ok']);
   });
 
-  it('a missing group is a fetch error the Group backs off on (and picks up once it exists)', async () => {
+  it('a missing group is a fetch error the Consumer backs off on (and picks up once it exists)', async () => {
     const { rheo, stream } = await setup();
     await rheo.appendBatch(stream, events(2));
     let handled = 0;
-    const g = startGroup(rheo, { stream, group: 'later', pollMs: 10 }, async () => void handled++);
+    const g = startConsumer(rheo, { stream, group: 'later', pollMs: 10 }, async () => void handled++);
     await until('backing off', () => g.state === 'backing_off');
     expect(g.lastError?.code).toBe('group_not_found');
     await rheo.createGroup(stream, 'later');
@@ -159,12 +159,12 @@ describe('Group: fetch errors', () => {
   });
 });
 
-describe('Group: renewals', () => {
+describe('Consumer: renewals', () => {
   it('renews every held lease with one call per round', async () => {
     const { rheo, stream, group, backend } = await setup();
     await rheo.appendBatch(stream, events(3));
     const hold = gate();
-    const g = startGroup(rheo, { stream, group, maxDemand: 3, concurrency: 3, leaseMs: 60, pollMs: 5 }, () => hold.promise);
+    const g = startConsumer(rheo, { stream, group, maxDemand: 3, concurrency: 3, leaseMs: 60, pollMs: 5 }, () => hold.promise);
     await until('three running', () => g.running === 3);
     await until('three renewal rounds', () => backend.renewRounds.length >= 3);
     expect(backend.renewRounds.slice(0, 3).every((r) => r.length === 3)).toBe(true);
@@ -179,7 +179,7 @@ describe('Group: renewals', () => {
     const hold = gate();
     const attempts: number[] = [];
     const lost: string[] = [];
-    const g = startGroup(rheo, { stream, group, maxDemand: 1, leaseMs: 60, pollMs: 5 }, async (l) => {
+    const g = startConsumer(rheo, { stream, group, maxDemand: 1, leaseMs: 60, pollMs: 5 }, async (l) => {
       attempts.push(l.attempt);
       if (l.attempt === 1) await hold.promise;
     });
@@ -203,7 +203,7 @@ describe('Group: renewals', () => {
     backend.failRenewCall(2, 'backend_unavailable');
     const hold = gate();
     const renewErrors: string[] = [];
-    const g = startGroup(rheo, { stream, group, maxDemand: 2, concurrency: 2, leaseMs: 60, pollMs: 5 }, () => hold.promise);
+    const g = startConsumer(rheo, { stream, group, maxDemand: 2, concurrency: 2, leaseMs: 60, pollMs: 5 }, () => hold.promise);
     g.on('renew_error', ({ error, leases }) => renewErrors.push(`${error.code}:${leases}`));
     await until('a renewal round after the failures', () => backend.calls.renew >= 3);
     expect(renewErrors).toEqual(['backend_unavailable:2', 'backend_unavailable:2']);
@@ -214,7 +214,7 @@ describe('Group: renewals', () => {
   });
 });
 
-describe('Group: never an unhandled rejection', () => {
+describe('Consumer: never an unhandled rejection', () => {
   // Jest handles unhandled rejections itself, so the scenario runs in a child
   // process with its own 'unhandledRejection' listener and reports what it saw.
   function scenario(...args: string[]) {

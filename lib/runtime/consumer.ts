@@ -8,7 +8,7 @@ import { classifySettleError } from '../core/settle';
 import type { Lease } from '../core/types';
 import { deadLetteredOf } from '../core/fetched';
 import { MAX_BATCH, MAX_FETCH_LIMIT } from '../core/limits';
-import type { DrainResult, GroupBatchHandler, GroupEvents, GroupHandler, GroupState, GroupStats } from './group-types';
+import type { DrainResult, ConsumerBatchHandler, ConsumerEvents, ConsumerHandler, ConsumerState, ConsumerStats } from './consumer-types';
 import { BatchRun } from './batch-run';
 import { LazyDeliveryControl } from './delivery-control';
 import { timeoutOutcome, withTimeout } from './handler-timeout';
@@ -47,12 +47,12 @@ type LoopPhase = 'off' | 'fetching' | 'full' | 'waiting' | 'backoff';
  * `concurrency` handlers running. Nothing it does rejects unhandled: backend
  * outages, handler throws and settle failures surface as events and state.
  */
-export class Group extends EventEmitter<GroupEvents> {
+export class Consumer extends EventEmitter<ConsumerEvents> {
   private readonly options: ResolvedGroupOptions;
   private readonly held = new Inflight();
   private readonly settler: SettleBatcher;
   private readonly renewals: Renewals;
-  private readonly counters: GroupStats = {
+  private readonly counters: ConsumerStats = {
     fetches: 0,
     leases: 0,
     pollTimeouts: 0,
@@ -72,7 +72,7 @@ export class Group extends EventEmitter<GroupEvents> {
   private releasing = 0;
   private renewError: RheoError | null = null;
 
-  private current: GroupState = 'idle';
+  private current: ConsumerState = 'idle';
   private error: RheoError | null = null;
   private handlersRunning = 0;
   /**
@@ -103,14 +103,14 @@ export class Group extends EventEmitter<GroupEvents> {
   /**
    * Validates `options` (RheoError('invalid_argument') naming the field); does
    * not touch the backend. With `batch`, the handler takes the leases of a
-   * batch ({@link GroupBatchHandler}); without, one lease ({@link GroupHandler}).
+   * batch ({@link ConsumerBatchHandler}); without, one lease ({@link ConsumerHandler}).
    */
-  constructor(rheo: Rheo, options: GroupRunOptions & { batch: BatchOptions }, handler: GroupBatchHandler);
-  constructor(rheo: Rheo, options: GroupRunOptions & { batch?: undefined }, handler: GroupHandler);
+  constructor(rheo: Rheo, options: GroupRunOptions & { batch: BatchOptions }, handler: ConsumerBatchHandler);
+  constructor(rheo: Rheo, options: GroupRunOptions & { batch?: undefined }, handler: ConsumerHandler);
   constructor(
     private readonly rheo: Rheo,
     options: GroupRunOptions,
-    private readonly handler: GroupHandler | GroupBatchHandler,
+    private readonly handler: ConsumerHandler | ConsumerBatchHandler,
   ) {
     super();
     if (!rheo || !rheo.backend || typeof rheo.fetch !== 'function' || typeof rheo.settleMany !== 'function')
@@ -153,7 +153,7 @@ export class Group extends EventEmitter<GroupEvents> {
   // ------------------------------------------------------------------ public surface
 
   /** Current state. */
-  get state(): GroupState {
+  get state(): ConsumerState {
     return this.current;
   }
 
@@ -182,8 +182,8 @@ export class Group extends EventEmitter<GroupEvents> {
     return this.current === 'stopped' || !this.renewals.failing ? null : this.renewError;
   }
 
-  /** A snapshot of the Group's counters. */
-  get stats(): GroupStats {
+  /** A snapshot of the Consumer's counters. */
+  get stats(): ConsumerStats {
     return { ...this.counters, renewRounds: this.renewals.rounds, settleBatches: this.settler.batches };
   }
 
@@ -193,8 +193,8 @@ export class Group extends EventEmitter<GroupEvents> {
   }
 
   /**
-   * Start fetching. Idempotent; a stopped Group stays stopped (build a new one).
-   * The stream and group must exist: until they do, fetches fail and the Group
+   * Start fetching. Idempotent; a stopped Consumer stays stopped (build a new one).
+   * The stream and group must exist: until they do, fetches fail and the Consumer
    * backs off with `lastError` set.
    */
   start(): void {
@@ -245,7 +245,7 @@ export class Group extends EventEmitter<GroupEvents> {
   }
 
   /**
-   * How many leases to fetch now. The Group prefetches: it holds up to `maxDemand`
+   * How many leases to fetch now. The Consumer prefetches: it holds up to `maxDemand`
    * leases (renewed while they wait) and runs `concurrency` of them, so one round
    * trip claims a large batch instead of one per free handler. It fetches again
    * once fewer than `concurrency` leases are waiting, before handlers run dry.
@@ -568,7 +568,7 @@ export class Group extends EventEmitter<GroupEvents> {
     // The common case, with no one observing: the bare call, without the closures the wrappers take.
     const bare =
       !this.options.transactional && this.options.timeoutMs === undefined && !processChannel.hasSubscribers && tracing() === undefined;
-    const result = bare ? settledCall(() => (this.handler as GroupHandler)(lease, control)) : this.wrapped(lease, control, entry);
+    const result = bare ? settledCall(() => (this.handler as ConsumerHandler)(lease, control)) : this.wrapped(lease, control, entry);
     result.then(
       (value) => this.onHandled(entry, value),
       (err: unknown) => this.onHandlerThrew(entry, err),
@@ -580,8 +580,8 @@ export class Group extends EventEmitter<GroupEvents> {
     const run = (): Promise<Outcome | void> => {
       const call = settledCall(() =>
         this.options.transactional
-          ? runTransactional(this.rheo, lease, control, this.handler as GroupHandler, () => (entry.settling = true))
-          : (this.handler as GroupHandler)(lease, control),
+          ? runTransactional(this.rheo, lease, control, this.handler as ConsumerHandler, () => (entry.settling = true))
+          : (this.handler as ConsumerHandler)(lease, control),
       );
       return this.options.timeoutMs === undefined ? call : this.bounded(call, control, [lease]);
     };
@@ -594,7 +594,7 @@ export class Group extends EventEmitter<GroupEvents> {
     this.handlersRunning++;
     const run = new BatchRun(entries.map((e) => e.lease));
     for (const entry of entries) entry.batch = run;
-    const call = settledCall(() => (this.handler as GroupBatchHandler)(run.leases, run));
+    const call = settledCall(() => (this.handler as ConsumerBatchHandler)(run.leases, run));
     const result = this.options.timeoutMs === undefined ? call : this.bounded(call, run.control, run.leases);
     result.then(
       (value) => this.onBatchEnded(entries, run, value, false),
@@ -809,7 +809,7 @@ export class Group extends EventEmitter<GroupEvents> {
     // no longer renewed or settled: it expires and is redelivered.
     const started = this.current !== 'idle';
     this.setState('stopped');
-    // A Group drained before it started never announced itself: a stop alone would unbalance start/stop counts.
+    // A Consumer drained before it started never announced itself: a stop alone would unbalance start/stop counts.
     if (started && channels.consumerStop.hasSubscribers) {
       const { stream, group, consumerId } = this.options;
       channels.consumerStop.publish({ stream, group, consumerId, reason: result });
@@ -818,16 +818,16 @@ export class Group extends EventEmitter<GroupEvents> {
     this.drainDone = null;
   }
 
-  private setState(state: GroupState): void {
+  private setState(state: ConsumerState): void {
     if (this.current === state) return;
     this.current = state;
     this.notify('state', state);
   }
 
   /** Emit without letting a throwing listener break the loop (it would surface as an unhandled rejection). */
-  private notify<K extends keyof GroupEvents>(event: K, ...args: GroupEvents[K]): void {
+  private notify<K extends keyof ConsumerEvents>(event: K, ...args: ConsumerEvents[K]): void {
     try {
-      (this.emit as (e: K, ...a: GroupEvents[K]) => boolean)(event, ...args);
+      (this.emit as (e: K, ...a: ConsumerEvents[K]) => boolean)(event, ...args);
     } catch (err) {
       process.emitWarning(
         `nestjs-rheo: a '${String(event)}' listener of group "${this.options.group}" threw: ${err instanceof Error ? err.message : String(err)}`,

@@ -48,7 +48,7 @@ import { checkCommonOptions, InstallMode } from '../sql/options';
 import { columnFilters, filteredQuery, jsonFieldNeedles } from '../sql/query-filter';
 import { copyGroupConfig } from '../copies';
 import { claimPastDelays } from '../delays';
-import { lagOf, retentionColumns, toDeadLetter, toEvent, toGroup, toStream } from '../sql/rows';
+import { groupInfoOf, lagOf, retentionColumns, toDeadLetter, toEvent, toGroup, toStream } from '../sql/rows';
 import { backoffTable, leasePosition, planLeases, type PlannedLease, planSettles, settled, staleRenewals } from '../sql/settle-plan';
 import { query, Sql } from '../sql/statement';
 import { runHandlerWork, transactionManager } from '../sql/transaction';
@@ -347,8 +347,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       const [row] = await this.q(this.plans.createStream, params, 'write', 'createStream');
       return this.rememberStream(toStream(row));
     } catch (err) {
-      if (err instanceof RheoError && err.code === 'already_exists')
-        throw new RheoError('already_exists', `stream "${stream}" already exists`, { cause: err });
+      if (err instanceof RheoError && err.code === 'already_exists') throw new RheoError('already_exists', `stream "${stream}" already exists`, { cause: err });
       throw err;
     }
   }
@@ -875,16 +874,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
   async groupInfo(stream: string, group: string): Promise<GroupInfo> {
     const { now, rows } = await this.state(stream, group);
     const [dead] = await this.q(this.plans.deadCount, [stream, group], 'read', 'groupInfo');
-    const oldest = rows.reduce<number | null>((m, r) => (r.oldest_ts === null ? m : Math.min(m ?? Infinity, Number(r.oldest_ts))), null);
-    return {
-      stream,
-      group,
-      lag: lagOf(stream, group, rows),
-      inflight: rows.reduce((n, r) => n + Number(r.live), 0),
-      deadLetters: Number(dead.n),
-      oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
-      config: copyGroupConfig(await this.mustGroup(stream, group)),
-    };
+    return groupInfoOf(stream, group, rows, dead.n, await this.mustGroup(stream, group), now);
   }
 
   async deadLetters(stream: string, group: string, limit: number, after?: string): Promise<DeadLetter[]> {

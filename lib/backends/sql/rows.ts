@@ -1,4 +1,16 @@
-import type { DeadLetter, EventMetadata, GroupConfig, JsonValue, Lag, Ordering, Retention, RheoEvent, StreamInfo } from '../../core/types';
+import type {
+  DeadLetter,
+  EventMetadata,
+  GroupConfig,
+  GroupInfo,
+  JsonValue,
+  Lag,
+  Ordering,
+  Retention,
+  RheoEvent,
+  StreamInfo,
+} from '../../core/types';
+import { copyGroupConfig } from '../copies';
 
 // The rows both dialects' SELECTs return, one interface per column list (the
 // dialect-only ones are in postgres/plans.ts and sqlite/plans.ts, next to their
@@ -144,8 +156,6 @@ export function toGroup(r: DbGroup): GroupConfig {
   };
 }
 
-/** A fresh copy, so a caller mutating what it got back never touches a cache. */
-
 /** Lag from the per-partition rows of a group-state query (hwm, derived frontier). */
 export function lagOf(stream: string, group: string, rows: DbPartitionState[]): Lag {
   const partitions = rows.map((r) => {
@@ -154,6 +164,31 @@ export function lagOf(stream: string, group: string, rows: DbPartitionState[]): 
     return { partition: Number(r.partition), frontier, highWatermark, lag: Math.max(0, highWatermark - frontier) };
   });
   return { stream, group, lag: partitions.reduce((n, p) => n + p.lag, 0), partitions };
+}
+
+/**
+ * A group's info from the per-partition rows of a group-state query, its dead
+ * letters' count and its config (copied: the caller may hold the cached one),
+ * at `now` by the store's clock.
+ */
+export function groupInfoOf(
+  stream: string,
+  group: string,
+  rows: DbPartitionState[],
+  deadLetters: DbInt,
+  config: GroupConfig,
+  now: number,
+): GroupInfo {
+  const oldest = rows.reduce<number | null>((m, r) => (r.oldest_ts === null ? m : Math.min(m ?? Infinity, Number(r.oldest_ts))), null);
+  return {
+    stream,
+    group,
+    lag: lagOf(stream, group, rows),
+    inflight: rows.reduce((n, r) => n + Number(r.live), 0),
+    deadLetters: Number(deadLetters),
+    oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
+    config: copyGroupConfig(config),
+  };
 }
 
 /** A dead-letter row (delivery columns plus the event's, null when the event row is gone) as a DeadLetter. */

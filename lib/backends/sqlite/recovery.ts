@@ -4,8 +4,7 @@
 import { RheoError } from '../../core/errors';
 import type { DeadLetter, GroupInfo, Lag } from '../../core/types';
 import type { ReplayRequest, ResolvedStart } from '../backend';
-import { copyGroupConfig } from '../copies';
-import { type DbPartitionState, lagOf, toDeadLetter } from '../sql/rows';
+import { type DbPartitionState, groupInfoOf, lagOf, toDeadLetter } from '../sql/rows';
 import type { SqliteContext } from './context';
 import { startAfters } from './group-start';
 import { lastBefore } from './time-lookup';
@@ -101,16 +100,7 @@ export async function groupInfo(ctx: SqliteContext, stream: string, group: strin
   const now = ctx.clock.now();
   const rows = await state(ctx, stream, group, now);
   const dead = (await ctx.locked('read', 'groupInfo', () => ctx.stmt(ctx.plans.deadCount).get(stream, group)))!;
-  const oldest = rows.reduce<number | null>((m, r) => (r.oldest_ts === null ? m : Math.min(m ?? Infinity, Number(r.oldest_ts))), null);
-  return {
-    stream,
-    group,
-    lag: lagOf(stream, group, rows),
-    inflight: rows.reduce((n, r) => n + Number(r.live), 0),
-    deadLetters: Number(dead.n),
-    oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
-    config: copyGroupConfig(config),
-  };
+  return groupInfoOf(stream, group, rows, dead.n, config, now);
 }
 
 export async function deadLetters(ctx: SqliteContext, stream: string, group: string, limit: number, after?: string): Promise<DeadLetter[]> {

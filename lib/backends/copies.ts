@@ -1,4 +1,5 @@
 import type { EventMetadata, GroupConfig, JsonValue, StreamInfo } from '../core/types';
+import type { CreateGroupRequest } from './backend';
 
 // Backends cache stream and group registrations; what they hand out is a copy, so
 // a caller mutating a returned object (or its Date) never changes the cache.
@@ -6,6 +7,12 @@ import type { EventMetadata, GroupConfig, JsonValue, StreamInfo } from '../core/
 /** A copy of a group's configuration that shares nothing mutable with it. */
 export function copyGroupConfig(config: GroupConfig): GroupConfig {
   return { ...config, retry: { ...config.retry }, createdAt: new Date(config.createdAt.getTime()) };
+}
+
+/** A new group's configuration from its request, created at `createdAt` (ms, the store's clock): shares nothing with the request. */
+export function newGroupConfig(req: CreateGroupRequest, createdAt: number): GroupConfig {
+  const { stream, group, maxAttempts, ordering } = req;
+  return { stream, group, maxAttempts, retry: { ...req.retry }, ordering, createdAt: new Date(createdAt) };
 }
 
 /** A copy of a stream's registration that shares nothing mutable with it. */

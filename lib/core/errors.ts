@@ -57,6 +57,16 @@ export class RheoError extends Error {
     return new RheoError('group_not_found', `group "${group}" does not exist on stream "${stream}"`, { cause });
   }
 
+  /** The `already_exists` error of a stream created twice: every backend says it in these words. */
+  static streamExists(stream: string, cause?: unknown): RheoError {
+    return new RheoError('already_exists', `stream "${stream}" already exists`, { cause });
+  }
+
+  /** The `already_exists` error of a group created twice on `stream`: every backend says it in these words. */
+  static groupExists(stream: string, group: string, cause?: unknown): RheoError {
+    return new RheoError('already_exists', `group "${group}" already exists on stream "${stream}"`, { cause });
+  }
+
   /** The `stale_lease` error of an operation (`ack`, `renew`, `release`, ...) whose lease the store no longer holds. */
   static staleLease(operation: string): RheoError {
     return new RheoError('stale_lease', `${operation}: the lease is no longer held (expired, settled or replaced)`);

@@ -1,7 +1,7 @@
 import { RheoError } from '../../core/errors';
 import type { GroupConfig, Retention, StreamInfo } from '../../core/types';
 import type { CreateGroupRequest } from '../backend';
-import { copyGroupConfig, copyStreamInfo } from '../copies';
+import { copyGroupConfig, copyStreamInfo, newGroupConfig } from '../copies';
 import { groupOf, open, startParts, streamOf, wake, type MemoryContext } from './context';
 import { PartitionLog } from './partition-log';
 
@@ -9,7 +9,7 @@ import { PartitionLog } from './partition-log';
 
 export async function createStream(ctx: MemoryContext, stream: string, partitions: number, retention?: Retention): Promise<StreamInfo> {
   open(ctx);
-  if (ctx.streams.has(stream)) throw new RheoError('already_exists', `stream "${stream}" already exists`);
+  if (ctx.streams.has(stream)) throw RheoError.streamExists(stream);
   const info: StreamInfo = { name: stream, partitions, createdAt: new Date(ctx.clock.now()) };
   if (retention) info.retention = { ...retention };
   ctx.streams.set(stream, {
@@ -42,15 +42,8 @@ export async function setRetention(ctx: MemoryContext, stream: string, retention
 
 export async function createGroup(ctx: MemoryContext, req: CreateGroupRequest): Promise<GroupConfig> {
   const s = streamOf(ctx, req.stream);
-  if (s.groups.has(req.group)) throw new RheoError('already_exists', `group "${req.group}" already exists on stream "${req.stream}"`);
-  const config: GroupConfig = {
-    stream: req.stream,
-    group: req.group,
-    maxAttempts: req.maxAttempts,
-    retry: { ...req.retry },
-    ordering: req.ordering,
-    createdAt: new Date(ctx.clock.now()),
-  };
+  if (s.groups.has(req.group)) throw RheoError.groupExists(req.stream, req.group);
+  const config = newGroupConfig(req, ctx.clock.now());
   s.groups.set(req.group, { config, parts: startParts(s, req.start), dead: new Map(), deadOrder: null, nextPartition: 0 });
   return copyGroupConfig(config);
 }

@@ -347,7 +347,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       const [row] = await this.q(this.plans.createStream, params, 'write', 'createStream');
       return this.rememberStream(toStream(row));
     } catch (err) {
-      if (err instanceof RheoError && err.code === 'already_exists') throw new RheoError('already_exists', `stream "${stream}" already exists`, { cause: err });
+      if (err instanceof RheoError && err.code === 'already_exists') throw RheoError.streamExists(stream, err);
       throw err;
     }
   }
@@ -381,7 +381,7 @@ export class PostgresBackend extends SqlBackendBase implements Backend {
       return copyGroupConfig(this.rememberGroup(toGroup(row)));
     } catch (err) {
       if (err instanceof RheoError && err.code === 'already_exists') {
-        throw new RheoError('already_exists', `group "${req.group}" already exists on stream "${req.stream}"`, { cause: err });
+        throw RheoError.groupExists(req.stream, req.group, err);
       }
       throw err;
     }

@@ -70,7 +70,7 @@ import { type ScriptCall, ScriptRunner } from './script-runner';
 import type { ScriptName } from './scripts';
 import { runTrim } from './trimming';
 import { WakeListener } from './wake-listener';
-import { copyGroupConfig, copyJson, copyStreamInfo } from '../copies';
+import { copyGroupConfig, copyJson, copyStreamInfo, newGroupConfig } from '../copies';
 import { claimPastDelays, type ClaimRound } from '../delays';
 import { deadLetteredOf, fetched } from '../../core/fetched';
 import { hostPort, urlTarget } from '../target';
@@ -649,7 +649,7 @@ export class RedisBackend implements Backend {
       await this.runScript('write', 'createStream', [k.meta], [partitions, createdAt, ...retentionArgs(retention)]);
     } catch (err) {
       if ((err as RheoError).code !== 'already_exists') throw err;
-      throw new RheoError('already_exists', `stream "${stream}" already exists`);
+      throw RheoError.streamExists(stream);
     }
     const info: StreamInfo = { name: stream, partitions, createdAt: new Date(createdAt) };
     this.remember(info);
@@ -706,21 +706,12 @@ export class RedisBackend implements Backend {
     const g = k.group(req.group);
     const createdAt = this.clock.now();
     const { mode, after } = await this.startArgs(req.stream, P, req.start);
-    const config: GroupConfig = {
-      stream: req.stream,
-      group: req.group,
-      maxAttempts: req.maxAttempts,
-      retry: { ...req.retry },
-      ordering: req.ordering,
-      createdAt: new Date(createdAt),
-    };
+    const config = newGroupConfig(req, createdAt);
     const stored = encodeGroupConfig(config);
     await this.runScript('write', 'createGroup', [k.meta, g.cfg, k.groups], [req.group, mode, stored.length, ...stored, ...after], {
       stream: req.stream,
     }).catch((err: RheoError) => {
-      throw err.code === 'already_exists'
-        ? new RheoError('already_exists', `group "${req.group}" already exists on stream "${req.stream}"`)
-        : err;
+      throw err.code === 'already_exists' ? RheoError.groupExists(req.stream, req.group) : err;
     });
     this.groupConfigs.set(groupId(req.stream, req.group), config);
     return copyGroupConfig(config);

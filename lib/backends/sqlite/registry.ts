@@ -22,8 +22,7 @@ export async function createStream(ctx: SqliteContext, stream: string, partition
       for (let i = 0; i < partitions; i++) ins.run(stream, i);
     });
   } catch (err) {
-    if (err instanceof RheoError && err.code === 'already_exists')
-      throw new RheoError('already_exists', `stream "${stream}" already exists`, { cause: err });
+    if (err instanceof RheoError && err.code === 'already_exists') throw RheoError.streamExists(stream, err);
     throw err;
   }
   return ctx.base.rememberStream(info);
@@ -67,7 +66,7 @@ export async function createGroup(ctx: SqliteContext, req: CreateGroupRequest): 
     return copyGroupConfig(ctx.base.rememberGroup(toGroup(row)));
   } catch (err) {
     if (err instanceof RheoError && err.code === 'already_exists') {
-      throw new RheoError('already_exists', `group "${req.group}" already exists on stream "${req.stream}"`, { cause: err });
+      throw RheoError.groupExists(req.stream, req.group, err);
     }
     throw err;
   }

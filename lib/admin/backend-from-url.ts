@@ -12,7 +12,7 @@ import { postgresBackend } from '../backends/postgres';
 import { redisBackend } from '../backends/redis';
 import type { InstallMode } from '../backends/sql';
 import { sqliteBackend } from '../backends/sqlite';
-import { checkKeys, checkObject, keySet } from '../core/validate';
+import { checkBoolean, checkKeys, checkObject, keySet } from '../core/validate';
 
 /** Options of {@link backendFromUrl}. */
 export interface BackendFromUrlOptions {
@@ -52,7 +52,7 @@ export function backendFromUrl(url: string, options: BackendFromUrlOptions = {})
   if (typeof url !== 'string' || url.length === 0) throw RheoError.invalid('url', FORMS);
   const install = options.install ?? 'none';
   const readOnly = options.readOnly ?? false;
-  if (typeof readOnly !== 'boolean') throw RheoError.invalid('readOnly', 'must be a boolean');
+  checkBoolean('readOnly', readOnly);
   if (readOnly && install === 'auto') throw RheoError.invalid('readOnly', "cannot be combined with install: 'auto'");
   const scheme = /^([a-z]+):/i.exec(url)?.[1]?.toLowerCase();
   if (scheme !== 'postgres' && scheme !== 'postgresql' && options.schema !== undefined)

@@ -1,5 +1,5 @@
 import { RheoError } from '../core/errors';
-import { checkKeys, keySet } from '../core/validate';
+import { checkBoolean, checkKeys, keySet } from '../core/validate';
 
 /** What a backend promises. Guarantees decide which conformance cases run. */
 export interface Guarantees {
@@ -66,8 +66,7 @@ function pick<K extends string>(
       if (v !== true) throw RheoError.invalid(`capabilities.${section}.${k}`, 'is an invariant and must be true');
       continue;
     }
-    if (typeof v !== 'boolean') throw RheoError.invalid(`capabilities.${section}.${k}`, 'must be a boolean');
-    out[k as K] = v;
+    out[k as K] = checkBoolean(`capabilities.${section}.${k}`, v);
   }
   return out;
 }

@@ -30,6 +30,7 @@ import { boundReason } from './outcomes';
 import { partitionForKey } from './partitioner';
 import type { AppendInput, GroupConfig, GroupOptions, Lease, Query, Retention, StartPosition } from './types';
 import {
+  checkBoolean,
   checkDate,
   checkInt,
   checkJsonObject,
@@ -534,7 +535,7 @@ export function keepsEverything(retention: Retention): boolean {
 /** Options of trim: `force` must be a boolean when given. */
 export function checkTrimOptions(options: unknown): { force: boolean } {
   const o = checkOptions('trim', options);
-  if (o.force !== undefined && typeof o.force !== 'boolean') throw RheoError.invalid('options.force', 'must be a boolean');
+  if (o.force !== undefined) checkBoolean('options.force', o.force);
   return { force: o.force === true };
 }
 

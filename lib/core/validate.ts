@@ -52,6 +52,12 @@ export function checkWellFormed(field: string, value: string): string {
 /** Keys no user object may carry: assigning them changes a prototype instead of storing a value. */
 const FORBIDDEN_KEYS = new Set(['__proto__']);
 
+/** A boolean. */
+export function checkBoolean(field: string, value: unknown): boolean {
+  if (typeof value !== 'boolean') throw RheoError.invalid(field, 'must be a boolean');
+  return value;
+}
+
 /** An integer in [min, max]. */
 export function checkInt(field: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): number {
   if (typeof value !== 'number' || !Number.isInteger(value)) throw RheoError.invalid(field, 'must be an integer');

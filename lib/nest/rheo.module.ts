@@ -3,7 +3,7 @@ import { DiscoveryModule, DiscoveryService, MetadataScanner, ModuleRef } from '@
 import type { Backend } from '../backends/backend';
 import { RheoError } from '../core/errors';
 import { Rheo } from '../core/rheo';
-import { checkKeys, checkName, keySet } from '../core/validate';
+import { checkBoolean, checkKeys, checkName, keySet } from '../core/validate';
 import {
   DEFAULT_RHEO_INSTANCE,
   getRheoClientToken,
@@ -28,7 +28,7 @@ function registration(input: unknown): Required<RheoModuleRegistration> {
   // A bare backend has a `name` of its own (`'memory'`, `'postgres'`): not an instance name.
   const r = (typeof input === 'object' && input !== null && !isBackend(input) ? input : {}) as RheoModuleRegistration;
   const name = r.name === undefined ? DEFAULT_RHEO_INSTANCE : checkName('name', r.name);
-  if (r.isGlobal !== undefined && typeof r.isGlobal !== 'boolean') throw RheoError.invalid('isGlobal', 'must be a boolean');
+  if (r.isGlobal !== undefined) checkBoolean('isGlobal', r.isGlobal);
   return { name, isGlobal: r.isGlobal ?? false };
 }
 

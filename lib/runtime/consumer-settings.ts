@@ -14,7 +14,7 @@ import { DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS, MAX_A
 import { MAX_DURATION_MS, MAX_PARTITIONS } from '../core/limits';
 import { checkPartitions } from '../core/requests';
 import type { GroupConfig, Ordering, RetryBackoff, StartPosition } from '../core/types';
-import { checkInt, checkKeys, checkName, checkObject, keySet } from '../core/validate';
+import { checkBoolean, checkInt, checkKeys, checkName, checkObject, keySet } from '../core/validate';
 import { DEFAULT_BROADCAST_TTL_MS, MIN_BROADCAST_TTL_MS } from './broadcast';
 
 /** What a handler timeout settles. */
@@ -306,20 +306,14 @@ export const CONSUMER_FIELDS = {
     kind: 'handler',
     on: BOTH,
     default: false,
-    check: (field, value) => {
-      if (typeof value !== 'boolean') throw RheoError.invalid(field, 'must be a boolean');
-      return value;
-    },
+    check: checkBoolean,
     doc: "PostgreSQL / SQLite: the handler runs in a transaction (`ctx.manager`) whose writes commit with the delivery's ack, exactly once ([below](#exactly-once-effects-transactional-consumers)); not with `batch`; refused at startup on other backends",
   },
   broadcast: {
     kind: 'handler',
     on: ['nest'],
     default: false,
-    check: (field, value) => {
-      if (typeof value !== 'boolean') throw RheoError.invalid(field, 'must be true or false');
-      return value;
-    },
+    check: checkBoolean,
     doc: 'every running instance of the app gets every event: each consumes a group of its own, `<group>.<instance id>`, from the end of the stream ([broadcast consumers](#broadcast-consumers))',
   },
   broadcastTtlMs: {

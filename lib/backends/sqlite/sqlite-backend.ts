@@ -15,7 +15,7 @@ import type {
   StreamInfo,
   TrimResult,
 } from '../../core/types';
-import { checkKeys, checkObject, keySet } from '../../core/validate';
+import { checkBoolean, checkKeys, checkObject, keySet } from '../../core/validate';
 import type {
   AppendedEvents,
   Backend,
@@ -328,7 +328,7 @@ export function sqliteBackend(options: SqliteBackendOptions): SqliteBackend {
     throw RheoError.invalid('options.database', "must be a file path or ':memory:'");
   const common = checkCommonOptions('options', o, () => systemClock);
   const readOnly = o.readOnly ?? false;
-  if (typeof readOnly !== 'boolean') throw RheoError.invalid('options.readOnly', 'must be a boolean');
+  checkBoolean('options.readOnly', readOnly);
   if (readOnly && o.install === 'auto') throw RheoError.invalid('options.readOnly', "cannot be combined with install: 'auto'");
   if (readOnly && o.database === ':memory:') throw RheoError.invalid('options.readOnly', "needs a file: ':memory:' starts empty");
   const install = readOnly ? 'none' : common.install;

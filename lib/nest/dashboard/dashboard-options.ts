@@ -3,7 +3,7 @@
 // silently serves the wrong instance or is writable by mistake.
 import type { CanActivate, ModuleMetadata, Type } from '@nestjs/common';
 import { RheoError, toRheoError } from '../../core/errors';
-import { checkKeys, checkName, checkObject, keySet } from '../../core/validate';
+import { checkBoolean, checkKeys, checkName, checkObject, keySet } from '../../core/validate';
 import { DEFAULT_RHEO_INSTANCE } from '../constants';
 
 /** Options of {@link RheoDashboardModule.forRoot}. */
@@ -47,10 +47,8 @@ const KNOWN = keySet('a RheoDashboardModule option', ['path', 'instance', 'readO
 // under paths nobody meant to expose.
 const PATH = /^(\/[A-Za-z0-9._~-]+)*\/?$/;
 
-function checkBoolean(field: string, value: unknown, fallback: boolean): boolean {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') throw RheoError.invalid(field, 'must be a boolean');
-  return value;
+function booleanOr(field: string, value: unknown, fallback: boolean): boolean {
+  return value === undefined ? fallback : checkBoolean(field, value);
 }
 
 function checkGuard(value: unknown): Type<CanActivate> | CanActivate | undefined {
@@ -73,10 +71,10 @@ export function resolveDashboardOptions(input: RheoDashboardOptions | undefined)
     return {
       path: rawPath.replace(/\/$/, ''),
       instance: o.instance === undefined ? DEFAULT_RHEO_INSTANCE : checkName('instance', o.instance),
-      readOnly: checkBoolean('readOnly', o.readOnly, true),
+      readOnly: booleanOr('readOnly', o.readOnly, true),
       guard: checkGuard(o.guard),
       imports: o.imports ?? [],
-      showPayloads: checkBoolean('showPayloads', o.showPayloads, false),
+      showPayloads: booleanOr('showPayloads', o.showPayloads, false),
     };
   } catch (err) {
     const e = toRheoError(err);

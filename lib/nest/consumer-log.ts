@@ -8,29 +8,11 @@ import type { Outcome } from '../core/outcomes';
 import { writtenOutcome } from '../core/settle';
 import type { GroupConfig, Lease } from '../core/types';
 import type { ClaimDeadLetterEvent } from '../runtime/consumer-types';
-import type { ResolvedGroupOptions } from '../runtime/options';
 import type { RheoConsumerSettingsSnapshot, RheoEventConsumer } from './rheo-events';
 
 /** `Class.method (stream/group)`: how every line names a consumer. */
 export function consumerLabel(c: RheoEventConsumer): string {
   return `${c.handlerName} (${c.stream}/${c.group})`;
-}
-
-/** The settings a consumer runs with: its options with defaults applied, and its group's stored configuration. */
-export function settingsOf(run: Readonly<ResolvedGroupOptions>, config: GroupConfig): RheoConsumerSettingsSnapshot {
-  const settings: RheoConsumerSettingsSnapshot = {
-    maxDemand: run.maxDemand,
-    concurrency: run.concurrency,
-    leaseMs: run.leaseMs,
-    pollMs: run.pollMs,
-    drainTimeoutMs: run.drainTimeoutMs,
-    consumerId: run.consumerId,
-    maxAttempts: config.maxAttempts,
-    retry: { ...config.retry },
-    ordering: config.ordering,
-  };
-  if (run.partitions) settings.partitions = [...run.partitions];
-  return settings;
 }
 
 /** `maxDemand 10, concurrency 1, ...`: the settings as one line segment (the consumer id is random by default, so left out). */

@@ -7,16 +7,24 @@ import type { Outcome } from '../core/outcomes';
 import type { Rheo } from '../core/rheo';
 import type { GroupConfig, Lease } from '../core/types';
 import { type BatchControl, type DeliveryControl, Consumer, type ConsumerState, Trimmer } from '../runtime';
+import { settingsSnapshot } from '../runtime/consumer-settings';
 import { checkTransactional } from '../runtime/transactional';
 import { BroadcastMemberships } from './broadcast';
 import { RHEO_CONSUMER_EXTRAS, rheoTransportId } from './constants';
 import { blameSource, prefixed, resolveConsumer, type ResolvedConsumer } from './consumer-options';
 import { deliverThroughNest } from './deliver-through-nest';
 import type { RheoConsumerMarker } from './rheo-consumer.decorator';
-import { consumerLabel, expiredDeadLetterLine, settingsOf, settingsText, settleLine, settleReport } from './consumer-log';
+import { consumerLabel, expiredDeadLetterLine, settingsText, settleLine, settleReport } from './consumer-log';
 import { quietReportedRpcErrors } from './quiet-rpc-errors';
 import { RheoBatchContext, RheoContext, type RheoDeliveryContext } from './rheo-context';
-import { deliveryEvent, RHEO_EVENT_NAMES, RheoEventHub, type RheoEventListener, type RheoEventName } from './rheo-events';
+import {
+  deliveryEvent,
+  RHEO_EVENT_NAMES,
+  RheoEventHub,
+  type RheoConsumerSettingsSnapshot,
+  type RheoEventListener,
+  type RheoEventName,
+} from './rheo-events';
 import type { RheoInstance } from './rheo-instance';
 import { capturedError } from './thrown-error-capture';
 
@@ -366,7 +374,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     });
     this.running.set(consumer.key, { consumer, group, ref, config });
     group.start();
-    const settings = settingsOf(group.config, config);
+    const settings: RheoConsumerSettingsSnapshot = settingsSnapshot(group.config, config);
     this.logger.log(`${label}: consumer started: ${settingsText(settings)}`);
     this.events.emit('consumer_start', { ...ref, settings });
   }

@@ -1,10 +1,8 @@
 // Every option a consumer takes, declared once: its type and TSDoc in
 // `ConsumerFields`, and in `CONSUMER_FIELDS` its kind, where it may be set, its
-// default, its validator and its line of the docs table. The option types of the
-// runtime (`GroupRunOptions`, `ResolvedGroupOptions`) and of Nest
-// (`RheoConsumerSettings`, `RheoConsumerOptions`), the key sets that refuse
-// unknown keys, the defaults, the `consumer_start` snapshot and the table of
-// docs/consumers.md (scripts/consumer-options-table.ts) are derived from these
+// default, its validator and its line of the docs table. The runtime's option
+// types (`GroupRunOptions`, `ResolvedGroupOptions`), their validation and
+// defaults (options.ts) and the `consumer_start` snapshot are derived from these
 // two. The table is typed by the interface, so a field added to one and not the
 // other, or validated to another type, does not compile.
 import { DEFAULT_RETRY } from '../core/backoff';
@@ -338,12 +336,8 @@ type Checked<K extends FieldKey> = ReturnType<Fields[K]['check']>;
 
 /** The options of the consumer runtime. */
 export type RuntimeKey = OnSurface<'runtime'>;
-/** The options of `@RheoConsumer`. */
-export type DecoratorKey = OnSurface<'nest'>;
-/** The options the module's `defaults` and `consumers["stream/group"]` may set too: neither identity nor handler-shaping. */
-export type ConfigKey = Exclude<DecoratorKey, OfKind<'identity' | 'handler'>>;
 /** The options stored with the group when it is created. */
-export type GroupSettingKey = OfKind<'group'>;
+type GroupSettingKey = OfKind<'group'>;
 
 /** How the consumer runtime consumes one (stream, group). */
 export type GroupRunOptions = Pick<ConsumerFields, RuntimeKey>;
@@ -365,14 +359,9 @@ export type ConsumerSettingsSnapshot = { [K in InSnapshot as Always<K> extends t
 const KEYS = Object.keys(CONSUMER_FIELDS) as FieldKey[];
 const spec = (k: FieldKey): FieldSpec<unknown> => CONSUMER_FIELDS[k];
 
-/** Every option, in the order of the docs table. */
-export const FIELD_KEYS: readonly FieldKey[] = KEYS;
-/** The keys of {@link RuntimeKey}, {@link DecoratorKey}, {@link ConfigKey}, {@link GroupSettingKey}, as values. */
+/** The keys of {@link RuntimeKey}, as values. */
 export const RUNTIME_KEYS = KEYS.filter((k) => spec(k).on.includes('runtime')) as readonly RuntimeKey[];
-export const DECORATOR_KEYS = KEYS.filter((k) => spec(k).on.includes('nest')) as readonly DecoratorKey[];
-export const CONFIG_KEYS = DECORATOR_KEYS.filter((k) => spec(k).kind === 'process' || spec(k).kind === 'group') as readonly ConfigKey[];
-export const GROUP_SETTING_KEYS = KEYS.filter((k) => spec(k).kind === 'group') as readonly GroupSettingKey[];
-/** What the snapshot holds, and whether it is the group's stored configuration rather than the process's option. */
+/** What the snapshot holds: a group setting is read from the group's stored configuration, the rest from the process's options. */
 const SNAPSHOT_KEYS = KEYS.filter((k) => spec(k).snapshot);
 
 /** The default of an absent field (made anew for one made per consumer); undefined when it has none. */

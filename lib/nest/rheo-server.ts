@@ -6,25 +6,24 @@ import { DEFAULT_DRAIN_TIMEOUT_MS } from '../core/limits';
 import type { Outcome } from '../core/outcomes';
 import type { Rheo } from '../core/rheo';
 import type { GroupConfig, Lease } from '../core/types';
-import { type BatchControl, type DeliveryControl, Consumer, type ConsumerState, Trimmer } from '../runtime';
+import {
+  type BatchControl,
+  type BroadcastJoined,
+  BroadcastMemberships,
+  Consumer,
+  type ConsumerState,
+  type DeliveryControl,
+  Trimmer,
+} from '../runtime';
 import { settingsSnapshot } from '../runtime/consumer-settings';
-import { checkTransactional } from '../runtime/transactional';
-import { BroadcastMemberships } from './broadcast';
-import { RHEO_CONSUMER_EXTRAS, rheoTransportId } from './constants';
-import { blameSource, prefixed, resolveConsumer, type ResolvedConsumer } from './consumer-options';
+import { rheoTransportId } from './constants';
+import { checkStreams, collectConsumers, warnUnmatchedConfiguration } from './consumer-bootstrap';
+import { blameSource, prefixed, type ResolvedConsumer } from './consumer-options';
 import { deliverThroughNest } from './deliver-through-nest';
-import type { RheoConsumerMarker } from './rheo-consumer.decorator';
 import { consumerLabel, expiredDeadLetterLine, settingsText, settleLine, settleReport } from './consumer-log';
 import { quietReportedRpcErrors } from './quiet-rpc-errors';
 import { RheoBatchContext, RheoContext, type RheoDeliveryContext } from './rheo-context';
-import {
-  deliveryEvent,
-  RHEO_EVENT_NAMES,
-  RheoEventHub,
-  type RheoConsumerSettingsSnapshot,
-  type RheoEventListener,
-  type RheoEventName,
-} from './rheo-events';
+import { deliveryEvent, RHEO_EVENT_NAMES, RheoEventHub, type RheoEventListener, type RheoEventName } from './rheo-events';
 import type { RheoInstance } from './rheo-instance';
 import { capturedError } from './thrown-error-capture';
 
@@ -159,8 +158,8 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     try {
       if (this.closing)
         throw new RheoError('failed', `RheoServer(${this.instance.name}) is closed; build a new application to listen again`);
-      const consumers = this.collectConsumers();
-      this.warnUnmatchedConfiguration(consumers);
+      const consumers = collectConsumers(this.messageHandlers, this.instance, this.logger, this.handlers);
+      warnUnmatchedConfiguration(consumers, this.instance, this.logger);
       const rheo = this.instance.rheo;
       try {
         await rheo.ping();
@@ -172,7 +171,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       }
       this.instance.announceBackend();
       await this.instance.ensureStreams();
-      await this.checkStreams(consumers);
+      await checkStreams(this.instance.rheo, consumers);
       for (const c of consumers) await this.ensureGroup(c);
       if (this.closing) return;
       for (const c of consumers) this.startConsumer(c);
@@ -184,48 +183,6 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       this._status$.next('disconnected');
       throw err;
     }
-  }
-
-  /** Read and validate every consumer bound to this server; all problems at once, nothing touched yet. */
-  private collectConsumers(): ResolvedConsumer[] {
-    const consumers: ResolvedConsumer[] = [];
-    const problems: RheoError[] = [];
-    for (const [pattern, handler] of this.messageHandlers) {
-      const marker = handler.extras?.[RHEO_CONSUMER_EXTRAS] as RheoConsumerMarker | undefined;
-      if (!marker) {
-        this.logger.warn(
-          `Ignoring handler for pattern ${pattern}: not a @RheoConsumer (give other transports' handlers their transportId)`,
-        );
-        continue;
-      }
-      try {
-        if (handler.next) {
-          const other =
-            ((handler.next as MessageHandler).extras?.[RHEO_CONSUMER_EXTRAS] as RheoConsumerMarker | undefined)?.handlerName ??
-            'another handler';
-          throw new RheoError(
-            'invalid_argument',
-            `${other} already consumes ${marker.options.stream}/${marker.options.group}: one handler per (stream, group); use another group name`,
-            {
-              field: 'group',
-            },
-          );
-        }
-        const consumer = resolveConsumer(marker.handlerName, marker.options, this.instance.options);
-        // Refused before anything is touched: a backend that cannot ack inside the handler's transaction.
-        if (consumer.run.transactional) checkTransactional(this.instance.rheo);
-        consumers.push(consumer);
-        this.handlers.set(consumer.key, handler);
-      } catch (err) {
-        problems.push(
-          err instanceof RheoError && err.message.startsWith(`${marker.handlerName}:`) ? err : prefixed(marker.handlerName, err),
-        );
-      }
-    }
-    if (problems.length === 1) throw problems[0];
-    if (problems.length > 1)
-      throw new RheoError('invalid_argument', problems.map((p) => p.message).join('\n'), { field: problems[0].field });
-    return consumers;
   }
 
   /** The background retention job (docs/adr/017), unless `trimIntervalMs` is 0. */
@@ -255,44 +212,30 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     this.trimFailures = 0;
   }
 
-  /** A `consumers` key that matches no handler is most likely a typo; it may also belong to another app, so warn only. */
-  private warnUnmatchedConfiguration(consumers: ResolvedConsumer[]): void {
-    const keys = new Set(consumers.map((c) => c.key));
-    for (const key of Object.keys(this.instance.options.consumers ?? {})) {
-      if (!keys.has(key))
-        this.logger.warn(`consumers["${key}"] matches no @RheoConsumer of instance "${this.instance.name}" in this app; ignored`);
-    }
-  }
-
-  private async checkStreams(consumers: ResolvedConsumer[]): Promise<void> {
-    const streams = new Map((await this.instance.rheo.listStreams()).map((s) => [s.name, s]));
-    for (const c of consumers) {
-      const info = streams.get(c.run.stream);
-      if (!info) {
-        throw new RheoError(
-          'stream_not_found',
-          `${c.handlerName}: stream "${c.run.stream}" does not exist; declare it in RheoModule.forRoot({ streams: [{ name: '${c.run.stream}', partitions }] }) or create it first`,
-        );
-      }
-      for (const p of c.run.partitions ?? []) {
-        if (p >= info.partitions) {
-          throw new RheoError(
-            'invalid_argument',
-            `${c.handlerName}: partitions: stream "${info.name}" has ${info.partitions} partition(s), no partition ${p}`,
-            {
-              field: 'partitions',
-            },
-          );
-        }
-      }
-    }
-  }
-
   private async ensureGroup(c: ResolvedConsumer): Promise<void> {
     if (c.broadcast) {
       // A group of this instance's own, at the end of the stream: nothing of an existing group to compare.
       this.memberships ??= new BroadcastMemberships(this.instance.rheo, this.logger);
-      this.configs.set(c.key, await this.memberships.join(c));
+      const { stream, group } = c.run;
+      const { maxAttempts, retry, ordering } = c.group;
+      let joined: BroadcastJoined;
+      try {
+        joined = await this.memberships.join({
+          key: c.key,
+          handlerName: c.handlerName,
+          stream,
+          group,
+          ttlMs: c.broadcast.ttlMs,
+          maxAttempts,
+          retry,
+          ordering,
+        });
+      } catch (err) {
+        throw prefixed(c.handlerName, blameSource(c.sources, err));
+      }
+      // From here on the consumer runs, reports and is checked by health on its instance's group.
+      c.run.group = joined.group;
+      this.configs.set(c.key, joined.config);
       return;
     }
     let config: GroupConfig;
@@ -374,7 +317,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     });
     this.running.set(consumer.key, { consumer, group, ref, config });
     group.start();
-    const settings: RheoConsumerSettingsSnapshot = settingsSnapshot(group.config, config);
+    const settings = settingsSnapshot(group.config, config);
     this.logger.log(`${label}: consumer started: ${settingsText(settings)}`);
     this.events.emit('consumer_start', { ...ref, settings });
   }

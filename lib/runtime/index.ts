@@ -23,3 +23,5 @@ export { Trimmer, TRIM_JOB } from './trimmer';
 export type { TrimmerEvents, TrimmerOptions, TrimRound } from './trimmer';
 export { BroadcastMember, DEFAULT_BROADCAST_TTL_MS, MIN_BROADCAST_TTL_MS, BROADCAST_SUFFIX_LENGTH } from './broadcast';
 export type { BroadcastOptions, BroadcastEvents, BeatResult } from './broadcast';
+export { BroadcastMemberships } from './broadcast-memberships';
+export type { BroadcastJoin, BroadcastJoined, MembershipLogger } from './broadcast-memberships';

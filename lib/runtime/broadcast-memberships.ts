@@ -1,41 +1,57 @@
-import type { Logger } from '@nestjs/common';
 import { toRheoError } from '../core/errors';
 import type { Rheo } from '../core/rheo';
-import type { GroupConfig } from '../core/types';
-import { BroadcastMember } from '../runtime/broadcast';
-import type { ResolvedConsumer } from './consumer-options';
-import { blameSource, prefixed } from './consumer-options';
+import type { GroupConfig, GroupOptions } from '../core/types';
+import { BroadcastMember } from './broadcast';
+
+/** Where memberships report what their heartbeats find (Nest's `Logger` is one). */
+export interface MembershipLogger {
+  log(message: string): void;
+  warn(message: string): void;
+}
+
+/** One broadcast consumer to join: who it is (for the log) and its broadcast group's settings. */
+export interface BroadcastJoin extends Pick<GroupOptions, 'maxAttempts' | 'retry' | 'ordering'> {
+  /** The consumer's `'stream/group'`, by which it is left again. */
+  key: string;
+  handlerName: string;
+  stream: string;
+  /** The broadcast group's name; the member consumes `<group>.<instance id>`. */
+  group: string;
+  ttlMs: number;
+}
+
+/** What a join gives: the instance's own group, which the consumer runs from then on, and that group as stored. */
+export interface BroadcastJoined {
+  group: string;
+  config: GroupConfig;
+}
 
 /**
- * The broadcast memberships of one transport (docs/adr/031): each broadcast
- * consumer joins with a group of its own before its runtime Consumer starts, and
- * leaves (its group deleted) after every consumer drained. What the heartbeats
- * find goes to the log.
+ * The broadcast memberships of one process's consumers (docs/adr/031): each
+ * broadcast consumer joins with a group of its own before its runtime Consumer
+ * starts, and leaves (its group deleted) after every consumer drained. What the
+ * heartbeats find goes to the log.
  */
 export class BroadcastMemberships {
   private readonly members = new Map<string, BroadcastMember>();
 
   constructor(
     private readonly rheo: Rheo,
-    private readonly logger: Logger,
+    private readonly logger: MembershipLogger,
   ) {}
 
-  /**
-   * Join `consumer`'s broadcast group and point the consumer at its instance's
-   * group (`run.group`), which is what it consumes, reports and is checked by
-   * health from here on. Errors name the handler.
-   */
-  async join(consumer: ResolvedConsumer): Promise<GroupConfig> {
-    const { stream, group } = consumer.run;
+  /** Join `consumer`'s broadcast group; a failure to join rejects with the store's error, left for the caller to blame. */
+  async join(consumer: BroadcastJoin): Promise<BroadcastJoined> {
+    const { stream, group } = consumer;
     const label = `${consumer.handlerName} (${stream}/${group}, broadcast)`;
     let failing = false;
     const member = new BroadcastMember(this.rheo, {
       stream,
       group,
-      ttlMs: consumer.broadcast!.ttlMs,
-      maxAttempts: consumer.group.maxAttempts,
-      retry: consumer.group.retry,
-      ordering: consumer.group.ordering,
+      ttlMs: consumer.ttlMs,
+      maxAttempts: consumer.maxAttempts,
+      retry: consumer.retry,
+      ordering: consumer.ordering,
       events: {
         rejoined: (g) =>
           this.logger.warn(
@@ -55,17 +71,10 @@ export class BroadcastMemberships {
         },
       },
     });
-    let config: GroupConfig;
-    try {
-      config = await member.join();
-    } catch (err) {
-      throw prefixed(consumer.handlerName, blameSource(consumer.sources, err));
-    }
+    const config = await member.join();
     this.members.set(consumer.key, member);
-    // From here on the consumer runs its instance's group.
-    consumer.run.group = member.group;
     this.logger.log(`${label}: joined as group ${member.group}`);
-    return config;
+    return { group: member.group, config };
   }
 
   /** Leave every joined group (after the drain); never throws: a group left behind is collected by the other instances. */

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { ManualClock, Rheo, postgresBackend, sqliteBackend } from '../../lib';
-import { pgPlans } from '../../lib/backends/postgres/plans';
+import { recoveryPlans as pgPlans } from '../../lib/backends/postgres/plans/recovery';
 import { pgTables, sqliteTables } from '../../lib/backends/sql/names';
 import { sqlitePlans } from '../../lib/backends/sqlite/plans';
 import { dropSchema, freshSchema, pgDataSource, PG_URL } from './pg-helpers';

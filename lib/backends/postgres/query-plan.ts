@@ -6,7 +6,7 @@ import type { TableNames } from '../sql/names';
 import type { ColumnQuery } from '../sql/query-filter';
 import type { DbEvent } from '../sql/rows';
 import { returning, Sql } from '../sql/statement';
-import { EVENT_COLUMNS } from './plans';
+import { EVENT_COLUMNS } from './plans/log';
 
 /**
  * The statement of one page. Values are bound parameters. Pages in

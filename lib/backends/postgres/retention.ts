@@ -1,4 +1,6 @@
-// The PostgreSQL trim, in two phases (docs/adr/019-sql-flat-cost.md):
+// The retention section of the PostgreSQL backend: trim and purgeDeadLetters.
+//
+// The trim runs in two phases (docs/adr/019-sql-flat-cost.md):
 // 1. one short transaction: lock the stream's group partitions in a fixed order
 //    (FOR SHARE, or FOR UPDATE when forced), read the marks and the groups'
 //    positions, decide the points (sql/trim-plan.ts), drop the deliveries at or
@@ -12,11 +14,10 @@
 import { performance } from 'node:perf_hooks';
 import type { TrimResult } from '../../core/types';
 import type { TrimRequest } from '../backend';
-import type { StatementKind } from '../sql/errors';
-import type { TypeormQueryable } from '../sql/external';
-import { type Sql, query } from '../sql/statement';
+import { query } from '../sql/statement';
 import { decideTrim } from '../sql/trim-plan';
-import type { pgRetentionPlans } from './retention-plans';
+import type { PostgresContext } from './context';
+import { startAfters } from './starts';
 
 /** Events per delete: a few milliseconds of work. */
 export const TRIM_CHUNK = 1000;
@@ -31,18 +32,10 @@ export const TRIM_REST_MAX_MS = 10;
 
 const rest = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.min(TRIM_REST_MAX_MS, Math.max(0, ms))));
 
-/** What the trim needs of the backend. */
-export interface PgTrimContext {
-  plans: ReturnType<typeof pgRetentionPlans>;
-  /** Per partition, the last sequence before `time` (index seeks, outside any transaction). */
-  lastBefore(stream: string, partitions: number, time: Date): Promise<number[]>;
-  tx<T>(what: string, fn: (qr: TypeormQueryable) => Promise<T>): Promise<T>;
-  q<Row>(sql: Sql<Row>, params: unknown[], kind: StatementKind, what: string): Promise<Row[]>;
-}
-
-export async function trimPg(ctx: PgTrimContext, req: TrimRequest, partitions: number): Promise<TrimResult> {
-  const { plans } = ctx;
-  const lastBefore = req.before ? await ctx.lastBefore(req.stream, partitions, req.before) : null;
+export async function trim(ctx: PostgresContext, req: TrimRequest): Promise<TrimResult> {
+  const { partitions } = await ctx.mustStream(req.stream);
+  const plans = ctx.plans.retention;
+  const lastBefore = req.before ? await startAfters(ctx, req.stream, partitions, { kind: 'at', time: req.before }) : null;
   const decided = await ctx.tx('trim', async (qr) => {
     const locked = await query(qr, req.force ? plans.lockGroupsExclusive : plans.lockGroupsShared, [req.stream]);
     const marks = (await query(qr, plans.partitions, [req.stream])).map((r) => ({ hwm: Number(r.hwm), trimmedTo: Number(r.trimmed_to) }));
@@ -94,17 +87,37 @@ export async function trimPg(ctx: PgTrimContext, req: TrimRequest, partitions: n
  * first one still stored, in windows of the sequence holding about TRIM_CHUNK
  * events across the partitions, each window its own statement.
  */
-async function deleteUpTo(ctx: PgTrimContext, stream: string, points: number[]): Promise<number> {
+async function deleteUpTo(ctx: PostgresContext, stream: string, points: number[]): Promise<number> {
   const top = Math.max(0, ...points);
-  const [first] = await ctx.q(ctx.plans.firstStored, [stream, points], 'read', 'trim');
+  const [first] = await ctx.q(ctx.plans.retention.firstStored, [stream, points], 'read', 'trim');
   if (!first) return 0;
   const window = Math.max(1, Math.ceil(TRIM_CHUNK / points.length));
   let removed = 0;
   for (let lo = Number(first.first) - 1; lo < top; lo += window) {
     const t0 = performance.now();
-    const [gone] = await ctx.q(ctx.plans.deleteChunk, [stream, lo, Math.min(lo + window, top), points], 'write', 'trim');
+    const [gone] = await ctx.q(ctx.plans.retention.deleteChunk, [stream, lo, Math.min(lo + window, top), points], 'write', 'trim');
     removed += Number(gone.n);
     if (lo + window < top) await rest(performance.now() - t0);
   }
   return removed;
+}
+
+/** Dead letters per purge statement. */
+const PURGE_CHUNK = 5000;
+
+/** Chunk by chunk (each its own statement), so settles and claims never wait for a whole purge. */
+export async function purgeDeadLetters(ctx: PostgresContext, stream: string, group: string, before: Date | null): Promise<number> {
+  await ctx.mustGroup(stream, group);
+  const plans = ctx.plans.retention;
+  let purged = 0;
+  for (;;) {
+    const [row] =
+      before === null
+        ? await ctx.q(plans.purgeAll, [stream, group, PURGE_CHUNK], 'write', 'purgeDeadLetters')
+        : await ctx.q(plans.purgeBefore, [stream, group, before.getTime(), PURGE_CHUNK], 'write', 'purgeDeadLetters');
+    const n = Number(row.n);
+    purged += n;
+    // Rows another purge holds are skipped, not waited for: an empty chunk means nothing is left to us.
+    if (n === 0) return purged;
+  }
 }

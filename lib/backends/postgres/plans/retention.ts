@@ -1,11 +1,10 @@
-// PostgreSQL statements of retention: trim, dead-letter purge and the turns of
-// background jobs. The trim runs in two phases (see PostgresBackend.trim and
-// docs/adr/019-sql-flat-cost.md): a short transaction that decides the trim
+// Retention's statements: trim and dead-letter purge. The trim runs in two
+// phases (see ../retention.ts and docs/adr/019-sql-flat-cost.md): a short transaction that decides the trim
 // points, moves lagging groups when forced and records the points; then the
 // events below them go in chunks, each its own statement, holding no group lock.
-import type { TableNames } from '../sql/names';
-import type { DbCount, DbInt } from '../sql/rows';
-import { returning } from '../sql/statement';
+import type { TableNames } from '../../sql/names';
+import type { DbCount, DbInt } from '../../sql/rows';
+import { returning } from '../../sql/statement';
 
 /** A partition's high watermark and trim point, as the trim's first phase reads them. */
 export interface DbTrimPartition {
@@ -36,11 +35,6 @@ export interface DbFirstStored {
   first: DbInt;
 }
 
-/** A claimed turn (claimTurn): a row when `holder` holds the job now. */
-export interface DbTurn {
-  holder: string;
-}
-
 /**
  * Trims delete without waiting for the WAL flush, as settles commit: a server
  * crash can only forget the last chunks, which then stay below the trim point,
@@ -49,7 +43,7 @@ export interface DbTurn {
  */
 const ASYNC_COMMIT = `(SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL`;
 
-export function pgRetentionPlans(t: TableNames) {
+export function retentionPlans(t: TableNames) {
   return {
     /**
      * Phase 1, first statement: lock every group's partition rows of the stream,
@@ -147,18 +141,6 @@ export function pgRetentionPlans(t: TableNames) {
     purgeBefore: returning<DbCount>(purgeChunk(t, `AND dead_at < $3`, '$4')),
     /** Purge: one chunk of all a group's dead letters ($3: the chunk size). */
     purgeAll: returning<DbCount>(purgeChunk(t, '', '$3')),
-
-    /**
-     * A job's turn ($1 job, $2 holder, $3 now, $4 ttl): taken when nobody holds
-     * it, its turn ended, or $2 holds it already (then extended). One statement,
-     * so two processes can never both get it: the row lock of the upsert orders
-     * them, and the second sees the first's turn.
-     */
-    claimTurn: returning<DbTurn>(`
-      INSERT INTO ${t.jobs} AS j (name, holder, until_ms) VALUES ($1, $2, $3::bigint + $4::bigint)
-      ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, until_ms = EXCLUDED.until_ms
-      WHERE j.holder = EXCLUDED.holder OR j.until_ms <= $3::bigint
-      RETURNING j.holder`),
   };
 }
 

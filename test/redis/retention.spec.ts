@@ -1,10 +1,9 @@
 import Redis from 'ioredis';
 import { Lease, ManualClock, Rheo, RheoError, RheoEvent, redisBackend } from '../../lib';
 import { escapeName } from '../../lib/backends/redis/keys';
-import { PURGE_SLICE } from '../../lib/backends/redis/purging';
+import { PURGE_SLICE, TRIM_SLICE } from '../../lib/backends/redis/retention';
 import { ScriptRunner } from '../../lib/backends/redis/script-runner';
 import { SCRIPTS } from '../../lib/backends/redis/scripts';
-import { TRIM_SLICE } from '../../lib/backends/redis/trimming';
 import { deleteKeys, freshPrefix, REDIS_URL } from './support';
 
 // Retention on Redis beyond the conformance suite: trims and purges cut into

@@ -1,5 +1,5 @@
-import type { EventMetadata, JsonValue, RheoEvent } from '../../core/types';
-import type { ClaimDeadLetter, NewEvent } from '../backend';
+import type { EventMetadata, JsonValue, Lease, Retention, RheoEvent } from '../../core/types';
+import type { ClaimDeadLetter, NewEvent, SettleOp } from '../backend';
 
 /**
  * Stream entry fields of an event (stored names, one letter each: existing logs
@@ -113,6 +113,27 @@ export function fetchedDeadLetters(reply: unknown[], count: number): ClaimDeadLe
     dead.push({ eventId: v[i], partition: Number(v[i + 1]), sequence: Number(v[i + 2]), attempt: Number(v[i + 3]), reason: v[i + 4] });
   }
   return dead;
+}
+
+/** A fetch script reply (scripts/fetch.ts): its header, and its leases parsed from their JSON texts. */
+export interface FetchAnswer {
+  wakeId: string;
+  pending: boolean;
+  parked: number;
+  leases: LeaseRows;
+  deadLettered: ClaimDeadLetter[] | undefined;
+}
+
+export function fetchAnswer(reply: unknown): FetchAnswer {
+  const out = reply as unknown[];
+  const leases = fetchedLeases(out);
+  return {
+    wakeId: String(out[0]),
+    pending: Number(out[1]) === 1,
+    parked: Number(out[2]),
+    leases,
+    deadLettered: fetchedDeadLetters(out, leases.count),
+  };
 }
 
 /** Lease n's lease id and attempt (see {@link LeaseRows}). */
@@ -255,4 +276,62 @@ export function compareEntryIds(a: string, b: string): number {
   if (x !== 0n) return x < 0n ? -1 : 1;
   const y = BigInt(as ?? '0') - BigInt(bs ?? '0');
   return y === 0n ? 0 : y < 0n ? -1 : 1;
+}
+
+/** One value of a bulk op (delivery.ts, bulk): an element of its call's JSON text. */
+export type OpValue = string | number | boolean | null;
+
+/**
+ * A lease as the renew, release and settle scripts take it (scripts/renew.ts):
+ * partition, sequence (strings, as they name keys), receiptOk, leaseId. The receipt
+ * is compared here; the script still answers receipt_mismatch only for a lease that
+ * fenced. The lease id is made well-formed as UTF-8 encoding of an argument made it
+ * (a lone surrogate becomes U+FFFD): cjson.decode refuses a lone surrogate escape.
+ */
+export function leaseOpValues(lease: Lease<unknown>): OpValue[] {
+  const seq = String(lease.event.sequence);
+  return [String(lease.event.partition), seq, lease.receipt === `0-${seq}`, wellFormed(lease.leaseId)];
+}
+
+/**
+ * One settle op's values (scripts/settle.ts), by kind: ack `a` then the lease's
+ * values (leaseOpValues); reject `r`, the lease's, reason; nack `n`, the lease's,
+ * reason, delayMs (null = the group's backoff).
+ */
+export function settleOpValues(op: SettleOp): OpValue[] {
+  const lease = leaseOpValues(op.lease);
+  if (op.kind === 'ack') return ['a', ...lease];
+  const reason = wellFormed(op.reason ?? '');
+  if (op.kind === 'reject') return ['r', ...lease, reason];
+  return ['n', ...lease, reason, op.delayMs ?? null];
+}
+
+/** `s` as UTF-8 encoding would carry it: a lone surrogate replaced by U+FFFD. */
+function wellFormed(s: string): string {
+  return typeof s === 'string' ? s.toWellFormed() : String(s);
+}
+
+/**
+ * A stream's retention as the meta hash stores it (`ra` maxAgeMs, `re` maxEvents,
+ * `rd` deadLetterMaxAgeMs; keys.ts META_FIELDS), as script arguments: '' for a limit
+ * that is not set (the scripts then remove its field; includes/retention.ts).
+ */
+export function retentionArgs(retention: Retention | undefined): string[] {
+  const r = retention ?? {};
+  return [r.maxAgeMs, r.maxEvents, r.deadLetterMaxAgeMs].map((v) => (v === undefined ? '' : String(v)));
+}
+
+/** The retention from the stored `ra`, `re`, `rd` values (in that order); undefined when none is set. */
+export function decodeRetention(values: ReadonlyArray<string | null | undefined>): Retention | undefined {
+  const [ra, re, rd] = values;
+  const r: Retention = {};
+  if (ra !== null && ra !== undefined) r.maxAgeMs = Number(ra);
+  if (re !== null && re !== undefined) r.maxEvents = Number(re);
+  if (rd !== null && rd !== undefined) r.deadLetterMaxAgeMs = Number(rd);
+  return Object.keys(r).length > 0 ? r : undefined;
+}
+
+/** Only the limits that are set, or undefined when none is (StreamInfo.retention's form). */
+export function setLimits(retention: Retention | undefined): Retention | undefined {
+  return decodeRetention(retentionArgs(retention).map((v) => (v === '' ? null : v)));
 }

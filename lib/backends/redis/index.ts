@@ -1,3 +1,3 @@
 export { RedisBackend, redisBackend } from './redis-backend';
-export type { RedisBackendOptions, RedisDurability } from './redis-backend';
+export type { RedisBackendOptions, RedisDurability } from './options';
 export type { RedisClient, RedisClientOptions, RedisCluster, RedisClusterNode, RedisClusterOptions } from './external';

@@ -102,6 +102,10 @@ export class GroupKeys {
   available(p: number): string {
     return `${this.base}:avail:${p}`;
   }
+  /** KEYS shared by reopen / redrive / reset / tidy / deleteGroup after their fixed part: per partition slot, leased then available. */
+  slots(parts: number[]): string[] {
+    return parts.flatMap((p) => [this.leased(p), this.available(p)]);
+  }
 }
 
 /**

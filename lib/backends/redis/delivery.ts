@@ -1,0 +1,300 @@
+import { backoffDelay } from '../../core/backoff';
+import { RheoError } from '../../core/errors';
+import { deadLetteredOf, fetched } from '../../core/fetched';
+import { newId } from '../../core/ids';
+import { groupKey } from '../../core/registrations';
+import { checkPartition } from '../../core/requests';
+import type { GroupConfig, Lease } from '../../core/types';
+import type { ClaimDeadLetter, FetchedLeases, FetchRequest, RenewResult, SettleOp, SettleResult } from '../backend';
+import { claimPastDelays, type ClaimRound } from '../delays';
+import { eventOfLease, type FetchAnswer, fetchAnswer, leaseOf, leaseOpValues, type OpValue, settleOpValues } from './codec';
+import type { RedisContext } from './context';
+import type { RedisPipelineResult } from './external';
+import type { GroupKeys, StreamKeys } from './keys';
+import { entryId } from './log-scan';
+import { configOf, partitionsOf } from './registry';
+import type { ScriptCall } from './script-runner';
+
+// The delivery section: fetch (the claim), renew, settle and release.
+
+/**
+ * How much one script call may do. A script blocks the whole server while it runs,
+ * so work that grows with the backlog or with a bulk call is cut into calls of
+ * about a millisecond each (docs/adr/014-redis-bounded-scripts.md). Measured on a
+ * loaded 2-core machine: ~10 µs per lease claimed or op settled, ~1 µs per record
+ * walked, so the slowest call stays well under 10 ms even when the OS preempts it.
+ */
+/** Delivery records and dead letters one call may walk over or drop (frontier walk, rewind). */
+const SLICE = 500;
+/** Renew, settle and release ops per script call; the calls of one bulk call go out in one pipeline. */
+const OPS_PER_CALL = 100;
+/** Leases one fetch script call claims; a larger fetch makes several calls. */
+const FETCH_PER_CALL = 100;
+
+/**
+ * Claims in calls of at most FETCH_PER_CALL leases. When a call reports work
+ * left unfinished (a frontier walk cut short, a rewind under way: by this
+ * process, or by one that died between slices), it is finished here, so a
+ * crash never leaves a group stuck; a fetch that found nothing because of it
+ * tries once more.
+ */
+export async function fetch(ctx: RedisContext, req: FetchRequest): Promise<FetchedLeases> {
+  const P = await partitionsOf(ctx, req.stream);
+  const parts = req.partitions ?? Array.from({ length: P }, (_, p) => p);
+  let pending = false;
+  // One claim, and more only while claims park delayed events (../delays.ts).
+  const leases = await claimPastDelays(req.limit, async (limit) => {
+    const round = await claim(ctx, { ...req, limit }, parts);
+    pending ||= round.pending;
+    return round;
+  });
+  if (!pending) return leases;
+  await tidy(ctx, req.stream, req.group, parts);
+  if (leases.length > 0) return leases;
+  // The claim after tidy may dead-letter too: both claims' dead letters are told.
+  const again = await claim(ctx, req, parts);
+  const before = deadLetteredOf(leases);
+  return fetched(again.leases, before && again.deadLettered ? [...before, ...again.deadLettered] : (again.deadLettered ?? before?.slice()));
+}
+
+/**
+ * One call first: most fetches find fewer than FETCH_PER_CALL events, and an idle
+ * poll must stay one script call. When the first call came back full, the calls
+ * for the rest of the limit go out together, in one pipeline (one round trip,
+ * not one per hundred leases).
+ */
+async function claim(ctx: RedisContext, req: FetchRequest, parts: number[]): Promise<ClaimRound<Lease> & { pending: boolean }> {
+  const k = ctx.keys(req.stream);
+  const g = k.group(req.group);
+  const keys = [k.meta, g.cfg, g.deliveries, k.wake];
+  for (const p of parts) keys.push(k.log(p), g.leased(p), g.available(p));
+  // Where a claim files a lease that expired on the last attempt (scripts/fetch.ts).
+  keys.push(g.dead, g.deadOrder, g.deadTimes);
+  const now = ctx.clock.now();
+  const call = (want: number): ScriptCall => ({ name: 'fetch', keys, args: [now, want, req.leaseMs, newId(), ...parts] });
+  const first = call(Math.min(FETCH_PER_CALL, req.limit));
+  const answers: FetchAnswer[] = [fetchAnswer(await ctx.script('write', 'fetch', keys, first.args, req))];
+  // The first call's wake id: wait() then wakes for anything written since this fetch began.
+  ctx.wake.lastIds.set(groupKey(req.stream, req.group), answers[0].wakeId);
+  if (answers[0].leases.count === first.args[1] && req.limit > FETCH_PER_CALL) {
+    const rest: ScriptCall[] = [];
+    for (let left = req.limit - FETCH_PER_CALL; left > 0; left -= FETCH_PER_CALL) rest.push(call(Math.min(FETCH_PER_CALL, left)));
+    const replies = await ctx.call('write', () => ctx.scripts.runPipelined(rest));
+    for (const [err, reply] of replies) {
+      if (err) throw ctx.explain(ctx.mapError(err, 'write'), req.stream, req.group);
+      answers.push(fetchAnswer(reply));
+    }
+  }
+  const leases: Lease[] = [];
+  let pending = false;
+  let parked = 0;
+  let deadLettered: ClaimDeadLetter[] | undefined;
+  for (const out of answers) {
+    pending ||= out.pending;
+    parked += out.parked;
+    if (out.deadLettered) deadLettered = deadLettered ? [...deadLettered, ...out.deadLettered] : out.deadLettered;
+    for (let n = 0; n < out.leases.count; n++) {
+      const event = eventOfLease(req.stream, out.leases, n);
+      const { leaseId, attempt } = leaseOf(out.leases, n);
+      leases.push({
+        leaseId,
+        receipt: entryId(event.sequence),
+        stream: req.stream,
+        group: req.group,
+        consumerId: req.consumerId,
+        attempt,
+        leasedAt: new Date(now),
+        expiresAt: new Date(now + req.leaseMs),
+        event,
+      });
+    }
+  }
+  return deadLettered ? { leases, pending, parked, deadLettered } : { leases, pending, parked };
+}
+
+/**
+ * Finish the bounded work other calls left on these partitions (a frontier walk,
+ * a rewind), one slice per script call, until none is left. Every slice leaves a
+ * consistent state, so stopping anywhere (an error, a crash) loses nothing.
+ */
+export async function tidy(ctx: RedisContext, stream: string, group: string, parts: number[]): Promise<void> {
+  const k = ctx.keys(stream);
+  const g = k.group(group);
+  let left = parts;
+  while (left.length > 0) {
+    const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...g.slots(left)];
+    left = ((await ctx.script('write', 'tidy', keys, [SLICE, ...left], { stream, group })) as unknown[]).map(Number);
+  }
+}
+
+export async function renew(ctx: RedisContext, leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]> {
+  return bulk<{ lease: Lease<unknown> }, RenewResult>(
+    ctx,
+    leases.map((lease) => ({ lease })),
+    'renew',
+    (now) => [now, leaseMs],
+    ({ lease }) => leaseOpValues(lease),
+    (now) => ({ ok: true, expiresAt: new Date(now + leaseMs) }),
+    (error) => ({ ok: false, error }),
+  );
+}
+
+export async function settle(ctx: RedisContext, ops: SettleOp[]): Promise<SettleResult[]> {
+  return bulk<SettleOp, SettleResult>(
+    ctx,
+    ops,
+    'settle',
+    // The delay after each attempt comes from core's one backoff; the script picks it by the stored attempt.
+    (now, cfg) => {
+      const delays = Array.from({ length: cfg.maxAttempts }, (_, i) => backoffDelay(cfg.retry, i + 1));
+      return [now, SLICE, delays.length, ...delays];
+    },
+    settleOpValues,
+    () => ({ ok: true }),
+    (error) => ({ ok: false, error }),
+  );
+}
+
+export async function release(ctx: RedisContext, leases: Lease<unknown>[]): Promise<SettleResult[]> {
+  return bulk<{ lease: Lease<unknown> }, SettleResult>(
+    ctx,
+    leases.map((lease) => ({ lease })),
+    'release',
+    (now) => [now],
+    ({ lease }) => leaseOpValues(lease),
+    () => ({ ok: true }),
+    (error) => ({ ok: false, error }),
+  );
+}
+
+/**
+ * Bulk ops: grouped by (stream, group), cut into script calls of at most
+ * OPS_PER_CALL ops, all sent in one pipeline (one round trip), the per-op
+ * answers mapped back. `build` returns an op's values: a call's ops go as ONE
+ * JSON text after the `head` args (one argument to encode and to convert, not
+ * five to eight per op), and the script numbers the partitions' KEYS slots by
+ * first appearance, as done here. A settle whose
+ * frontier walk was cut short is finished (tidy) before this returns, so lag
+ * is exact once a settle resolved.
+ */
+async function bulk<T extends { lease: Lease<unknown> }, R>(
+  ctx: RedisContext,
+  items: T[],
+  name: 'renew' | 'settle' | 'release',
+  head: (now: number, cfg: GroupConfig) => Array<string | number>,
+  build: (item: T) => OpValue[],
+  ok: (now: number) => R,
+  fail: (error: RheoError) => R,
+): Promise<R[]> {
+  const now = ctx.clock.now();
+  const results: R[] = new Array(items.length);
+  const byGroup = new Map<string, number[]>();
+  items.forEach((it, i) => {
+    const key = groupKey(it.lease.stream, it.lease.group);
+    const list = byGroup.get(key);
+    if (list) list.push(i);
+    else byGroup.set(key, [i]);
+  });
+  /** One script call, and what it answers for: the items at `index`, of one group, on `parts`. */
+  type Call = ScriptCall & { index: number[]; stream: string; group: string; parts: number[] };
+  const calls: Call[] = [];
+  for (const indexes of byGroup.values()) {
+    const { stream, group } = items[indexes[0]].lease;
+    let P: number;
+    let cfg: GroupConfig;
+    try {
+      P = await partitionsOf(ctx, stream);
+      cfg = await configOf(ctx, stream, group);
+    } catch (err) {
+      for (const i of indexes) results[i] = fail(ctx.mapError(err, 'read'));
+      continue;
+    }
+    const k = ctx.keys(stream);
+    const g = k.group(group);
+    const valid: number[] = [];
+    for (const i of indexes) {
+      if (namesDelivery(items[i].lease, P)) valid.push(i);
+      else results[i] = fail(RheoError.staleLease(name));
+    }
+    for (let from = 0; from < valid.length; from += OPS_PER_CALL) {
+      const index = valid.slice(from, from + OPS_PER_CALL);
+      const slots = new Map<number, number>();
+      const ops: OpValue[] = [];
+      for (const i of index) {
+        const { partition } = items[i].lease.event;
+        if (!slots.has(partition)) slots.set(partition, slots.size);
+        for (const v of build(items[i])) ops.push(v);
+      }
+      const args = [...head(now, cfg), JSON.stringify(ops)];
+      const parts = [...slots.keys()];
+      calls.push({ name, keys: bulkKeys(name, k, g, parts), args, index, stream, group, parts });
+    }
+  }
+  if (calls.length === 0) return results;
+  let answers: RedisPipelineResult[];
+  try {
+    // One pipeline; on a cluster one per slot (streams on several nodes), all sent at once.
+    answers = await ctx.call('write', () => ctx.scripts.runPipelined(calls));
+  } catch (err) {
+    answers = calls.map(() => [err as Error, null]);
+  }
+  const unfinished = new Map<string, { stream: string; group: string; parts: Set<number> }>();
+  calls.forEach((c, n) => {
+    const [err, reply] = answers[n];
+    const codes = reply as Array<string | number>;
+    c.index.forEach((i, j) => {
+      if (err) results[i] = fail(ctx.explain(ctx.mapError(err, 'write'), c.stream, c.group));
+      else if (codes[j] === 'ok') results[i] = ok(now);
+      else results[i] = fail(ctx.opError(name, String(codes[j]), c.stream, c.group));
+    });
+    // The settle script ends with a flag: 1 when its frontier walk was cut short by the budget.
+    if (!err && name === 'settle' && Number(codes[c.index.length]) === 1) {
+      const key = groupKey(c.stream, c.group);
+      const u = unfinished.get(key) ?? { stream: c.stream, group: c.group, parts: new Set<number>() };
+      for (const p of c.parts) u.parts.add(p);
+      unfinished.set(key, u);
+    }
+  });
+  for (const u of unfinished.values()) {
+    // The settles are done whatever happens here; a walk left unfinished is finished by the next fetch or lag.
+    await tidy(ctx, u.stream, u.group, [...u.parts]).catch(() => undefined);
+  }
+  return results;
+}
+
+/**
+ * Whether a lease can name a delivery of a stream of `partitions` partitions: a
+ * partition of the stream (the one rule, checkPartition) and a sequence of at least
+ * 1. One that cannot is stale without asking the store.
+ */
+function namesDelivery(lease: Lease<unknown>, partitions: number): boolean {
+  const { partition, sequence } = lease.event;
+  if (!Number.isInteger(sequence) || sequence < 1) return false;
+  try {
+    checkPartition('partition', partition, partitions);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** KEYS of renew / settle / release for the partitions of one call (each script's module documents its layout). */
+function bulkKeys(name: 'renew' | 'settle' | 'release', k: StreamKeys, g: GroupKeys, parts: number[]): string[] {
+  switch (name) {
+    case 'renew':
+      return [k.meta, g.cfg, g.deliveries, ...parts.map((p) => g.leased(p))];
+    case 'settle':
+      return [
+        k.meta,
+        g.cfg,
+        g.deliveries,
+        g.dead,
+        g.deadOrder,
+        k.wake,
+        g.deadTimes,
+        ...parts.flatMap((p) => [g.leased(p), g.available(p), k.log(p)]),
+      ];
+    case 'release':
+      return [k.meta, g.cfg, g.deliveries, k.wake, ...parts.flatMap((p) => [g.leased(p), g.available(p)])];
+  }
+}

@@ -60,7 +60,7 @@ describe('redis backend: connections', () => {
     await rheo.append(stream, { payload: 1 });
     // wait() creates the blocking connection (a duplicate, owned by the backend).
     await backend.wait({ stream, group: 'g', timeoutMs: 50, signal: new AbortController().signal });
-    const blocker = (backend as unknown as { blocker?: Redis }).blocker;
+    const blocker = (backend as unknown as { ctx: { wake: { blocker?: Redis } } }).ctx.wake.blocker;
     expect(blocker).toBeDefined();
     await rheo.close();
     expect(borrowed.status).toBe('ready');
@@ -70,7 +70,7 @@ describe('redis backend: connections', () => {
 
     const owned = redisBackend({ url: redisUrl, prefix });
     await owned.init();
-    const client = (owned as unknown as { client: Redis }).client;
+    const client = (owned as unknown as { ctx: { connection: { client(): Redis } } }).ctx.connection.client();
     expect(client.status).toBe('ready');
     await owned.close();
     expect(client.status).toBe('end');

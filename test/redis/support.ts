@@ -56,8 +56,9 @@ export class ScriptCalls {
 
   /** `backend` must be initialised (its connection exists). */
   constructor(backend: RedisBackend) {
-    const client = (backend as unknown as { client?: { sendCommand(c: SentCommand, ...rest: unknown[]): unknown } }).client;
-    if (!client) throw new Error('ScriptCalls: init() the backend first');
+    // The connection is the backend's context's (redis/context.ts): reached into here, as no API exposes it.
+    type Sender = { sendCommand(c: SentCommand, ...rest: unknown[]): unknown };
+    const client = (backend as unknown as { ctx: { connection: { client(): Sender } } }).ctx.connection.client();
     const send = client.sendCommand.bind(client);
     client.sendCommand = (command: SentCommand, ...rest: unknown[]) => {
       if (this.recorded && /^eval(sha)?$/i.test(command.name)) {

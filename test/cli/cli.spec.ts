@@ -4,7 +4,7 @@
 // process (the CLI and the dashboard must never disagree); exit codes 0, 1, 2.
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
@@ -13,8 +13,9 @@ import { deleteKeys, freshPrefix, REDIS_URL } from '../redis/support';
 import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
 
 const ROOT = join(__dirname, '..', '..');
-// Inside the repository so the build resolves node_modules; never dist/, which CI and other tests use.
-const OUT = join(ROOT, 'node_modules', '.cache', 'rheo-cli-build');
+// Inside the repository so the build resolves node_modules; never dist/, which CI and other tests use. One
+// per checkout: checkouts that share node_modules (git worktrees) must not build over each other.
+const OUT = join(ROOT, 'node_modules', '.cache', `rheo-cli-build-${createHash('sha1').update(ROOT).digest('hex').slice(0, 8)}`);
 const MAIN = join(OUT, 'cli', 'main.js');
 const dir = mkdtempSync(join(tmpdir(), 'rheo-cli-'));
 
@@ -68,7 +69,24 @@ beforeAll(() => {
       stdio: 'inherit',
     },
   );
+  pruneStale(OUT, join(ROOT, 'lib'));
 }, 120_000);
+
+/**
+ * Delete what an incremental build left of sources since removed: a stale
+ * `plans.js` beside a new `plans/index.js` is what `require('./plans')` would load.
+ */
+function pruneStale(out: string, sources: string): void {
+  for (const entry of readdirSync(out, { withFileTypes: true })) {
+    const path = join(out, entry.name);
+    if (entry.isDirectory()) {
+      pruneStale(path, join(sources, entry.name));
+      continue;
+    }
+    const stem = entry.name.replace(/(\.d)?\.ts$|\.js$/, '');
+    if (stem !== entry.name && !existsSync(join(sources, `${stem}.ts`))) rmSync(path);
+  }
+}
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -15,10 +15,8 @@ import {
   checkAppendLimits,
   checkBatch,
   checkBatchBytes,
-  checkFetchOptions,
   checkGroupOptions,
   checkLeaseMs,
-  checkLeases,
   checkOptions,
   checkPageLimit,
   checkPartition,
@@ -30,18 +28,22 @@ import {
   checkReplayKind,
   checkReplayRange,
   checkRetention,
-  checkSettles,
   checkTrimOptions,
+  keepsEverything,
+  resolveStart,
+  toNewEvent,
+} from './requests';
+import {
+  checkFetchOptions,
+  checkLeases,
+  checkSettles,
   type FetchOptions,
   isIssued,
   issueLease,
-  keepsEverything,
   type NackOptions,
   type RejectOptions,
-  resolveStart,
   type SettleRequest,
-  toNewEvent,
-} from './requests';
+} from './delivery-requests';
 import type {
   AppendInput,
   AppendOptions,
@@ -71,7 +73,7 @@ import { FrontierWatch, publishLeases, publishSettles, settlesObserved } from '.
 import { Registrations } from './registrations';
 import { checkDate, checkInt, checkName, checkNewName, checkObject } from './validate';
 
-export type { FetchOptions, NackOptions, RejectOptions, SettleRequest } from './requests';
+export type { FetchOptions, NackOptions, RejectOptions, SettleRequest } from './delivery-requests';
 
 /** Options of a {@link Rheo} instance. */
 export interface RheoOptions {

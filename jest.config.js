@@ -10,6 +10,8 @@ module.exports = {
   roots: ['<rootDir>/test'],
   testMatch: selection ? specsOf(selection).map((file) => `<rootDir>/${file}`) : ['**/*.spec.ts'],
   testPathIgnorePatterns: ['/node_modules/'],
+  // The slow specs first (test/tiers.js SLOW), so parallel lanes end together.
+  testSequencer: '<rootDir>/test/sequencer.js',
   // The package's own subpath, as a backend author imports it.
   moduleNameMapper: { '^nestjs-rheo/backend$': '<rootDir>/lib/backend.ts' },
   transform: { '^.+\\.ts$': ['ts-jest', { diagnostics: false }] },

@@ -1,5 +1,5 @@
-// The test tiers, by path: which spec files `npm run test:<tier>` runs, and which
-// specs `npm test` runs one at a time after the parallel run. jest.config.js and
+// The test tiers, by path: which spec files `npm run test:<tier>` runs, which
+// specs `npm test` runs one at a time after the parallel run, and which it starts first. jest.config.js and
 // scripts/test.mjs read this file; docs/contributing.md shows the table.
 //
 // A pattern is a path from the repository root: a folder (ending in `/`), a file,
@@ -105,6 +105,26 @@ const SERIAL = [
   'test/dashboard/*.browser.spec.ts', // Chromium
 ];
 
+// The specs that take ten seconds or more alone (processes killed and restarted,
+// servers of their own, many CLI runs): the parallel run starts them first, so
+// its lanes end together instead of one long spec running alone at the end.
+// test/sequencer.js reads this; Jest's own timings, when it has them, order the rest.
+const SLOW = [
+  'test/redis/multiprocess.spec.ts',
+  'test/cli/cli.spec.ts',
+  'test/sql/postgres.transactional-kill.spec.ts',
+  'test/sql/postgres.multiprocess.spec.ts',
+  'test/conformance/postgres.conformance.spec.ts',
+  'test/sql/postgres.broadcast.spec.ts',
+  'test/sql/bulk.spec.ts',
+  'test/redis/bounded.spec.ts',
+  'test/redis/broadcast.spec.ts',
+  'test/sql/sqlite.multiprocess.spec.ts',
+  'test/sql/missing-driver.spec.ts',
+  'test/redis/key-cache.spec.ts',
+  'test/e2e/shutdown.e2e.spec.ts',
+];
+
 /** Every spec file under test/, as a path from the root with `/` separators. */
 function allSpecs() {
   const out = [];
@@ -152,9 +172,9 @@ function problems(files = allSpecs()) {
   const found = [];
   const tiered = new Set(Object.keys(TIERS).flatMap((name) => specsOf(name, files)));
   for (const f of files) if (!tiered.has(f)) found.push(`${f} is in no tier (add it to test/tiers.js)`);
-  const patterns = [...Object.values(TIERS).flatMap((t) => t.specs), ...SERIAL].map((p) => p.replace(/^!/, ''));
+  const patterns = [...Object.values(TIERS).flatMap((t) => t.specs), ...SERIAL, ...SLOW].map((p) => p.replace(/^!/, ''));
   for (const p of new Set(patterns)) if (select([p], files).length === 0) found.push(`test/tiers.js: "${p}" matches no spec`);
   return found;
 }
 
-module.exports = { TIERS, SERIAL, allSpecs, specsOf, problems };
+module.exports = { TIERS, SERIAL, SLOW, allSpecs, specsOf, problems };

@@ -98,7 +98,7 @@ const TIERS = {
 // changes state every other spec on that server shares, or depends on timing that
 // a loaded machine stretches.
 const SERIAL = [
-  'test/redis/cluster.spec.ts', // SCRIPT FLUSH on the shared cluster's nodes
+  'test/redis/cluster.spec.ts', // SCRIPT FLUSH and slot moves on the shared cluster
   'test/redis/cluster-failover.spec.ts', // a cluster of its own, its masters SIGKILLed
   'test/redis/clock-skew.spec.ts', // consumer processes under faketime
   'test/sql/postgres.clock-skew.spec.ts', // consumer processes under faketime

@@ -7,6 +7,10 @@
 //   node scripts/check-doc-examples.mjs FILE.md…   only these files
 //   --keep                                         leave the generated files (path printed)
 //
+// The table of consumer options in docs/consumers.md must be the one their
+// declaration generates (scripts/consumer-options-table.ts): the first row that
+// differs is named.
+//
 // A block whose first line is `// app.module.ts` (a file name) is written under
 // that name, so the other blocks of the same document can import it
 // (`import { AppModule } from './app.module'`). A block whose first line is
@@ -14,6 +18,7 @@
 import console from 'node:console';
 import process from 'node:process';
 import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -113,6 +118,18 @@ for (const doc of docs) {
   counts.push({ doc, checked, skipped: blocks.filter((b) => b.skipped !== undefined) });
 }
 
+/** Why the consumer options table differs from CONSUMER_FIELDS, or undefined; the generator is TypeScript, loaded through ts-node. */
+function optionsTableProblem() {
+  const require = createRequire(import.meta.url);
+  require('ts-node').register({ transpileOnly: true });
+  const { TABLE_DOC, tableDifference } = require('./consumer-options-table.ts');
+  if (!docs.includes(TABLE_DOC)) return undefined;
+  const difference = tableDifference(readFileSync(join(ROOT, TABLE_DOC), 'utf8'));
+  return difference === undefined ? undefined : `${TABLE_DOC}: ${difference}`;
+}
+const tableProblem = optionsTableProblem();
+if (tableProblem !== undefined) problems.push(tableProblem);
+
 const tsconfig = {
   extends: join(ROOT, 'tsconfig.json'),
   compilerOptions: {
@@ -178,4 +195,4 @@ if (problems.length || tscFailed || diagnostics.length) {
   console.error(`check:docs failed: ${problems.length + diagnostics.length} problem(s) in the documentation examples`);
   process.exit(1);
 }
-console.log('check:docs: every example compiles');
+console.log("check:docs: every example compiles, and the consumer options table is the declaration's");

@@ -1,78 +1,33 @@
 import { RheoError } from '../core/errors';
-import type { GroupOptions, Ordering, RetryBackoff, StartPosition } from '../core/types';
-import { checkInt, checkKeys, checkName, checkObject, keySet } from '../core/validate';
-import type { BatchOptions, GroupRunOptions, OnTimeout } from '../runtime';
+import { MAX_NAME_LENGTH } from '../core/limits';
+import type { GroupOptions } from '../core/types';
+import { checkKeys, checkObject, keySet } from '../core/validate';
+import type { GroupRunOptions } from '../runtime';
+import { BROADCAST_SUFFIX_LENGTH } from '../runtime/broadcast';
+import { checkFields, type ConsumerFields, defaultOf, fieldsOn, type FieldsOn, RUNTIME_KEYS } from '../runtime/consumer-settings';
 import { resolveGroupOptions } from '../runtime/options';
-import { resolveBroadcast, type ResolvedBroadcast } from './broadcast-options';
 
-/** How a consumer runs: everything but its identity (stream, group, instance). */
-export interface RheoConsumerSettings {
-  /** Most unsettled leases held at once. Default 10. */
-  maxDemand?: number;
-  /** Most handlers running at once. Default 1. */
-  concurrency?: number;
-  /** Partitions this process consumes. Default all. */
-  partitions?: number[];
-  /** `'partition'`: one outstanding lease per partition across all processes (strict per-key order). Group setting, applied when the group is created. */
-  ordering?: Ordering;
-  /** Lease time-to-live, ms; renewed at about half. Default 30000. */
-  leaseMs?: number;
-  /** Idle poll interval, ms; below leaseMs. Default 200. */
-  pollMs?: number;
-  /** Deliveries before dead-lettering. Default 5. Group setting, applied when the group is created. */
-  maxAttempts?: number;
-  /** Redelivery backoff after a failure. Group setting, applied when the group is created. */
-  retry?: RetryBackoff;
-  /** Where a new group starts reading. Default `'beginning'`. Group setting, applied when the group is created. */
-  start?: StartPosition;
-  /** Recorded on every lease this consumer takes. Default random. */
-  consumerId?: string;
-  /**
-   * Most time one delivery (for a batch consumer: one batch) may take, ms. At the
-   * timeout `ctx.signal` aborts and the delivery is settled by `onTimeout`; a
-   * handler that ignores the signal has its late result dropped. Default: none.
-   */
-  timeoutMs?: number;
-  /** What a timeout settles: `'retry'` (reason `timeout after N ms`, the group's backoff) or `'dead-letter'`. Default `'retry'`. */
-  onTimeout?: OnTimeout;
-  /**
-   * Broadcast consumers only: how long a crashed instance's group outlives its
-   * last heartbeat before another instance deletes it, ms (heartbeats every third
-   * of it). Default 30000, at least 100; the same in every instance.
-   */
-  broadcastTtlMs?: number;
-}
+// Every option is declared once, in runtime/consumer-settings.ts: its type, TSDoc,
+// validator, default and where it may be set. What Nest takes is picked from there.
 
-/** Options of `@RheoConsumer`. */
-export interface RheoConsumerOptions extends RheoConsumerSettings {
-  stream: string;
-  group: string;
-  /** The `RheoModule` instance (its `name`) that runs this consumer. Default `'default'`. */
-  instance?: string;
-  /**
-   * Exactly-once effects in the backend's database (PostgreSQL, SQLite through
-   * TypeORM): the handler runs in a transaction, `ctx.manager` is its
-   * `EntityManager`, and the ack is written and committed in it, fenced; a throw
-   * or any other outcome rolls it back. Other backends refuse it at startup. Set
-   * here only (not in the module's `defaults` / `consumers`): the handler relies
-   * on it. Default false.
-   */
-  transactional?: boolean;
-  /**
-   * A batch consumer: `@Payload()` is an array of up to `size` payloads and
-   * `@Ctx()` a `RheoBatchContext`; the batch is settled in one call. Set here
-   * only (not in the module's `defaults` / `consumers`): it changes what the
-   * handler receives.
-   */
-  batch?: BatchOptions;
-  /**
-   * Every running instance of the app receives every event (cache invalidation,
-   * the instance's websockets): each consumes a group of its own,
-   * `<group>.<instance id>`, starting at the end of the stream, deleted when the
-   * instance shuts down and by the other instances `broadcastTtlMs` after it
-   * crashed. Set here only. Default false.
-   */
-  broadcast?: boolean;
+/** What the module's `defaults` / `consumers` may set: the per-process and the group settings. */
+type SettingKey = FieldsOn<'nest', 'process' | 'group'>;
+
+/**
+ * How a consumer runs: everything but its identity (stream, group, instance) and
+ * its handler's shape. The module's `defaults` and `consumers` take these; the
+ * group settings among them (`maxAttempts`, `retry`, `ordering`, `start`) apply
+ * when the group is created.
+ */
+export type RheoConsumerSettings = Pick<ConsumerFields, SettingKey>;
+
+/** Options of `@RheoConsumer`: its identity, its settings, and what the handler is (`batch`, `transactional`, `broadcast`). */
+export type RheoConsumerOptions = Pick<ConsumerFields, FieldsOn<'nest'>>;
+
+/** A broadcast consumer's resolved settings. */
+export interface ResolvedBroadcast {
+  /** How long an instance's group outlives its last heartbeat, ms. */
+  ttlMs: number;
 }
 
 /** A consumer's options after defaults, configuration and validation. */
@@ -90,43 +45,37 @@ export interface ResolvedConsumer {
 }
 
 /** Per setting, the module option it was taken from; absent when it came from the decorator (or the built-in default). */
-export type SettingSources = Partial<Record<keyof RheoConsumerSettings, string>>;
+export type SettingSources = Partial<Record<SettingKey, string>>;
 
-const SETTINGS: ReadonlyArray<keyof RheoConsumerSettings> = [
-  'maxDemand',
-  'concurrency',
-  'partitions',
-  'ordering',
-  'leaseMs',
-  'pollMs',
-  'maxAttempts',
-  'retry',
-  'start',
-  'consumerId',
-  'timeoutMs',
-  'onTimeout',
-  'broadcastTtlMs',
-];
-const IDENTITY = ['stream', 'group', 'instance'];
-/** Options that change the handler's signature: the decorator's to decide, never configuration's. */
-const DECORATOR_ONLY = ['batch', 'transactional', 'broadcast'];
+const SETTINGS = fieldsOn('nest', ['process', 'group']);
+const GROUP_SETTINGS = fieldsOn('nest', ['group']);
+/** What only the decorator sets: what the handler is (batch, transactional: its signature; broadcast: where its group lives). */
+const HANDLER_SHAPE = fieldsOn('nest', ['handler']);
+const DECORATOR = fieldsOn('nest');
 
-/** What configuration may set, and what the decorator may (identity and the handler-shaping options too). */
+/** What configuration may set, and what the decorator may (identity and the handler's shape too). */
 const SETTING_KEYS = keySet('a consumer option', SETTINGS);
-const DECORATOR_KEYS = keySet('a consumer option', [...IDENTITY, ...DECORATOR_ONLY, ...SETTINGS]);
+const DECORATOR_KEYS = keySet('a consumer option', DECORATOR);
 
 /** The key a consumer's configuration is found under in `RheoModuleOptions.consumers`. */
 export function consumerKey(stream: string, group: string): string {
   return `${stream}/${group}`;
 }
 
-/** Reject keys that are not settings: a typo must not silently fall back to a default. */
+/**
+ * Reject keys that are not settings: a typo must not silently fall back to a
+ * default. Configuration (`allowIdentity` false) is also refused what the
+ * handler is: `batch`, `transactional` and `broadcast` are the decorator's.
+ */
 export function checkSettings(field: string, value: unknown, allowIdentity = false): RheoConsumerSettings {
   const o = checkObject(field, value);
   if (!allowIdentity) {
-    for (const k of DECORATOR_ONLY)
+    for (const k of HANDLER_SHAPE)
       if (Object.prototype.hasOwnProperty.call(o, k))
-        throw RheoError.invalid(`${field}.${k}`, 'is set on @RheoConsumer only: it changes what the handler receives');
+        throw RheoError.invalid(
+          `${field}.${k}`,
+          `is set on @RheoConsumer only: it changes what the handler receives or where its group lives (use ${SETTING_KEYS.list})`,
+        );
   }
   checkKeys(field, o, allowIdentity ? DECORATOR_KEYS : SETTING_KEYS);
   return o as RheoConsumerSettings;
@@ -138,17 +87,45 @@ function pick(o: RheoConsumerSettings): RheoConsumerSettings {
   return out as RheoConsumerSettings;
 }
 
-function checkGroupSettings(s: RheoConsumerSettings): GroupOptions {
-  const group: GroupOptions = { ifNotExists: true };
-  if (s.maxAttempts !== undefined) group.maxAttempts = checkInt('maxAttempts', s.maxAttempts, 1, 1000);
-  if (s.ordering !== undefined) {
-    if (s.ordering !== 'none' && s.ordering !== 'partition') throw RheoError.invalid('ordering', "must be 'none' or 'partition'");
-    group.ordering = s.ordering;
+/**
+ * The broadcast rules that tie fields together (docs/adr/031); each field itself
+ * is checked by its declaration. The module's `defaults` apply to every consumer,
+ * so their `start` and `broadcastTtlMs` are ignored where they do not fit (a
+ * broadcast consumer always starts at the end; an ordinary one has no ttl); the
+ * same values set for this consumer (on the decorator or in
+ * `consumers["stream/group"]`) are refused instead, naming the field. Returns
+ * undefined for an ordinary consumer.
+ */
+function checkBroadcast(
+  options: RheoConsumerOptions,
+  group: string,
+  merged: RheoConsumerSettings,
+  sources: SettingSources,
+): ResolvedBroadcast | undefined {
+  const own = (k: SettingKey) => merged[k] !== undefined && sources[k] !== 'defaults';
+  if (!checkFields(options, ['broadcast']).broadcast) {
+    if (own('broadcastTtlMs')) throw RheoError.invalid('broadcastTtlMs', 'applies to broadcast consumers only (broadcast: true)');
+    return undefined;
   }
-  // The facade validates retry and start in detail when it creates the group.
-  if (s.retry !== undefined) group.retry = checkObject('retry', s.retry) as RetryBackoff;
-  if (s.start !== undefined) group.start = s.start;
-  return group;
+  if (merged.start !== 'end' && own('start'))
+    throw RheoError.invalid(
+      'start',
+      "must be 'end' or absent for a broadcast consumer: each instance's group starts at the end of the stream",
+    );
+  if (group.length + BROADCAST_SUFFIX_LENGTH > MAX_NAME_LENGTH)
+    throw RheoError.invalid(
+      'group',
+      `must be at most ${MAX_NAME_LENGTH - BROADCAST_SUFFIX_LENGTH} characters for a broadcast consumer (each instance adds .<instance id>)`,
+    );
+  const ttlMs = checkFields(merged, ['broadcastTtlMs']).broadcastTtlMs ?? defaultOf('broadcastTtlMs');
+  return { ttlMs: ttlMs as number };
+}
+
+/** The runtime's options of this consumer: every field the runtime takes, from wherever Nest got it (`drainTimeoutMs`: the module). */
+function runOptions(given: Record<string, unknown>): GroupRunOptions {
+  const run: Record<string, unknown> = {};
+  for (const k of RUNTIME_KEYS) if (given[k] !== undefined) run[k] = given[k];
+  return run as unknown as GroupRunOptions;
 }
 
 /** Settings whose names cannot be mistaken for ordinary words in a message. */
@@ -191,10 +168,10 @@ export function resolveConsumer(
   moduleOptions: { defaults?: RheoConsumerSettings; consumers?: Record<string, RheoConsumerSettings>; drainTimeoutMs?: number },
 ): ResolvedConsumer {
   try {
-    const own = pick(checkSettings('options', decorated, true));
-    const stream = checkName('stream', decorated.stream);
-    const group = checkName('group', decorated.group);
+    const options = checkSettings('options', decorated, true) as RheoConsumerOptions;
+    const { stream, group } = checkFields(options, ['stream', 'group']) as { stream: string; group: string };
     const key = consumerKey(stream, group);
+    const own = pick(options);
     const defaults = moduleOptions.defaults === undefined ? {} : pick(checkSettings('defaults', moduleOptions.defaults));
     const configured = moduleOptions.consumers?.[key];
     const overrideSource = `consumers["${key}"]`;
@@ -206,34 +183,13 @@ export function resolveConsumer(
       else if (own[k] === undefined && defaults[k] !== undefined) sources[k] = 'defaults';
     }
     try {
-      const runInput: GroupRunOptions = {
-        stream,
-        group,
-        maxDemand: merged.maxDemand,
-        concurrency: merged.concurrency,
-        leaseMs: merged.leaseMs,
-        pollMs: merged.pollMs,
-        consumerId: merged.consumerId,
-        partitions: merged.partitions,
-        drainTimeoutMs: moduleOptions.drainTimeoutMs,
-        timeoutMs: merged.timeoutMs,
-        onTimeout: merged.onTimeout,
-        batch: decorated.batch,
-        transactional: decorated.transactional,
-      };
-      for (const k of Object.keys(runInput) as Array<keyof GroupRunOptions>) if (runInput[k] === undefined) delete runInput[k];
-      resolveGroupOptions(runInput);
-      const broadcast = resolveBroadcast({
-        broadcast: decorated.broadcast,
-        group,
-        start: merged.start,
-        broadcastTtlMs: merged.broadcastTtlMs,
-        startSource: sources.start,
-        ttlSource: sources.broadcastTtlMs,
-      });
+      const run = runOptions({ ...options, ...merged, stream, group, drainTimeoutMs: moduleOptions.drainTimeoutMs });
+      resolveGroupOptions(run);
+      const broadcast = checkBroadcast(options, group, merged, sources);
       // A broadcast group always starts at the end (a start from the module's defaults does not apply to it).
       const settings = broadcast ? { ...merged, start: 'end' as const } : merged;
-      return { handlerName, key, run: runInput, group: checkGroupSettings(settings), sources, ...(broadcast && { broadcast }) };
+      const groupOptions: GroupOptions = { ifNotExists: true, ...checkFields(settings, GROUP_SETTINGS) };
+      return { handlerName, key, run, group: groupOptions, sources, ...(broadcast && { broadcast }) };
     } catch (err) {
       throw blameSource(sources, err);
     }

@@ -24,7 +24,7 @@ export interface RheoModuleOptions {
   backend: Backend;
   /** Streams created at startup if missing. Streams named by consumers must exist or be declared here. */
   streams?: RheoStreamDeclaration[];
-  /** Settings applied to every consumer of this instance; a consumer's own options win. */
+  /** Settings (per-process options and group settings) applied to every consumer of this instance; a consumer's own options win. */
   defaults?: RheoConsumerSettings;
   /**
    * Per-consumer settings keyed by `'stream/group'`, typically read from configuration.

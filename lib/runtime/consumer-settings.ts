@@ -26,18 +26,21 @@ export interface BatchOptions {
   maxWaitMs?: number;
 }
 
-/**
- * Every option of a consumer, whichever API sets it (the runtime's options, the
- * `@RheoConsumer` decorator, the module's `defaults` / `consumers`): which of
- * them each takes is the field's entry in {@link CONSUMER_FIELDS}.
- */
-export interface ConsumerFields {
+/** Which consumer this is. */
+export interface ConsumerIdentity {
   /** The stream to consume; must exist (or be declared in the module's `streams`). */
   stream: string;
   /** The consumer group (see `Rheo.createGroup`; the Nest transport creates it at startup). */
   group: string;
   /** The `RheoModule` instance (its `name`) that runs this consumer. Default `'default'`. */
   instance?: string;
+}
+
+/**
+ * How this process consumes: each process has its own (two processes of one
+ * group may differ), and the module's `defaults` / `consumers` may set them.
+ */
+export interface ConsumerProcessSettings {
   /** Most unsettled leases held at once, >= 1. Default 10 (with `batch`: `size × (concurrency + 1)`). */
   maxDemand?: number;
   /** Most handlers running at once, >= 1. Default 1. Effective concurrency is `min(concurrency, maxDemand)`. */
@@ -52,14 +55,6 @@ export interface ConsumerFields {
   consumerId?: string;
   /** Default timeout of the runtime's `drain()`, ms (Nest: the module's `drainTimeoutMs`). Default 10000. */
   drainTimeoutMs?: number;
-  /** Deliveries before dead-lettering. Default 5. Group setting, applied when the group is created. */
-  maxAttempts?: number;
-  /** Redelivery backoff after a failure. Group setting, applied when the group is created. */
-  retry?: RetryBackoff;
-  /** `'partition'`: one outstanding lease per partition across all processes (strict per-key order). Group setting, applied when the group is created. */
-  ordering?: Ordering;
-  /** Where a new group starts reading. Default `'beginning'`. Group setting, applied when the group is created. */
-  start?: StartPosition;
   /**
    * Most time one delivery (for a batch consumer: one batch) may take, ms. At the
    * timeout the delivery's signal (`ctx.signal`) aborts and the delivery is
@@ -70,10 +65,39 @@ export interface ConsumerFields {
   /** What a timeout settles: `'retry'` (reason `timeout after N ms`, the group's backoff) or `'dead-letter'`. Default `'retry'`. */
   onTimeout?: OnTimeout;
   /**
+   * Broadcast consumers only: how long a crashed instance's group outlives its
+   * last heartbeat before another instance deletes it, ms (heartbeats every third
+   * of it). Default 30000, at least 100; the same in every instance.
+   */
+  broadcastTtlMs?: number;
+}
+
+/**
+ * Group settings: stored with the group when it is created, the same for every
+ * process. An existing group keeps what it was created with (the Nest transport
+ * warns when they differ). The module's `defaults` / `consumers` may set them.
+ */
+export interface ConsumerGroupSettings {
+  /** Deliveries before dead-lettering. Default 5. Group setting, applied when the group is created. */
+  maxAttempts?: number;
+  /** Redelivery backoff after a failure. Default `{ initialMs: 1000, factor: 2, maxMs: 60000 }`. Group setting, applied when the group is created. */
+  retry?: RetryBackoff;
+  /** `'partition'`: one outstanding lease per partition across all processes (strict per-key order). Default `'none'`. Group setting, applied when the group is created. */
+  ordering?: Ordering;
+  /** Where a new group starts reading. Default `'beginning'`. Group setting, applied when the group is created. */
+  start?: StartPosition;
+}
+
+/**
+ * What the handler is: `batch` and `transactional` change its signature (an
+ * array and a batch context, a transaction's manager), `broadcast` where its
+ * group lives. The code's to decide, next to the handler: never configuration's.
+ */
+export interface ConsumerHandlerShape {
+  /**
    * A batch consumer: the handler receives up to `size` leases at once (in Nest
    * `@Payload()` is an array and `@Ctx()` a `RheoBatchContext`) and the batch is
-   * settled in one call. Set on the decorator only (not in the module's
-   * `defaults` / `consumers`): it changes what the handler receives.
+   * settled in one call. Not in the module's `defaults` / `consumers`: it changes what the handler receives.
    */
   batch?: BatchOptions;
   /**
@@ -81,8 +105,8 @@ export interface ConsumerFields {
    * TypeORM): the handler runs in a transaction (its `EntityManager` is
    * `ctx.manager`, or `delivery.manager` in the runtime), and the ack is written
    * and committed in it, fenced; a throw or any other outcome rolls it back. Other
-   * backends refuse it at startup; not with `batch`. Set on the decorator only:
-   * the handler relies on it. Default false.
+   * backends refuse it at startup; not with `batch`. Not in the module's
+   * `defaults` / `consumers`: the handler relies on it. Default false.
    */
   transactional?: boolean;
   /**
@@ -93,22 +117,34 @@ export interface ConsumerFields {
    * crashed. Set on the decorator only. Default false.
    */
   broadcast?: boolean;
-  /**
-   * Broadcast consumers only: how long a crashed instance's group outlives its
-   * last heartbeat before another instance deletes it, ms (heartbeats every third
-   * of it). Default 30000, at least 100; the same in every instance.
-   */
-  broadcastTtlMs?: number;
 }
+
+/**
+ * Every option of a consumer, whichever API sets it (the runtime's options, the
+ * `@RheoConsumer` decorator, the module's `defaults` / `consumers`): which of
+ * them each takes is the field's entry in {@link CONSUMER_FIELDS}, whose `kind`
+ * is the interface it is declared in.
+ */
+export interface ConsumerFields extends ConsumerIdentity, ConsumerProcessSettings, ConsumerGroupSettings, ConsumerHandlerShape {}
 
 /**
  * What a field is about, which decides where it may be set:
  * - `identity`: which consumer this is (stream, group, instance);
  * - `process`: how this process consumes, per process (the module's `defaults` / `consumers` may set it);
  * - `group`: stored with the group when it is created, the same for every process (`defaults` / `consumers` too);
- * - `handler`: changes what the handler receives or where its group lives: the decorator's to decide, never configuration's.
+ * - `handler`: what the handler is: `batch` and `transactional` change its signature, `broadcast` where its group lives;
+ *   the code's to decide (the decorator, the runtime's options), never configuration's.
  */
 export type FieldKind = 'identity' | 'process' | 'group' | 'handler';
+
+/** The kind of a field: the interface of {@link ConsumerFields} it is declared in (a field moved from one to another must change kind). */
+type KindOf<K extends keyof ConsumerFields> = K extends keyof ConsumerIdentity
+  ? 'identity'
+  : K extends keyof ConsumerProcessSettings
+    ? 'process'
+    : K extends keyof ConsumerGroupSettings
+      ? 'group'
+      : 'handler';
 
 /** Which API takes a field: the consumer runtime's options, or Nest's `@RheoConsumer` (and, by kind, the module's configuration). */
 export type Surface = 'runtime' | 'nest';
@@ -321,7 +357,7 @@ export const CONSUMER_FIELDS = {
     check: (field, value) => checkInt(field, value, MIN_BROADCAST_TTL_MS, MAX_DURATION_MS),
     doc: "broadcast only: a crashed instance's group is deleted by the others this long after its last heartbeat, ms",
   },
-} as const satisfies { readonly [K in keyof ConsumerFields]-?: FieldSpec<Exclude<ConsumerFields[K], undefined>> };
+} as const satisfies { readonly [K in keyof ConsumerFields]-?: FieldSpec<Exclude<ConsumerFields[K], undefined>> & { kind: KindOf<K> } };
 
 type Fields = typeof CONSUMER_FIELDS;
 /** The name of a consumer option. */
@@ -333,6 +369,9 @@ type InSnapshot = { [K in FieldKey]: Fields[K] extends { snapshot: true } ? K : 
 type Always<K extends FieldKey> = Fields[K] extends { default: unknown } | { required: true } ? true : false;
 /** A field's value once checked. */
 type Checked<K extends FieldKey> = ReturnType<Fields[K]['check']>;
+
+/** The fields `S` takes of the kinds `T` (every kind by default). */
+export type FieldsOn<S extends Surface, T extends FieldKind = FieldKind> = OnSurface<S> & OfKind<T>;
 
 /** The options of the consumer runtime. */
 export type RuntimeKey = OnSurface<'runtime'>;
@@ -359,8 +398,13 @@ export type ConsumerSettingsSnapshot = { [K in InSnapshot as Always<K> extends t
 const KEYS = Object.keys(CONSUMER_FIELDS) as FieldKey[];
 const spec = (k: FieldKey): FieldSpec<unknown> => CONSUMER_FIELDS[k];
 
+/** The keys of {@link FieldsOn}, as values, in the table's order. */
+export function fieldsOn<S extends Surface, T extends FieldKind = FieldKind>(surface: S, kinds?: readonly T[]): readonly FieldsOn<S, T>[] {
+  return KEYS.filter((k) => spec(k).on.includes(surface) && (kinds === undefined || kinds.includes(spec(k).kind as T))) as FieldsOn<S, T>[];
+}
+
 /** The keys of {@link RuntimeKey}, as values. */
-export const RUNTIME_KEYS = KEYS.filter((k) => spec(k).on.includes('runtime')) as readonly RuntimeKey[];
+export const RUNTIME_KEYS: readonly RuntimeKey[] = fieldsOn('runtime');
 /** What the snapshot holds: a group setting is read from the group's stored configuration, the rest from the process's options. */
 const SNAPSHOT_KEYS = KEYS.filter((k) => spec(k).snapshot);
 

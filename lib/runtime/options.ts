@@ -13,7 +13,7 @@ export { checkDrainTimeout } from './consumer-settings';
  */
 export const FETCH_BACKOFF: Required<RetryBackoff> = { initialMs: 100, factor: 2, maxMs: 5000 };
 
-const OPTION_KEYS = keySet('a Group option', RUNTIME_KEYS);
+const OPTION_KEYS = keySet('a Consumer option', RUNTIME_KEYS);
 
 /**
  * Validate and default {@link GroupRunOptions}. Throws `RheoError('invalid_argument')`

@@ -43,15 +43,19 @@ async function refresh() {
     });
     renderOverview(o);
     if (selected && detail) {
-      let g = findGroup(o, selected);
+      const open = selected;
+      const view = detail;
+      let g = findGroup(o, open);
       // The selected group's stream may be on another page: read the group itself.
       if (!g) {
-        g = /** @type {GroupSummary} */ (await getJson(groupPath(selected.stream, selected.group)));
+        g = /** @type {GroupSummary} */ (await getJson(groupPath(open.stream, open.group)));
         remember(g.stream, g.group, now, g.lag);
       }
-      if (g) renderGroup(g, now);
-      const q = '?limit=' + PAGE + (detail.after ? '&after=' + encodeURIComponent(detail.after) : '');
-      renderDeadLetters(await getJson(groupPath(selected.stream, selected.group) + '/dead-letters' + q));
+      // Another group opened meanwhile has a view of its own, which its refresh (queued) fills.
+      if (view === detail) renderGroup(view, g, now);
+      const q = '?limit=' + PAGE + (view.after ? '&after=' + encodeURIComponent(view.after) : '');
+      const deadLetters = await getJson(groupPath(open.stream, open.group) + '/dead-letters' + q);
+      if (view === detail) renderDeadLetters(view, deadLetters);
     }
     showError(null);
   } catch (e) {

@@ -10,10 +10,11 @@ const showPayloads = document.body.dataset.showPayloads === 'true';
 /** @type {{ stream: string, group: string } | null} */
 let selected = null;
 /**
- * The open group's parts of the page, and the dead letters' paging (`after` of the page shown, those before it).
- * @type {{ figures: HTMLElement, chart: HTMLElement, partitions: HTMLElement, dead: HTMLElement, pager: HTMLElement,
- *   notice: HTMLElement, after: string | null, previous: Array<string | null> } | null}
+ * A group's parts of the page, and the dead letters' paging (`after` of the page shown, those before it).
+ * @typedef {{ figures: HTMLElement, chart: HTMLElement, partitions: HTMLElement, dead: HTMLElement, pager: HTMLElement,
+ *   notice: HTMLElement, after: string | null, previous: Array<string | null> }} GroupView
  */
+/** @type {GroupView | null} the open group's */
 let detail = null;
 
 /**
@@ -212,12 +213,12 @@ function select(stream, group) {
 }
 
 /**
+ * @param {GroupView} view
  * @param {GroupSummary} g
  * @param {number} now
  */
-function renderGroup(g, now) {
-  if (!detail) return;
-  detail.figures.textContent =
+function renderGroup(view, g, now) {
+  view.figures.textContent =
     'lag ' +
     g.lag +
     ' · inflight ' +
@@ -231,9 +232,9 @@ function renderGroup(g, now) {
     ' · ordering ' +
     g.ordering +
     (g.consumer ? ' · consumer ' + g.consumer : '');
-  replaceRows(detail.chart, [chart(g.stream, g.group, now, true)]);
+  replaceRows(view.chart, [chart(g.stream, g.group, now, true)]);
   replaceRows(
-    detail.partitions,
+    view.partitions,
     g.partitions.map(function (p) {
       return el('tr', {}, [
         el('td', { text: p.partition }),
@@ -245,10 +246,11 @@ function renderGroup(g, now) {
   );
 }
 
-/** @param {DeadLetterPage} page */
-function renderDeadLetters(page) {
-  const view = detail;
-  if (!view) return;
+/**
+ * @param {GroupView} view
+ * @param {DeadLetterPage} page
+ */
+function renderDeadLetters(view, page) {
   const rows = page.items.map(function (d) {
     const cells = [
       el('td', { class: 'mono', 'data-testid': 'event-id', text: d.eventId }),

@@ -1,9 +1,9 @@
 // The sample's scenario on Nest 12, from the packed build (see run.sh): boot a
 // hybrid app, append over HTTP, consume with two groups, dead-letter a poison
-// event, check /health, shut down. Exits 0 on success, 1 otherwise.
+// event, check /health and the dashboard's script, shut down. Exits 0 on success, 1 otherwise.
 'use strict';
 require('reflect-metadata');
-const { readFileSync } = require('node:fs');
+const { readdirSync, readFileSync } = require('node:fs');
 const { dirname, join } = require('node:path');
 const { Body, Controller, Get, Inject, Module, ParseIntPipe, Post } = require('@nestjs/common');
 const { NestFactory } = require('@nestjs/core');
@@ -14,6 +14,7 @@ const {
   RheoClient,
   RheoConsumer,
   RheoContext,
+  RheoDashboardModule,
   RheoHealthIndicator,
   RheoModule,
   RheoReject,
@@ -115,6 +116,7 @@ Module({
   imports: [
     RheoModule.forRoot({ backend: memoryBackend(), streams: [{ name: STREAM, partitions: 4 }, { name: 'orders' }] }),
     TerminusModule,
+    RheoDashboardModule.forRoot({ path: '/rheo' }),
   ],
   controllers: [EventsController, HealthController, RiskController, SurveillanceController, OrdersController],
 })(AppModule);
@@ -191,8 +193,22 @@ async function main() {
   const health = await fetch(`${base}/health`);
   const body = await health.json();
   check(health.status === 200 && body.info.rheo.status === 'up', `/health up (${health.status} ${JSON.stringify(body)})`);
+
+  // The dashboard's script as the package serves it: read from the packed dist/, it holds
+  // each source file of lib/nest/dashboard/assets/browser/ byte for byte.
+  const page = await fetch(`${base}/rheo`);
+  check(page.status === 200 && (await page.text()).includes('src="/rheo/assets/dashboard.js"'), `dashboard page (${page.status})`);
+  const script = await fetch(`${base}/rheo/assets/dashboard.js`);
+  const js = await script.text();
+  check(script.status === 200 && /^text\/javascript/.test(script.headers.get('content-type')), `dashboard script (${script.status})`);
+  const sources = join(__dirname, '..', '..', 'lib', 'nest', 'dashboard', 'assets', 'browser');
+  const files = readdirSync(sources).filter((f) => f.endsWith('.js'));
+  for (const file of files) check(js.includes(readFileSync(join(sources, file), 'utf8')), `the served script holds ${file} as in lib/`);
+  new Function(js); // one classic script: throws if it does not parse
   await app.close();
-  console.log(`nest12 smoke: ok (40 events, 2 groups, 1 dead letter; retry and pipe refusal; /health ${health.status})`);
+  console.log(
+    `nest12 smoke: ok (40 events, 2 groups, 1 dead letter; retry and pipe refusal; /health ${health.status}; dashboard script of ${files.length} files)`,
+  );
 }
 
 const timer = setTimeout(() => {

@@ -21,7 +21,7 @@ import {
 import type { DeadLetterPage, GroupSummary, Overview, StreamSummary } from '../../admin/types';
 import { RheoHttpExceptionFilter } from '../rheo-http-exception.filter';
 import { DashboardActionGuard } from './action.guard';
-import { DASHBOARD_SCRIPT } from './assets/dashboard-script';
+import { dashboardScript } from './assets/dashboard-script';
 import { DASHBOARD_STYLE } from './assets/dashboard-style';
 import { renderDashboardPage } from './assets/dashboard-page';
 import type { ResolvedDashboardOptions } from './dashboard-options';
@@ -46,6 +46,7 @@ function basePath(req: { originalUrl?: string; url?: string }, configured: strin
 /** The controller class for one dashboard: path, guard and options fixed at forRoot. */
 export function createDashboardController(options: ResolvedDashboardOptions): Type<unknown> {
   const guards: Array<Type<CanActivate> | CanActivate> = options.guard ? [options.guard] : [];
+  const script = dashboardScript();
 
   @Controller(options.path)
   @UseGuards(...guards)
@@ -74,7 +75,7 @@ export function createDashboardController(options: ResolvedDashboardOptions): Ty
     @Header('X-Content-Type-Options', 'nosniff')
     @Header('Cache-Control', 'no-cache')
     script(): string {
-      return DASHBOARD_SCRIPT;
+      return script;
     }
 
     @Get('assets/dashboard.css')

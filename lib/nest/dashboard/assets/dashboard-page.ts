@@ -1,6 +1,6 @@
-// The page's HTML: a shell the script fills. The assets are TypeScript modules
-// exporting strings, so `npm run build` (plain tsc) ships them in dist/ and
-// nothing is read from disk or fetched from outside at run time (docs/adr/027).
+// The page's HTML: a shell the script fills. It and the stylesheet are
+// TypeScript modules exporting strings; the script is read from the package's
+// own files (browser/, docs/adr/045); nothing is fetched from outside (docs/adr/027).
 
 /** What the page is told by the server: where it is mounted and what it may show. */
 export interface DashboardPageSettings {

@@ -2,6 +2,7 @@ import { redisBackend } from '../../lib';
 import { RedisBackend } from '../../lib/backends/redis/redis-backend';
 import { runConformance } from '../../lib/backend';
 import { keySlot } from '../../lib/backends/redis/cluster';
+import { checkOptions } from '../../lib/backends/redis/options';
 import { StreamKeys } from '../../lib/backends/redis/keys';
 import type { Retention, StreamInfo } from '../../lib/core/types';
 import { CLUSTER_NODES, deleteClusterKeys, ensureCluster, masterOf, masters } from '../redis/cluster-support';
@@ -24,7 +25,7 @@ class RecordingBackend extends RedisBackend {
 
 runConformance({
   name: 'redis cluster',
-  create: async (clock) => new RecordingBackend({ cluster: CLUSTER_NODES, prefix, clock }),
+  create: async (clock) => new RecordingBackend(checkOptions({ cluster: CLUSTER_NODES, prefix, clock })),
   cleanup: async () => {
     await deleteClusterKeys(prefix);
   },

@@ -1,2 +1,2 @@
 export { MemoryBackend, memoryBackend } from './memory-backend';
-export type { MemoryBackendOptions } from './memory-backend';
+export type { MemoryBackendOptions } from './options';

@@ -1,5 +1,4 @@
-import { Clock, systemClock } from '../../core/clock';
-import { checkKeys, checkObject, keySet } from '../../core/validate';
+import type { Clock } from '../../core/clock';
 import type { DeadLetter, GroupConfig, GroupInfo, Lag, Lease, Retention, RheoEvent, StreamInfo, TrimResult } from '../../core/types';
 import type {
   AppendedEvents,
@@ -24,16 +23,12 @@ import { memoryContext, open, wake, type MemoryContext } from './context';
 import * as coordination from './coordination';
 import * as delivery from './delivery';
 import * as log from './log';
+import { checkOptions, type MemoryBackendOptions } from './options';
 import * as recovery from './recovery';
 import * as registry from './registry';
 import * as retention from './retention';
 
-/** Options of {@link memoryBackend}. */
-export interface MemoryBackendOptions {
-  clock?: Clock;
-}
-
-const OPTION_KEYS = keySet('a memoryBackend option', ['clock']);
+export type { MemoryBackendOptions } from './options';
 
 /**
  * The in-process backend: ephemeral, single process, fast. Every operation is an
@@ -51,9 +46,13 @@ export class MemoryBackend implements Backend {
   readonly clock: Clock;
   private readonly ctx: MemoryContext;
 
+  /**
+   * Unlike the other backends' classes, this one checks what it is given: it is built
+   * directly too (`new MemoryBackend({ clock })` in tests), with no driver or connection
+   * to set up first, so its options are its settings, checked here by options.ts.
+   */
   constructor(options: MemoryBackendOptions = {}) {
-    checkKeys('options', checkObject('options', options), OPTION_KEYS);
-    this.clock = options.clock ?? systemClock;
+    this.clock = checkOptions(options).clock;
     this.ctx = memoryContext(this.clock);
   }
 
@@ -165,7 +164,10 @@ export class MemoryBackend implements Backend {
   }
 }
 
-/** An in-process backend for tests, demos and single-process apps that need no durability. */
+/**
+ * An in-process backend for tests, demos and single-process apps that need no durability.
+ * Its options are checked by the class (options.ts `checkOptions`), before anything is created.
+ */
 export function memoryBackend(options: MemoryBackendOptions = {}): MemoryBackend {
   return new MemoryBackend(options);
 }

@@ -1,2 +1,2 @@
 export { PostgresBackend, postgresBackend } from './postgres-backend';
-export type { PostgresBackendOptions } from './postgres-backend';
+export type { PostgresBackendOptions } from './options';

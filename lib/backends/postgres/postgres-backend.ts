@@ -1,7 +1,6 @@
-import { type Clock, StoreClock, storeClock } from '../../core/clock';
+import { type Clock, StoreClock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import { loadOptionalPeer } from '../../core/optional-peer';
-import { checkInt, checkKeys, checkObject, keySet } from '../../core/validate';
 import type {
   AppendOptions,
   DeadLetter,
@@ -37,8 +36,8 @@ import { createCapabilities } from '../capabilities';
 import { SqlBackendBase } from '../sql/base';
 import { mapDriverError, type StatementKind } from '../sql/errors';
 import type { PgDataSourceOptions, PostgresDriver, TypeormDataSource, TypeormModule, TypeormQueryable } from '../sql/external';
-import { checkSchemaName, notifyChannel, pgTables } from '../sql/names';
-import { checkCommonOptions, InstallMode } from '../sql/options';
+import { notifyChannel, pgTables } from '../sql/names';
+import type { InstallMode } from '../sql/options';
 import type { Sql } from '../sql/statement';
 import { WakeBoard } from '../sql/wake-board';
 import { hostPort, urlTarget } from '../target';
@@ -48,29 +47,15 @@ import * as delivery from './delivery';
 import { PG_INSTALL_LOCK, requirePgVersion, upgradePg } from './install';
 import { listenerClientConfig, PgListener } from './listener';
 import * as log from './log';
+import { checkOptions, type PostgresBackendOptions } from './options';
 import { pgPlans } from './plans';
 import * as recovery from './recovery';
 import * as registry from './registry';
 import * as retention from './retention';
 
-/** Options of {@link postgresBackend}. */
-export interface PostgresBackendOptions {
-  /** Connection URL, e.g. `postgres://user:pass@host:5432/db`. */
-  url: string;
-  /** Schema (namespace) of the tables. Default `public`. */
-  schema?: string;
-  /** Pool size. Default 10. */
-  poolSize?: number;
-  install?: InstallMode;
-  /**
-   * Time source for timestamps, lease expiry, retry delays and delayed events. Default: the
-   * store's time (`storeClock()`: this process's clock corrected by an offset measured against
-   * PostgreSQL's `clock_timestamp()`, docs/adr/041). Any other clock is used as it is.
-   */
-  clock?: Clock;
-}
+export type { PostgresBackendOptions } from './options';
 
-/** Settings of a {@link PostgresBackend}; built by `typeormBackend` / `postgresBackend`. */
+/** Settings of a {@link PostgresBackend}, checked; built by `typeormBackend` / `postgresBackend`. */
 export interface PostgresBackendSettings {
   dataSource: TypeormDataSource;
   /** True when the backend created the DataSource and must destroy it on close. */
@@ -380,21 +365,15 @@ export interface PostgresBackendSettings {
 /** The server's wall clock now (not the transaction's start, as now() would be), ms since the epoch. */
 const STORE_TIME_SQL = 'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms';
 
-const OPTION_KEYS = keySet('a postgresBackend option', ['url', 'schema', 'poolSize', 'install', 'clock']);
-
 /**
  * PostgreSQL: multi-node production store. Creates and owns its DataSource
  * (destroyed on close). `FOR UPDATE SKIP LOCKED` claims, LISTEN/NOTIFY wake-ups.
+ * The options are checked first (options.ts), before a driver is loaded.
  */
 export function postgresBackend(options: PostgresBackendOptions): PostgresBackend {
-  checkKeys('options', checkObject('options', options), OPTION_KEYS);
-  const o = options;
-  if (typeof o.url !== 'string' || !/^postgres(ql)?:\/\//.test(o.url)) throw RheoError.invalid('options.url', 'must be a postgres:// URL');
-  const schema = o.schema === undefined ? 'public' : checkSchemaName('options.schema', o.schema);
-  const poolSize = o.poolSize === undefined ? 10 : checkInt('options.poolSize', o.poolSize, 1, 1000);
-  const { install, clock } = checkCommonOptions('options', o, () => storeClock());
+  const { url, poolSize, ...settings } = checkOptions(options);
   const { DataSource } = loadOptionalPeer<TypeormModule>('typeorm', 'postgresBackend');
   loadOptionalPeer('pg', 'postgresBackend');
-  const dataSource = new DataSource({ type: 'postgres', url: o.url, poolSize, connectTimeoutMS: 10_000, applicationName: 'rheo' });
-  return new PostgresBackend({ dataSource, owned: true, schema, install, clock });
+  const dataSource = new DataSource({ type: 'postgres', url, poolSize, connectTimeoutMS: 10_000, applicationName: 'rheo' });
+  return new PostgresBackend({ ...settings, dataSource, owned: true });
 }

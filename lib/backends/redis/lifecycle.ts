@@ -7,7 +7,7 @@ import type { RedisLink } from './errors';
 import type { RedisClient, RedisClientOptions, RedisCluster, RedisClusterNode, RedisClusterOptions, RedisCommands } from './external';
 import { layoutKey, registryKey } from './keys';
 import { BASE_LAYOUT, checkLayout, DELAYED_LAYOUT } from './layout';
-import type { RedisBackendOptions } from './options';
+import type { RedisSettings, RedisTarget } from './options';
 
 /**
  * The backend's client (or cluster): created on first use from the options, or
@@ -24,14 +24,14 @@ export class RedisConnection implements RedisLink {
   /** The owned connection's last error while it is down (ioredis reports a refusal only as an event). */
   private connectionError?: Error;
 
-  constructor(private readonly options: RedisBackendOptions) {
-    this.owned = options.client === undefined && (options.cluster === undefined || Array.isArray(options.cluster));
-    this.current = options.client ?? (Array.isArray(options.cluster) ? undefined : options.cluster);
+  constructor(private readonly target: RedisTarget) {
+    this.owned = target.client === undefined && (target.cluster === undefined || Array.isArray(target.cluster));
+    this.current = target.client ?? (Array.isArray(target.cluster) ? undefined : target.cluster);
   }
 
   /** Whether this backend runs on a Redis Cluster. */
   get clustered(): boolean {
-    return this.options.cluster !== undefined;
+    return this.target.cluster !== undefined;
   }
 
   /** Whether the backend was closed: nothing goes out any more. */
@@ -42,21 +42,21 @@ export class RedisConnection implements RedisLink {
   /** The client or cluster every call goes through, created on first use; `backend_unavailable` once closed. */
   client(): RedisClient | RedisCluster {
     if (this.ended) throw new RheoError('backend_unavailable', 'the redis backend is closed');
-    if (!this.current && Array.isArray(this.options.cluster)) {
+    if (!this.current && Array.isArray(this.target.cluster)) {
       const Cluster = loadIoredisCluster();
-      const given = this.options.clusterOptions ?? {};
+      const given = this.target.clusterOptions ?? {};
       const opts: RedisClusterOptions = {
         ...CREATED_CLUSTER_DEFAULTS,
         ...given,
         redisOptions: { ...CREATED_CLUSTER_DEFAULTS.redisOptions, ...given.redisOptions },
       };
-      this.current = new Cluster(this.options.cluster, opts);
+      this.current = new Cluster(this.target.cluster, opts);
       this.watch(this.current);
     }
     if (!this.current) {
       const IORedis = loadIoredis();
-      const opts = { ...CREATED_CLIENT_DEFAULTS, ...this.options.options };
-      this.current = this.options.url ? new IORedis(this.options.url, opts) : new IORedis(opts);
+      const opts = { ...CREATED_CLIENT_DEFAULTS, ...this.target.options };
+      this.current = this.target.url ? new IORedis(this.target.url, opts) : new IORedis(opts);
       this.watch(this.current);
     }
     return this.current;
@@ -82,16 +82,16 @@ export class RedisConnection implements RedisLink {
 
   /** `at host:port[, db n]` or `cluster host:port, ...`: the server(s), never credentials. */
   where(): string {
-    if (this.options.cluster !== undefined) {
-      const given = Array.isArray(this.options.cluster)
-        ? this.options.cluster.map((n) => clusterNodeName(n))
-        : this.options.cluster.nodes('master').map(nodeKey);
+    if (this.target.cluster !== undefined) {
+      const given = Array.isArray(this.target.cluster)
+        ? this.target.cluster.map((n) => clusterNodeName(n))
+        : this.target.cluster.nodes('master').map(nodeKey);
       const shown = given.length > 3 ? `${given.slice(0, 3).join(', ')} (+${given.length - 3})` : given.join(', ');
       return `cluster ${shown || '(nodes not known yet)'}`;
     }
     // A borrowed ioredis client exposes the options it was built with (host, port, db).
-    const o: RedisClientOptions = this.options.options ?? (this.current as { options?: RedisClientOptions } | undefined)?.options ?? {};
-    const fromUrl = this.options.url ? urlTarget(this.options.url) : null;
+    const o: RedisClientOptions = this.target.options ?? (this.current as { options?: RedisClientOptions } | undefined)?.options ?? {};
+    const fromUrl = this.target.url ? urlTarget(this.target.url) : null;
     const host = fromUrl?.host ?? hostPort(o.host, o.port, { host: 'localhost', port: 6379 });
     const db = fromUrl?.database ?? (o.db === undefined ? undefined : String(o.db));
     return `at ${host}${db && db !== '0' ? `, db ${db}` : ''}`;
@@ -127,7 +127,7 @@ export class RedisConnection implements RedisLink {
  * The data layout under the prefix at start-up (layout.ts): recorded (`install: 'auto'`),
  * or only read and required (`'none'`); a newer one than this code knows refuses it.
  */
-export async function checkStoredLayout(ctx: RedisContext, client: RedisCommands, install: RedisBackendOptions['install']): Promise<void> {
+export async function checkStoredLayout(ctx: RedisContext, client: RedisCommands, install: RedisSettings['install']): Promise<void> {
   if (install === 'none') await requireLayout(ctx, client);
   else await recordLayout(ctx);
 }

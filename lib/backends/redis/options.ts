@@ -76,8 +76,15 @@ export interface RedisDurability {
   timeoutMs?: number;
 }
 
+/** Where the backend connects: the options that name its client or cluster, checked together ({@link checkOptions}). */
+export type RedisTarget = Pick<RedisBackendOptions, 'url' | 'client' | 'options' | 'cluster' | 'clusterOptions'>;
+
 /** What the backend runs with, from its options once checked ({@link checkOptions}). */
 export interface RedisSettings {
+  /** The client or cluster to borrow, or what to create one from (lifecycle.ts `RedisConnection`). */
+  target: RedisTarget;
+  /** What start-up writes under the prefix (RedisBackendOptions.install). */
+  install: 'auto' | 'none';
   /** The key prefix every key of the backend starts with. */
   prefix: string;
   clock: Clock;
@@ -125,7 +132,15 @@ export function checkOptions(options: RedisBackendOptions): RedisSettings {
     (typeof options.clock !== 'object' || options.clock === null || typeof options.clock.now !== 'function')
   )
     throw RheoError.invalid('clock', 'must be a Clock ({ now(): number })');
-  return { prefix, clock: options.clock ?? storeClock(), queryScanLimit, durability };
+  const { url, client, options: clientOptions, cluster, clusterOptions } = options;
+  return {
+    target: { url, client, options: clientOptions, cluster, clusterOptions },
+    install: options.install ?? 'auto',
+    prefix,
+    clock: options.clock ?? storeClock(),
+    queryScanLimit,
+    durability,
+  };
 }
 
 /** Where the backend connects: `url`/`options`, a borrowed `client`, or a `cluster`, each only with what fits it. */

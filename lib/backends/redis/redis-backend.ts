@@ -29,7 +29,7 @@ import { checkDurability } from './durability';
 import type { RedisClient } from './external';
 import { checkStoredLayout, RedisConnection, storeTime, streamNode } from './lifecycle';
 import * as log from './log';
-import { checkOptions, type RedisBackendOptions, type RedisDurability } from './options';
+import { checkOptions, type RedisBackendOptions, type RedisDurability, type RedisSettings } from './options';
 import * as recovery from './recovery';
 import * as registry from './registry';
 import * as retention from './retention';
@@ -66,15 +66,15 @@ export class RedisBackend implements Backend {
   readonly registrations: Registrations;
 
   private readonly ctx: RedisContext;
-  private readonly install: RedisBackendOptions['install'];
+  private readonly install: RedisSettings['install'];
   private ready?: Promise<void>;
   /** Stops the store clock's refresh through this backend (a StoreClock only). */
   private detachClock?: () => void;
 
-  constructor(options: RedisBackendOptions = {}) {
-    const settings = checkOptions(options);
-    this.ctx = new RedisContext(new RedisConnection(options), settings);
-    this.install = options.install;
+  /** From checked settings ({@link redisBackend}, options.ts `checkOptions`): nothing here checks them again. */
+  constructor(settings: RedisSettings) {
+    this.ctx = new RedisContext(new RedisConnection(settings.target), settings);
+    this.install = settings.install;
     this.clock = settings.clock;
     this.prefix = settings.prefix;
     this.queryScanLimit = settings.queryScanLimit;
@@ -254,5 +254,5 @@ export class RedisBackend implements Backend {
  * its slot, and `wait()` opens a blocking connection per waited slot (cluster.ts).
  */
 export function redisBackend(options: RedisBackendOptions = {}): RedisBackend {
-  return new RedisBackend(options);
+  return new RedisBackend(checkOptions(options));
 }

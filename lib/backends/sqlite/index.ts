@@ -1,2 +1,2 @@
 export { SqliteBackend, sqliteBackend } from './sqlite-backend';
-export type { SqliteBackendOptions } from './sqlite-backend';
+export type { SqliteBackendOptions } from './options';

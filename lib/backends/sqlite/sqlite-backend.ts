@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
-import { type Clock, systemClock } from '../../core/clock';
+import type { Clock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import { loadOptionalPeer } from '../../core/optional-peer';
 import type {
@@ -15,7 +15,6 @@ import type {
   StreamInfo,
   TrimResult,
 } from '../../core/types';
-import { checkBoolean, checkKeys, checkObject, keySet } from '../../core/validate';
 import type {
   AppendedEvents,
   Backend,
@@ -38,42 +37,20 @@ import type {
 import { createCapabilities } from '../capabilities';
 import { SqlBackendBase } from '../sql/base';
 import type { SqliteDriver, TypeormModule } from '../sql/external';
-import { checkCommonOptions, InstallMode } from '../sql/options';
 import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES } from './checkpointer';
 import { SqliteContext, type SqliteBackendSettings } from './context';
 import * as coordination from './coordination';
 import * as delivery from './delivery';
 import { requireSqliteVersion, upgradeSqlite } from './install';
-import { checkLockTimeout, SQLITE_BUSY_TIMEOUT_MS } from './locks';
+import { SQLITE_BUSY_TIMEOUT_MS } from './locks';
 import * as log from './log';
+import { checkOptions, type SqliteBackendOptions } from './options';
 import * as recovery from './recovery';
 import * as registry from './registry';
 import * as retention from './retention';
 
 export type { SqliteBackendSettings } from './context';
-
-/** Options of {@link sqliteBackend}. */
-export interface SqliteBackendOptions {
-  /** Database file path (`':memory:'` for a throwaway in-process database). */
-  database: string;
-  install?: InstallMode;
-  /**
-   * Open an existing store for reading only: the file is opened read-only (it must
-   * exist, and must hold this release's tables), no setting is written to it, and
-   * every operation that writes fails with `failed`. What an inspecting tool uses
-   * (the `rheo` CLI's read commands): a path to another application's database is
-   * refused with the file byte for byte as it was. Implies `install: 'none'`.
-   * Default false.
-   */
-  readOnly?: boolean;
-  clock?: Clock;
-  /**
-   * How long, in all, an operation waits for a lock another connection (another
-   * process on the file) holds before failing with `backend_unavailable`. Default
-   * 5000. The wait never blocks the event loop (see docs/sql.md).
-   */
-  lockTimeoutMs?: number;
-}
+export type { SqliteBackendOptions } from './options';
 
 /**
  * SQLite (better-sqlite3) on a TypeORM DataSource: the embedded durable default.
@@ -314,34 +291,23 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   }
 }
 
-const OPTION_KEYS = keySet('a sqliteBackend option', ['database', 'install', 'readOnly', 'clock', 'lockTimeoutMs']);
-
 /**
  * SQLite: the embedded durable default, one file, no server. Creates and owns its
  * DataSource (WAL; destroyed on close). Single node: several processes may share
- * the file, but it is not a distributed store.
+ * the file, but it is not a distributed store. The options are checked first
+ * (options.ts), before a driver is loaded.
  */
 export function sqliteBackend(options: SqliteBackendOptions): SqliteBackend {
-  checkKeys('options', checkObject('options', options), OPTION_KEYS);
-  const o = options;
-  if (typeof o.database !== 'string' || o.database.length === 0)
-    throw RheoError.invalid('options.database', "must be a file path or ':memory:'");
-  const common = checkCommonOptions('options', o, () => systemClock);
-  const readOnly = o.readOnly ?? false;
-  checkBoolean('options.readOnly', readOnly);
-  if (readOnly && o.install === 'auto') throw RheoError.invalid('options.readOnly', "cannot be combined with install: 'auto'");
-  if (readOnly && o.database === ':memory:') throw RheoError.invalid('options.readOnly', "needs a file: ':memory:' starts empty");
-  const install = readOnly ? 'none' : common.install;
-  const lockTimeoutMs = checkLockTimeout('options.lockTimeoutMs', o.lockTimeoutMs);
+  const { database, readOnly, ...settings } = checkOptions(options);
   const { DataSource } = loadOptionalPeer<TypeormModule>('typeorm', 'sqliteBackend');
   loadOptionalPeer('better-sqlite3', 'sqliteBackend');
   // SQLite's busy timeout is a synchronous sleep on the event loop: a few ms only, the rest of a lock
   // wait is the backend's, on timers. WAL is switched on by the backend's init, under the same wait.
   const dataSource = new DataSource({
     type: 'better-sqlite3',
-    database: o.database,
+    database,
     timeout: SQLITE_BUSY_TIMEOUT_MS,
     ...(readOnly ? { readonly: true, fileMustExist: true } : {}),
   });
-  return new SqliteBackend({ dataSource, owned: true, install, clock: common.clock, lockTimeoutMs, readOnly });
+  return new SqliteBackend({ ...settings, dataSource, owned: true, readOnly });
 }

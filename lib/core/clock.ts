@@ -80,8 +80,7 @@ export class StoreClock implements Clock {
   private skewed = false;
 
   constructor(base: Clock = systemClock, options: StoreClockOptions = {}) {
-    if (typeof base !== 'object' || base === null || typeof base.now !== 'function')
-      throw invalid('base', 'must be a Clock ({ now(): number })');
+    checkClock('storeClock.base', base);
     if (typeof options !== 'object' || options === null) throw invalid('options', 'must be an object');
     checkKeys('storeClock.options', options, STORE_CLOCK_KEYS);
     const refreshMs = options.refreshMs ?? DEFAULT_REFRESH_MS;
@@ -176,6 +175,13 @@ export class StoreClock implements Clock {
 /** A {@link StoreClock} over `base` (default the system clock): give it as a backend's `clock`. */
 export function storeClock(base?: Clock, options?: StoreClockOptions): StoreClock {
   return new StoreClock(base, options);
+}
+
+/** `value` as a Clock, or a RheoError on `field`: the one check of every `clock` option. */
+export function checkClock(field: string, value: unknown): Clock {
+  if (typeof value !== 'object' || value === null || typeof (value as Clock).now !== 'function')
+    throw RheoError.invalid(field, 'must be a Clock ({ now(): number })');
+  return value as Clock;
 }
 
 function invalid(field: string, message: string): RheoError {

@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from '../../core/clock';
+import { checkClock, type Clock, systemClock } from '../../core/clock';
 import { checkKeys, checkObject, keySet } from '../../core/validate';
 
 /** Options of {@link memoryBackend}. */
@@ -19,5 +19,5 @@ const OPTION_KEYS = keySet('a memoryBackend option', ['clock']);
  */
 export function checkOptions(options: MemoryBackendOptions): MemorySettings {
   checkKeys('options', checkObject('options', options), OPTION_KEYS);
-  return { clock: options.clock ?? systemClock };
+  return { clock: options.clock === undefined ? systemClock : checkClock('options.clock', options.clock) };
 }

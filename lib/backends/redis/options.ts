@@ -1,4 +1,4 @@
-import { type Clock, storeClock } from '../../core/clock';
+import { checkClock, type Clock, storeClock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import { checkKeys, keySet } from '../../core/validate';
 import { isCluster } from './cluster';
@@ -127,11 +127,7 @@ export function checkOptions(options: RedisBackendOptions): RedisSettings {
   const prefix = checkPrefix(options.prefix ?? 'rheo');
   if (options.install !== undefined && options.install !== 'auto' && options.install !== 'none')
     throw RheoError.invalid('install', "must be 'auto' or 'none'");
-  if (
-    options.clock !== undefined &&
-    (typeof options.clock !== 'object' || options.clock === null || typeof options.clock.now !== 'function')
-  )
-    throw RheoError.invalid('clock', 'must be a Clock ({ now(): number })');
+  if (options.clock !== undefined) checkClock('clock', options.clock);
   const { url, client, options: clientOptions, cluster, clusterOptions } = options;
   return {
     target: { url, client, options: clientOptions, cluster, clusterOptions },

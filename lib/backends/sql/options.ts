@@ -1,4 +1,4 @@
-import type { Clock } from '../../core/clock';
+import { checkClock, type Clock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 
 /** When the tables are created. */
@@ -15,8 +15,6 @@ export function checkCommonOptions(
 ): { install: InstallMode; clock: Clock } {
   const install = o.install ?? 'auto';
   if (install !== 'auto' && install !== 'none') throw RheoError.invalid(`${field}.install`, "must be 'auto' or 'none'");
-  const clock = (o.clock ?? defaultClock()) as Clock;
-  if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function')
-    throw RheoError.invalid(`${field}.clock`, 'must be a Clock ({ now(): number })');
+  const clock = o.clock === undefined ? defaultClock() : checkClock(`${field}.clock`, o.clock);
   return { install, clock };
 }

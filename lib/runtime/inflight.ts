@@ -1,3 +1,4 @@
+import type { RheoError } from '../core/errors';
 import type { Lease } from '../core/types';
 import type { BatchRun } from './batch-run';
 import type { LazyDeliveryControl } from './delivery-control';
@@ -57,4 +58,20 @@ export class Inflight {
   clear(): void {
     this.entries.clear();
   }
+}
+
+/** A handler started on `entry`'s lease and has not been told yet that the lease is gone. */
+export function isBeingHandled(entry: InflightEntry): boolean {
+  return entry.batch ? !entry.batch.isGone(entry.lease.leaseId) : entry.control !== null && !entry.control.aborted;
+}
+
+/**
+ * The lease of a running delivery is no longer ours: abort its signal. A
+ * batch's signal aborts only when none of its leases is left (the others are
+ * still worth finishing).
+ */
+export function abortDelivery(entry: InflightEntry, error: RheoError): void {
+  if (entry.batch) {
+    if (entry.batch.leaseGone(entry.lease.leaseId)) entry.batch.control.abort(error);
+  } else entry.control?.abort(error);
 }

@@ -15,6 +15,7 @@ const EVERY_BACKEND = [
   'test/conformance/hostile-input.spec.ts',
   'test/runtime/trimmer.spec.ts',
   'test/cli/cli.spec.ts',
+  'test/cli/cli-bin.spec.ts',
   'test/admin/backend-from-url.spec.ts',
   'test/e2e/metrics-groups.e2e.spec.ts',
 ];
@@ -106,12 +107,12 @@ const SERIAL = [
 ];
 
 // The specs that take ten seconds or more alone (processes killed and restarted,
-// servers of their own, many CLI runs): the parallel run starts them first, so
+// servers of their own, the CLI built and run as a process): the parallel run starts them first, so
 // its lanes end together instead of one long spec running alone at the end.
 // test/sequencer.js reads this; Jest's own timings, when it has them, order the rest.
 const SLOW = [
   'test/redis/multiprocess.spec.ts',
-  'test/cli/cli.spec.ts',
+  'test/cli/cli-bin.spec.ts',
   'test/sql/postgres.transactional-kill.spec.ts',
   'test/sql/postgres.multiprocess.spec.ts',
   'test/conformance/postgres.conformance.spec.ts',

@@ -1,121 +1,24 @@
-// The `rheo` bin, built once for this file and run as a child process, against
+// The CLI in this process (run() with an Io that captures what it prints), against
 // PostgreSQL, Redis and SQLite: one case list per backend. --json output is
 // checked exactly, against literals and against the admin service read in this
 // process (the CLI and the dashboard must never disagree); exit codes 0, 1, 2.
-import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+// What only a process proves (the bin's exit code, warnings, signals, a reader
+// that goes away, RHEO_URL) is in cli-bin.spec.ts.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
-import { backendFromUrl, Rheo, RheoAdmin, type RheoEvent } from '../../lib';
-import { deleteKeys, freshPrefix, REDIS_URL } from '../redis/support';
+import { backendFromUrl, Rheo, RheoAdmin } from '../../lib';
+import { freshPrefix, REDIS_URL } from '../redis/support';
 import { dropSchema, freshSchema, PG_URL } from '../sql/pg-helpers';
+import { cli, jsonOf, seedOrders, stores, summary } from './support';
 
-const ROOT = join(__dirname, '..', '..');
-// Inside the repository so the build resolves node_modules; never dist/, which CI and other tests use. One
-// per checkout: checkouts that share node_modules (git worktrees) must not build over each other.
-const OUT = join(ROOT, 'node_modules', '.cache', `rheo-cli-build-${createHash('sha1').update(ROOT).digest('hex').slice(0, 8)}`);
-const MAIN = join(OUT, 'cli', 'main.js');
 const dir = mkdtempSync(join(tmpdir(), 'rheo-cli-'));
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** The bin with `args`; RHEO_URL only when given in `env`. Killed (code null) if it does not exit by itself. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const base = { ...process.env };
-  delete base.RHEO_URL;
-  return new Promise((resolve) => {
-    execFile(process.execPath, [MAIN, ...args], { env: { ...base, ...env }, timeout: 20_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === 'number' ? err.code : null) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-/** A run that must succeed; its stdout parsed as one JSON document. */
-async function jsonOf(args: string[]): Promise<unknown> {
-  const run = await cli([...args, '--json']);
-  expect({ code: run.code, stderr: run.stderr.replace(/^warning: .*\n/gm, '') }).toEqual({ code: 0, stderr: '' });
-  return JSON.parse(run.stdout);
-}
-
-/** An event as tail and append print it. */
-function summary(e: RheoEvent) {
-  return {
-    id: e.id,
-    partition: e.partition,
-    sequence: e.sequence,
-    timestamp: e.timestamp.toISOString(),
-    type: e.type,
-    key: e.key,
-    metadata: e.metadata,
-    payload: e.payload,
-  };
-}
-
-beforeAll(() => {
-  // Incremental: a rerun with unchanged sources only checks, it does not rebuild.
-  const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-  execFileSync(
-    process.execPath,
-    [tsc, '-p', 'tsconfig.build.json', '--outDir', OUT, '--incremental', '--tsBuildInfoFile', join(OUT, '.tsbuildinfo')],
-    {
-      cwd: ROOT,
-      stdio: 'inherit',
-    },
-  );
-  pruneStale(OUT, join(ROOT, 'lib'));
-}, 120_000);
-
-/**
- * Delete what an incremental build left of sources since removed: a stale
- * `plans.js` beside a new `plans/index.js` is what `require('./plans')` would load.
- */
-function pruneStale(out: string, sources: string): void {
-  for (const entry of readdirSync(out, { withFileTypes: true })) {
-    const path = join(out, entry.name);
-    if (entry.isDirectory()) {
-      pruneStale(path, join(sources, entry.name));
-      continue;
-    }
-    const stem = entry.name.replace(/(\.d)?\.ts$|\.js$/, '');
-    if (stem !== entry.name && !existsSync(join(sources, `${stem}.ts`))) rmSync(path);
-  }
-}
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('rheo, any store', () => {
-  it('--help lists the commands and exits 0; -V prints the version', async () => {
-    const help = await cli(['--help']);
-    expect(help.code).toBe(0);
-    for (const command of [
-      'streams',
-      'groups',
-      'lag',
-      'info',
-      'dead-letters',
-      'redrive',
-      'replay',
-      'reset',
-      'tail',
-      'append',
-      'trim',
-      'purge',
-    ]) {
-      expect(help.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
-    }
-    expect(help.stdout).toContain('(env: RHEO_URL)');
-    const version = await cli(['-V']);
-    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
-    expect(version).toEqual({ code: 0, stdout: `${pkg.version}\n`, stderr: '' });
-  });
-
   it('bad usage exits 2 with the problem on stderr and nothing on stdout', async () => {
     const cases: Array<[string[], string]> = [
       [[], 'Usage: rheo'],
@@ -229,66 +132,17 @@ describe('rheo never changes a store that is not one', () => {
   });
 });
 
-interface Store {
-  name: string;
-  /** The global options naming this store on the command line. */
-  args: string[];
-  /** The same store for this process (install: 'auto' makes the tables, records the Redis layout). */
-  open(): Rheo;
-  cleanup(): Promise<unknown>;
-}
-
-function stores(): Store[] {
-  const schema = freshSchema('cli');
-  const prefix = freshPrefix('cli');
-  const file = join(dir, 'store.db');
-  return [
-    {
-      name: 'postgres',
-      args: ['--url', PG_URL, '--schema', schema],
-      open: () => new Rheo(backendFromUrl(PG_URL, { schema, install: 'auto' })),
-      cleanup: () => dropSchema(schema),
-    },
-    {
-      name: 'redis',
-      args: ['--url', REDIS_URL, '--prefix', prefix],
-      open: () => new Rheo(backendFromUrl(REDIS_URL, { prefix, install: 'auto' })),
-      cleanup: () => deleteKeys(prefix),
-    },
-    {
-      name: 'sqlite',
-      args: ['--url', `sqlite:${file}`],
-      open: () => new Rheo(backendFromUrl(`sqlite:${file}`, { install: 'auto' })),
-      cleanup: async () => undefined,
-    },
-  ];
-}
-
-describe.each(stores())('rheo on $name', (store) => {
+describe.each(stores(dir))('rheo on $name', (store) => {
   let rheo: Rheo;
   let admin: RheoAdmin;
-  let created: Date;
   const run = (...args: string[]) => cli([...store.args, ...args]);
   const json = (...args: string[]) => jsonOf([...store.args, ...args]);
 
-  /**
-   * `orders`: 2 partitions; o1, o3 in partition 0, o2 in 1. billing acked o1 and
-   * o3 and dead-lettered o2; audit started at the end. Nothing is left unsettled,
-   * so every figure is exact.
-   */
+  /** `orders` (support.ts seedOrders): billing acked o1 and o3 and dead-lettered o2; audit started at the end. */
   beforeAll(async () => {
     rheo = store.open();
     admin = new RheoAdmin(rheo);
-    created = (await rheo.createStream('orders', { partitions: 2 })).createdAt;
-    await rheo.createGroup('orders', 'billing');
-    await rheo.append('orders', { id: 'o1', partition: 0, type: 'placed', key: 'k1', payload: { n: 1 } });
-    await rheo.append('orders', { id: 'o2', partition: 1, type: 'placed', key: 'k2', payload: { n: 2 } });
-    await rheo.append('orders', { id: 'o3', partition: 0, type: 'paid', key: 'k1', payload: { n: 3 } });
-    await rheo.createGroup('orders', 'audit', { start: 'end', maxAttempts: 3, ordering: 'partition' });
-    for (const lease of await rheo.fetch('orders', 'billing', { limit: 3 })) {
-      if (lease.event.id === 'o2') await rheo.reject(lease, { reason: 'card declined' });
-      else await rheo.ack(lease);
-    }
+    await seedOrders(rheo);
   });
 
   afterAll(async () => {
@@ -332,27 +186,6 @@ describe.each(stores())('rheo on $name', (store) => {
       { partition: 1, frontier: 1, highWatermark: 1, lag: 0 },
     ],
   };
-
-  it('streams: the service DTOs, exactly; a table for people; RHEO_URL names the store too', async () => {
-    const streams = (await json('streams')) as Array<{ name: string }>;
-    expect(streams).toEqual(await admin.streams());
-    expect(streams.find((s) => s.name === 'orders')).toEqual({
-      name: 'orders',
-      partitions: 2,
-      createdAt: created.toISOString(),
-      retention: null,
-      highWatermarks: [2, 1],
-      highWatermark: 3,
-    });
-    const table = await run('streams');
-    expect(table.code).toBe(0);
-    expect(table.stdout).toMatch(/^STREAM +PARTITIONS +EVENTS +RETENTION +CREATED\n/);
-    expect(table.stdout).toMatch(new RegExp(`^orders +2 +3 +keep all +${created.toISOString()}$`, 'm'));
-    // The URL from the environment, --json before the command.
-    const [, url, ...rest] = store.args;
-    const byEnv = await cli(['--json', ...rest, 'streams'], { RHEO_URL: url });
-    expect({ code: byEnv.code, streams: JSON.parse(byEnv.stdout) }).toEqual({ code: 0, streams });
-  });
 
   it('groups, lag, info: exact figures', async () => {
     // Read-only runs on an unchanging store: side by side, to keep the file quick.
@@ -510,18 +343,6 @@ describe.each(stores())('rheo on $name', (store) => {
     expect(await rheo.query({ stream: 'limits' })).toEqual([]);
   });
 
-  it('tail --follow --json: one event per line as they come; SIGTERM ends it with 0', async () => {
-    await rheo.createStream('live', { partitions: 2 });
-    const first = await rheo.append('live', { id: 'l1', partition: 1, payload: 1 });
-    const child = spawn(process.execPath, [MAIN, ...store.args, 'tail', 'live', '--follow', '--json', '--interval', '50']);
-    const lines = linesOf(child);
-    expect(JSON.parse(await lines.next())).toEqual(summary(first));
-    const second = await rheo.append('live', { id: 'l2', partition: 0, payload: 2 });
-    expect(JSON.parse(await lines.next())).toEqual(summary(second));
-    child.kill('SIGTERM');
-    expect(await exitOf(child)).toBe(0);
-  });
-
   it('redrive: by id; all only with --confirm (else exit 2)', async () => {
     await rheo.createStream('redrive-s');
     await rheo.createGroup('redrive-s', 'g');
@@ -613,40 +434,3 @@ describe.each(stores())('rheo on $name', (store) => {
     }
   });
 });
-
-/** The lines a child prints, one `next()` at a time (rejects if the child ends first). */
-function linesOf(child: ChildProcess): { next(): Promise<string> } {
-  const ready: string[] = [];
-  const waiting: Array<{ resolve: (line: string) => void; reject: (err: Error) => void }> = [];
-  let buffered = '';
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  child.stdout!.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString();
-    let at: number;
-    while ((at = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, at);
-      buffered = buffered.slice(at + 1);
-      const waiter = waiting.shift();
-      if (waiter) waiter.resolve(line);
-      else ready.push(line);
-    }
-  });
-  child.on('exit', (code) => {
-    for (const w of waiting.splice(0)) w.reject(new Error(`the child exited (${code}) first: ${stderr}`));
-  });
-  return {
-    next: () =>
-      ready.length > 0
-        ? Promise.resolve(ready.shift()!)
-        : new Promise((resolve, reject) => {
-            if (child.exitCode !== null) reject(new Error(`the child exited (${child.exitCode}) first: ${stderr}`));
-            else waiting.push({ resolve, reject });
-          }),
-  };
-}
-
-function exitOf(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null) return Promise.resolve(child.exitCode);
-  return new Promise((resolve) => child.on('exit', (code) => resolve(code)));
-}

@@ -9,7 +9,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { backendFromUrl, Rheo, RheoAdmin } from '../../lib';
-import { deleteKeys, freshPrefix, REDIS_URL } from '../redis/support';
+import { RedisServer } from '../redis/failover-support';
+import { freshPrefix } from '../redis/support';
 import { cli, jsonOf, type Run, seedOrders, stores, summary } from './support';
 
 const ROOT = join(__dirname, '..', '..');
@@ -101,14 +102,15 @@ describe('rheo, the bin', () => {
 
   it("a store's warning: one `warning:` line on stderr, none of Node's own printing, the result on stdout", async () => {
     const prefix = freshPrefix('cli-warning');
-    const rheo = new Rheo(backendFromUrl(REDIS_URL, { prefix, install: 'auto' }));
+    // A server of its own, started with appendonly no, so the backend has a warning to give whatever the shared one runs with.
+    const server = await RedisServer.start();
+    const rheo = new Rheo(backendFromUrl(server.url, { prefix, install: 'auto' }));
     try {
       await rheo.createStream('w');
       await rheo.createGroup('w', 'g');
       const [group] = await new RheoAdmin(rheo).groups('w');
-      // The local and CI servers run with appendonly no (test/redis/durability.spec.ts): the backend warns.
       expect(group.warnings).not.toEqual([]);
-      const run = await bin(['--url', REDIS_URL, '--prefix', prefix, '--json', 'groups', 'w']);
+      const run = await bin(['--url', server.url, '--prefix', prefix, '--json', 'groups', 'w']);
       expect(run.code).toBe(0);
       expect(run.stderr).toBe(
         `warning: nestjs-rheo redis backend (prefix "${prefix}") may lose acknowledged data: ${group.warnings.join('; ')}\n`,
@@ -116,7 +118,7 @@ describe('rheo, the bin', () => {
       expect((JSON.parse(run.stdout) as Array<{ group: string }>).map((g) => g.group)).toEqual(['g']);
     } finally {
       await rheo.close();
-      await deleteKeys(prefix);
+      await server.stop();
     }
   });
 

@@ -54,6 +54,7 @@ const TIERS = {
       'test/sql/sqlite*.spec.ts',
       'test/sql/upgrade-sqlite.spec.ts',
       'test/sql/nest-batch.e2e.spec.ts',
+      'test/cli/group-set.spec.ts',
     ],
   },
   postgres: {

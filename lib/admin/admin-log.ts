@@ -1,9 +1,17 @@
 // The LOG lines of the admin actions (redrive, replay, reset, trim,
-// purgeDeadLetters), with what each changed: an operator reading the log sees
+// purgeDeadLetters, updateGroup), with what each changed: an operator reading the log sees
 // who rewound what. Framework-free, so RheoAdmin (CLI, dashboard) and
 // RheoClient write the same words. Called after the action succeeded, with
 // options already validated by the facade.
-import type { PurgeDeadLettersOptions, RedriveOptions, ReplayOptions, ResetOptions, TrimOptions, TrimResult } from '../core/types';
+import type {
+  GroupChanges,
+  PurgeDeadLettersOptions,
+  RedriveOptions,
+  ReplayOptions,
+  ResetOptions,
+  TrimOptions,
+  TrimResult,
+} from '../core/types';
 
 export function redriveLine(stream: string, group: string, options: RedriveOptions, n: number): string {
   const which = 'all' in options ? 'all' : `${options.eventIds.length} asked`;
@@ -38,4 +46,12 @@ export function trimLine(result: TrimResult, options: TrimOptions | undefined): 
 export function purgeLine(stream: string, group: string, options: PurgeDeadLettersOptions, n: number): string {
   const which = 'before' in options ? `dead-lettered before ${options.before.toISOString()}` : 'all';
   return `Purged ${n} dead letter(s) of ${stream}/${group} (${which})`;
+}
+
+/** The settings an updateGroup changed, as the caller gave them (field by field). */
+export function updateGroupLine(stream: string, group: string, changes: GroupChanges): string {
+  const parts: string[] = [];
+  if (changes.maxAttempts !== undefined) parts.push(`maxAttempts ${changes.maxAttempts}`);
+  for (const [k, v] of Object.entries(changes.retry ?? {})) if (v !== undefined) parts.push(`retry.${k} ${v}`);
+  return `Changed the settings of ${stream}/${group}: ${parts.join(', ')}`;
 }

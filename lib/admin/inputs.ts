@@ -18,6 +18,7 @@ const INPUT_KEYS = {
   reset: keySet('a reset option', ['start', 'confirm']),
   trim: keySet('a trim option', ['force', 'confirm']),
   purgeDeadLetters: keySet('a purgeDeadLetters option', ['before', 'all']),
+  updateGroup: keySet('an updateGroup option', ['maxAttempts', 'retry', 'confirm']),
 } as const;
 
 /** An admin operation's input object (named `field` in errors): a plain object of its known keys only. */

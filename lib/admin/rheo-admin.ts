@@ -10,6 +10,7 @@ import { checkPageLimit } from '../core/requests';
 import type { Rheo } from '../core/rheo';
 import type {
   EventMetadata,
+  GroupChanges,
   GroupInfo,
   JsonValue,
   PurgeDeadLettersOptions,
@@ -19,12 +20,22 @@ import type {
   StreamInfo,
 } from '../core/types';
 import { checkName, checkObject } from '../core/validate';
-import { purgeLine, redriveLine, replayLine, resetLine, trimLine } from './admin-log';
+import { purgeLine, redriveLine, replayLine, resetLine, trimLine, updateGroupLine } from './admin-log';
 import { fromLag, readHighWatermarks } from './high-watermarks';
 import { checkInput, parseStart, parseTime, requireConfirm } from './inputs';
 import { deadLetterSummary, eventSummary, groupSummary, streamSummary } from './summaries';
 import { checkTailOptions, decodeTailCursor, encodeTailCursor, tailAfter, tailLatest } from './tail';
-import type { AdminActor, DeadLetterPage, EventSummary, GroupSummary, Overview, RheoAdminOperations, StreamSummary } from './types';
+import type {
+  AdminActor,
+  DeadLetterPage,
+  EventSummary,
+  GroupSettingsSummary,
+  GroupSummary,
+  Overview,
+  RheoAdminOperations,
+  StreamSummary,
+  UpdateGroupInput,
+} from './types';
 
 /** A consumer this process runs, as the dashboard shows it beside its group. */
 export interface LocalConsumer {
@@ -206,6 +217,17 @@ export class RheoAdmin implements RheoAdminOperations {
     const result = await this.rheo.trim(stream, { force: options.force });
     this.logged(trimLine(result, { force: options.force }));
     return { removed: result.removed, skipped: { ...result.skipped } };
+  }
+
+  async updateGroup(stream: string, group: string, options: UpdateGroupInput): Promise<GroupSettingsSummary> {
+    checkInput('updateGroup', 'options', options);
+    requireConfirm(options.confirm, 'updateGroup changes how every process of the group retries and dead-letters');
+    const changes: GroupChanges = {};
+    if (options.maxAttempts !== undefined) changes.maxAttempts = options.maxAttempts;
+    if (options.retry !== undefined) changes.retry = options.retry;
+    const c = await this.rheo.updateGroup(stream, group, changes);
+    this.logged(updateGroupLine(stream, group, changes));
+    return { stream: c.stream, group: c.group, maxAttempts: c.maxAttempts, retry: { ...c.retry }, ordering: c.ordering };
   }
 
   async purgeDeadLetters(stream: string, group: string, options: { before?: string | Date; all?: boolean }): Promise<{ purged: number }> {

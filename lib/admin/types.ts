@@ -110,6 +110,11 @@ export interface RheoAdminOperations {
   trim(stream: string, options?: { force?: boolean; confirm?: boolean }): Promise<{ removed: number; skipped: Record<string, number> }>;
   purgeDeadLetters(stream: string, group: string, options: { before?: string | Date; all?: boolean }): Promise<{ purged: number }>;
   /**
+   * Change a group's stored settings in place (`Rheo#updateGroup`); needs `confirm: true`.
+   * Returns the group's settings as stored after the change.
+   */
+  updateGroup(stream: string, group: string, options: UpdateGroupInput): Promise<GroupSettingsSummary>;
+  /**
    * Events of a stream, optionally filtered (Query.where), in (sequence, partition)
    * order: without `cursor` the latest `limit`, with one those after it. `next` is
    * a position per partition, never null: poll with it to follow the stream.
@@ -122,4 +127,20 @@ export interface RheoAdminOperations {
     stream: string,
     input: { payload: JsonValue; key?: string; type?: string; id?: string; metadata?: EventMetadata },
   ): Promise<EventSummary>;
+}
+
+/** What {@link RheoAdminOperations.updateGroup} takes: the changes, and the confirmation. */
+export interface UpdateGroupInput {
+  maxAttempts?: number;
+  retry?: { initialMs?: number; factor?: number; maxMs?: number };
+  confirm: boolean;
+}
+
+/** A group's stored settings, JSON-ready. */
+export interface GroupSettingsSummary {
+  stream: string;
+  group: string;
+  maxAttempts: number;
+  retry: { initialMs: number; factor: number; maxMs: number };
+  ordering: 'none' | 'partition';
 }

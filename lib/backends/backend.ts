@@ -93,6 +93,17 @@ export interface CreateGroupRequest {
   ordering: Ordering;
 }
 
+/**
+ * A group's settings changed in place (`updateGroup`, docs/adr/047-changing-a-group-in-place.md):
+ * the whole new value of each, already checked and merged with the stored config by the facade.
+ */
+export interface UpdateGroupRequest {
+  stream: string;
+  group: string;
+  maxAttempts: number;
+  retry: GroupConfig['retry'];
+}
+
 export interface FetchRequest {
   stream: string;
   group: string;
@@ -232,6 +243,14 @@ export interface Backend {
   createGroup(request: CreateGroupRequest): Promise<GroupConfig>;
   getGroup(stream: string, group: string): Promise<GroupConfig | null>;
   listGroups(stream: string): Promise<GroupConfig[]>;
+  /**
+   * Store new settings of an existing group (its deliveries, positions and dead
+   * letters untouched) and return the stored config; `group_not_found` when there
+   * is none. The stored value is what decides from then on, in every process: a
+   * claim judges an expired lease, and a settle a nack, by the `maxAttempts` and
+   * `retry` the store holds at that moment, never by a copy a process remembers.
+   */
+  updateGroup(request: UpdateGroupRequest): Promise<GroupConfig>;
   /**
    * Delete a group and everything of it: its positions, deliveries (live leases
    * included: settling, renewing or releasing one answers `stale_lease` or

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { Command, Option } from 'commander';
 import { actionCommands } from './commands/actions';
 import { eventCommands } from './commands/events';
+import { groupCommands } from './commands/group';
 import { inspectCommands } from './commands/inspect';
 import type { Io } from './output';
 
@@ -45,5 +46,6 @@ export function createProgram(io: Io): Command {
   inspectCommands(program, io);
   actionCommands(program, io);
   eventCommands(program, io);
+  groupCommands(program, io);
   return program;
 }

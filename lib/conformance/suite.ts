@@ -23,6 +23,7 @@ import { replayCases } from './cases/replay';
 import { retentionCases } from './cases/retention';
 import { retryCases } from './cases/retry';
 import { transactionalAckCases } from './cases/transactional-ack';
+import { updateGroupCases } from './cases/update-group';
 import { wakeUpCases } from './cases/wake-ups';
 import type { ConformanceContext } from './context';
 
@@ -94,6 +95,7 @@ export function runConformance(target: ConformanceTarget): void {
     retentionCases(ctx);
     delayedCases(ctx);
     deleteGroupCases(ctx);
+    updateGroupCases(ctx);
     releaseTurnCases(ctx);
     if (ctx.waits) wakeUpCases(ctx);
     if (ctx.caps.mechanisms.transactionalAck && ctx.caps.mechanisms.transactionalAppend) transactionalAckCases(ctx);

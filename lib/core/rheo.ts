@@ -15,6 +15,7 @@ import type {
   AppendOptions,
   DeadLetter,
   DeleteGroupOptions,
+  GroupChanges,
   GroupConfig,
   GroupInfo,
   GroupOptions,
@@ -35,6 +36,7 @@ import type {
 } from './types';
 import { FacadeContext } from './facade/context';
 import * as delivery from './facade/delivery';
+import * as groupSettings from './facade/group-settings';
 import * as log from './facade/log';
 import * as recovery from './facade/recovery';
 import * as registry from './facade/registry';
@@ -116,6 +118,24 @@ export class Rheo {
    */
   deleteGroup(stream: string, group: string, options: DeleteGroupOptions): Promise<void> {
     return registry.deleteGroup(this.ctx, stream, group, options);
+  }
+
+  // ---------------------------------------------------------------- group settings, changed in place
+
+  /**
+   * Change a group's stored settings in place, its deliveries, positions and dead
+   * letters kept, and return the new config. `changes` may set `maxAttempts` and
+   * any of `retry`'s fields; each left out keeps its stored value. Every process
+   * of the group applies the new values from its next claim or settle on: a lower
+   * `maxAttempts` dead-letters a delivery at its next failure (a delivery waiting
+   * for its retry is still run once, never dead-lettered where it waits), a higher one lets a delivery waiting for its retry (or whose
+   * lease expires) be retried again; a new `retry` applies to retries scheduled
+   * after it. `ordering` and `start` are refused with the reason, as is an unknown
+   * key or a bad value (naming the field), and then nothing changes.
+   * `group_not_found` when there is none.
+   */
+  updateGroup(stream: string, group: string, changes: GroupChanges): Promise<GroupConfig> {
+    return groupSettings.updateGroup(this.ctx, stream, group, changes);
   }
 
   // ---------------------------------------------------------------- log: append, read, query

@@ -299,3 +299,18 @@ export interface DeleteGroupOptions {
 
 /** Which dead letters to redrive. */
 export type RedriveOptions = { eventIds: string[] } | { all: true };
+
+// ------------------------------------------------------------------ updateGroup
+
+/**
+ * What `Rheo#updateGroup` may change of a stored group (docs/adr/047-changing-a-group-in-place.md).
+ * Each field left out keeps its stored value; `retry` fields left out keep theirs.
+ * `ordering` and `start` are refused: a start means nothing once the group exists,
+ * and ordering cannot change under deliveries that are already in flight.
+ */
+export interface GroupChanges {
+  /** Deliveries per event before it is dead-lettered, judged at the next failure of each delivery. */
+  maxAttempts?: number;
+  /** The backoff of retries scheduled from now on; retries already scheduled keep their due time. */
+  retry?: RetryBackoff;
+}

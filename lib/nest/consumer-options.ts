@@ -17,7 +17,8 @@ type SettingKey = FieldsOn<'nest', 'process' | 'group'>;
  * How a consumer runs: everything but its identity (stream, group, instance) and
  * its handler's shape. The module's `defaults` and `consumers` take these; the
  * group settings among them (`maxAttempts`, `retry`, `ordering`, `start`) apply
- * when the group is created.
+ * when the group is created (and `maxAttempts`, `retry` at each start with the
+ * module's `groupSettings: 'apply'`).
  */
 export type RheoConsumerSettings = Pick<ConsumerFields, SettingKey>;
 

@@ -9,6 +9,7 @@ import { checkInt, checkKeys, checkName, checkObject, keySet } from '../core/val
 import type { Backend } from '../backends/backend';
 import { backendLines } from './backend-log';
 import { checkSettings } from './consumer-options';
+import { GROUP_SETTINGS_MODES, type GroupSettingsMode } from './declared-group';
 import type { RheoModuleOptions } from './rheo-module-options';
 
 const STREAM_KEYS = keySet('a stream declaration option', ['name', 'partitions', 'retention']);
@@ -34,6 +35,8 @@ export class RheoInstance {
   readonly streams: Array<{ name: string; partitions: number; retention?: Retention }>;
   /** Background trim interval, ms; 0 when off. */
   readonly trimIntervalMs: number;
+  /** What startup does with an existing group whose stored settings differ from the declared ones. */
+  readonly groupSettings: GroupSettingsMode;
   private streamsReady?: Promise<void>;
   /** The declared streams exist: {@link ensureStreams} succeeded. */
   private streamsCreated = false;
@@ -57,6 +60,7 @@ export class RheoInstance {
         'maxBatchBytes',
         'drainTimeoutMs',
         'trimIntervalMs',
+        'groupSettings',
         'metrics',
         'name',
         'isGlobal',
@@ -72,6 +76,9 @@ export class RheoInstance {
         options.trimIntervalMs === undefined
           ? DEFAULT_TRIM_INTERVAL_MS
           : checkInt('trimIntervalMs', options.trimIntervalMs, 0, MAX_DURATION_MS);
+      this.groupSettings = options.groupSettings ?? 'create';
+      if (!GROUP_SETTINGS_MODES.includes(this.groupSettings))
+        throw RheoError.invalid('groupSettings', `must be ${GROUP_SETTINGS_MODES.map((m) => `'${m}'`).join(' or ')}`);
       if (options.streams !== undefined && !Array.isArray(options.streams))
         throw RheoError.invalid('streams', 'must be an array of { name, partitions, retention }');
       this.streams = (options.streams ?? []).map((s, i) => {

@@ -2,6 +2,7 @@ import type { FactoryProvider, ModuleMetadata } from '@nestjs/common';
 import type { Backend } from '../backends/backend';
 import type { Retention } from '../core/types';
 import type { RheoConsumerSettings } from './consumer-options';
+import type { GroupSettingsMode } from './declared-group';
 import type { RheoMetricsOptions } from './metrics/options';
 
 /** A stream the module creates at startup when it is missing. */
@@ -46,6 +47,15 @@ export interface RheoModuleOptions {
    * (`Rheo#trim` and `purgeDeadLetters` still work on demand).
    */
   trimIntervalMs?: number;
+  /**
+   * What startup does with a consumer's group that exists already and whose stored
+   * settings (`maxAttempts`, `retry`) differ from the consumer's declared options.
+   * `'create'` (the default): they apply only when a group is created; the
+   * transport warns of each difference. `'apply'`: the stored group is changed in
+   * place to match (`Rheo#updateGroup`), each change logged. `ordering` cannot
+   * change in place and only warns either way. See docs/consumers.md.
+   */
+  groupSettings?: GroupSettingsMode;
   /**
    * Prometheus metrics through prom-client (an optional peer: `npm install prom-client`):
    * `true` registers them on prom-client's default registry with the prefix `rheo_`;

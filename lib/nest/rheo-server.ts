@@ -19,6 +19,7 @@ import { settingsSnapshot } from '../runtime/consumer-settings';
 import { rheoTransportId } from './constants';
 import { checkStreams, collectConsumers, warnUnmatchedConfiguration } from './consumer-bootstrap';
 import { blameSource, prefixed, type ResolvedConsumer } from './consumer-options';
+import { declaredGroup } from './declared-group';
 import { deliverThroughNest } from './deliver-through-nest';
 import { consumerLabel, expiredDeadLetterLine, settingsText, settleLine, settleReport } from './consumer-log';
 import { quietReportedRpcErrors } from './quiet-rpc-errors';
@@ -238,19 +239,12 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       this.configs.set(c.key, joined.config);
       return;
     }
-    let config: GroupConfig;
+    const { handlerName, key } = c;
+    const declared = { handlerName, key, stream: c.run.stream, group: c.run.group, declared: c.group };
     try {
-      config = await this.instance.rheo.createGroup(c.run.stream, c.run.group, c.group);
+      this.configs.set(key, await declaredGroup(this.instance.rheo, this.logger, this.instance.groupSettings, declared));
     } catch (err) {
-      throw prefixed(c.handlerName, blameSource(c.sources, err));
-    }
-    this.configs.set(c.key, config);
-    const differs = (['maxAttempts', 'ordering'] as const).filter((k) => c.group[k] !== undefined && c.group[k] !== config[k]);
-    if (differs.length > 0) {
-      this.logger.warn(
-        `${c.handlerName}: group ${c.key} already exists with ${differs.map((k) => `${k} ${config[k]}`).join(', ')}; ` +
-          `these options apply only when a group is created (reset or recreate the group to change them)`,
-      );
+      throw prefixed(handlerName, blameSource(c.sources, err));
     }
   }
 

@@ -40,7 +40,7 @@ function registration(input: unknown): Required<RheoModuleRegistration> {
  */
 @Module({})
 export class RheoModule {
-  /** `forRoot(backend)` or `forRoot({ backend, streams, defaults, consumers, name, isGlobal, maxPayloadBytes, maxMetadataBytes, maxBatchBytes, drainTimeoutMs, trimIntervalMs, metrics })`. */
+  /** `forRoot(backend)` or `forRoot({ backend, streams, defaults, consumers, name, isGlobal, maxPayloadBytes, maxMetadataBytes, maxBatchBytes, drainTimeoutMs, trimIntervalMs, groupSettings, metrics })`. */
   static forRoot(options: Backend | (RheoModuleOptions & RheoModuleRegistration)): DynamicModule {
     const { name, isGlobal } = registration(options);
     return RheoModule.build(name, isGlobal, [], { provide: getRheoOptionsToken(name), useValue: options });

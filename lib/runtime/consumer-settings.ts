@@ -75,7 +75,8 @@ export interface ConsumerProcessSettings {
 /**
  * Group settings: stored with the group when it is created, the same for every
  * process. An existing group keeps what it was created with (the Nest transport
- * warns when they differ). The module's `defaults` / `consumers` may set them.
+ * warns when they differ, or with the module's `groupSettings: 'apply'` changes
+ * `maxAttempts` and `retry` in place). The module's `defaults` / `consumers` may set them.
  */
 export interface ConsumerGroupSettings {
   /** Deliveries before dead-lettering. Default 5. Group setting, applied when the group is created. */

@@ -350,7 +350,6 @@ describe('redis: a process that dies between slices leaves a consistent state, f
         k.log,
         Date.now(),
         100,
-        0,
         // The ops, one JSON text (scripts/settle.ts): an ack of partition 0, sequence 1, its receipt right.
         JSON.stringify(['a', '0', '1', l.receipt === '0-1', l.leaseId]),
       )) as unknown[];

@@ -2,6 +2,7 @@
 // (the memory backend in the runtime tests); a fault only replaces the answer,
 // and for settles it can do so after the write really happened underneath.
 import type {
+  UpdateGroupRequest,
   Backend,
   CreateGroupRequest,
   FetchRequest,
@@ -255,6 +256,9 @@ export class FaultyBackend implements Backend {
   }
   deleteGroup(stream: string, group: string) {
     return this.inner.deleteGroup(stream, group);
+  }
+  updateGroup(request: UpdateGroupRequest) {
+    return this.inner.updateGroup(request);
   }
   getStream(stream: string) {
     return this.inner.getStream(stream);

@@ -16,12 +16,14 @@ import type {
   SettleOp,
   SettleResult,
   TrimRequest,
+  UpdateGroupRequest,
   WaitRequest,
 } from '../backend';
 import { createCapabilities } from '../capabilities';
 import { memoryContext, open, wake, type MemoryContext } from './context';
 import * as coordination from './coordination';
 import * as delivery from './delivery';
+import * as groupSettings from './group-settings';
 import * as log from './log';
 import { checkOptions, type MemoryBackendOptions } from './options';
 import * as recovery from './recovery';
@@ -99,6 +101,9 @@ export class MemoryBackend implements Backend {
   }
   deleteGroup(stream: string, group: string): Promise<void> {
     return registry.deleteGroup(this.ctx, stream, group);
+  }
+  updateGroup(req: UpdateGroupRequest): Promise<GroupConfig> {
+    return groupSettings.updateGroup(this.ctx, req);
   }
 
   append(stream: string, events: NewEvent[]): Promise<AppendedEvents> {

@@ -8,7 +8,7 @@ import type { ClaimDeadLetter, FetchedLeases, FetchRequest, RenewResult, SettleO
 import { claimPastDelays } from '../delays';
 import { isUniqueViolation, mapDriverError } from '../sql/errors';
 import { toEvent } from '../sql/rows';
-import { backoffTable, leasePosition, planLeases, type PlannedLease, planSettles, settled, staleRenewals } from '../sql/settle-plan';
+import { leasePosition, planLeases, type PlannedLease, planSettles, settled, staleRenewals } from '../sql/settle-plan';
 import { query } from '../sql/statement';
 import { runHandlerWork } from '../sql/transaction';
 import { boolArray, intArray, textArray } from './arrays';
@@ -80,7 +80,6 @@ export async function fetch(ctx: PostgresContext, req: FetchRequest): Promise<Fe
       req.consumerId,
       req.leaseMs,
       newId(),
-      g.maxAttempts,
     ];
     const rows =
       g.ordering === 'partition'
@@ -98,7 +97,7 @@ export async function fetch(ctx: PostgresContext, req: FetchRequest): Promise<Fe
         if (r.id !== null) {
           const attempt = Number(r.attempt);
           const dead = { eventId: r.id, partition: Number(r.partition), sequence: Number(r.sequence), attempt };
-          (deadLettered ??= []).push({ ...dead, reason: leaseExpiredReason(attempt, g.maxAttempts) });
+          (deadLettered ??= []).push({ ...dead, reason: leaseExpiredReason(attempt, Number(r.max_attempts ?? g.maxAttempts)) });
         }
         continue;
       }
@@ -163,7 +162,6 @@ export async function settle(ctx: PostgresContext, ops: SettleOp[]): Promise<Set
   await fencedRounds(
     planned,
     (batch) => {
-      const { groupIndex, rows: backoff } = backoffTable(batch);
       return ctx.q(
         ctx.plans.delivery.settle,
         [
@@ -172,11 +170,6 @@ export async function settle(ctx: PostgresContext, ops: SettleOp[]): Promise<Set
           textArray(batch.map((p) => p.action)),
           batch.map((p) => p.delayMs),
           batch.map((p) => p.reason),
-          intArray(batch.map((p) => p.maxAttempts)),
-          intArray(groupIndex),
-          intArray(backoff.group),
-          intArray(backoff.attempt),
-          intArray(backoff.delay),
           ctx.channel,
           boolArray(batch.map((p) => p.ordered)),
         ],

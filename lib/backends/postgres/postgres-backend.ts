@@ -30,6 +30,7 @@ import type {
   SettleResult,
   TransactionalAck,
   TrimRequest,
+  UpdateGroupRequest,
   WaitRequest,
 } from '../backend';
 import { createCapabilities } from '../capabilities';
@@ -44,6 +45,7 @@ import { hostPort, urlTarget } from '../target';
 import { PgRunner, pgPool, type PostgresContext, type SqlBaseHelpers } from './context';
 import * as coordination from './coordination';
 import * as delivery from './delivery';
+import * as groupSettings from './group-settings';
 import { PG_INSTALL_LOCK, requirePgVersion, upgradePg } from './install';
 import { listenerClientConfig, PgListener } from './listener';
 import * as log from './log';
@@ -258,6 +260,9 @@ export interface PostgresBackendSettings {
 
   deleteGroup(stream: string, group: string): Promise<void> {
     return registry.deleteGroup(this.ctx, stream, group);
+  }
+  updateGroup(req: UpdateGroupRequest): Promise<GroupConfig> {
+    return groupSettings.updateGroup(this.ctx, req);
   }
 
   // ---------------------------------------------------------------- the log (log.ts)

@@ -6,6 +6,7 @@ import type { ReplayRequest, ResolvedStart } from '../backend';
 import { groupInfoOf, lagOf, toDeadLetter } from '../sql/rows';
 import { query } from '../sql/statement';
 import type { PostgresContext } from './context';
+import { loadGroup } from './registry';
 import { partitionMarks, startAfters } from './starts';
 
 export async function replay(ctx: PostgresContext, req: ReplayRequest): Promise<number> {
@@ -94,7 +95,10 @@ export async function lag(ctx: PostgresContext, stream: string, group: string): 
 export async function groupInfo(ctx: PostgresContext, stream: string, group: string): Promise<GroupInfo> {
   const { now, rows } = await state(ctx, stream, group);
   const [dead] = await ctx.q(ctx.plans.recovery.deadCount, [stream, group], 'read', 'groupInfo');
-  return groupInfoOf(stream, group, rows, dead.n, await ctx.mustGroup(stream, group), now);
+  // The config as stored now: another process may have changed it (updateGroup).
+  const config = await loadGroup(ctx, stream, group);
+  if (!config) throw RheoError.groupNotFound(stream, group);
+  return groupInfoOf(stream, group, rows, dead.n, ctx.rememberGroup(config), now);
 }
 
 export async function deadLetters(

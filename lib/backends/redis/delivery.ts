@@ -1,10 +1,9 @@
-import { backoffDelay } from '../../core/backoff';
 import { RheoError } from '../../core/errors';
 import { deadLetteredOf, fetched } from '../../core/fetched';
 import { newId } from '../../core/ids';
 import { groupKey } from '../../core/registrations';
 import { checkPartition } from '../../core/requests';
-import type { GroupConfig, Lease } from '../../core/types';
+import type { Lease } from '../../core/types';
 import type { ClaimDeadLetter, FetchedLeases, FetchRequest, RenewResult, SettleOp, SettleResult } from '../backend';
 import { claimPastDelays, type ClaimRound } from '../delays';
 import { eventOfLease, type FetchAnswer, fetchAnswer, leaseOf, leaseOpValues, type OpValue, settleOpValues } from './codec';
@@ -144,11 +143,8 @@ export async function settle(ctx: RedisContext, ops: SettleOp[]): Promise<Settle
     ctx,
     ops,
     'settle',
-    // The delay after each attempt comes from core's one backoff; the script picks it by the stored attempt.
-    (now, cfg) => {
-      const delays = Array.from({ length: cfg.maxAttempts }, (_, i) => backoffDelay(cfg.retry, i + 1));
-      return [now, SLICE, delays.length, ...delays];
-    },
+    // The script reads the group's maxAttempts and backoff from its cfg hash: the stored settings decide (ADR 047).
+    (now) => [now, SLICE],
     settleOpValues,
     () => ({ ok: true }),
     (error) => ({ ok: false, error }),
@@ -181,7 +177,7 @@ async function bulk<T extends { lease: Lease<unknown> }, R>(
   ctx: RedisContext,
   items: T[],
   name: 'renew' | 'settle' | 'release',
-  head: (now: number, cfg: GroupConfig) => Array<string | number>,
+  head: (now: number) => Array<string | number>,
   build: (item: T) => OpValue[],
   ok: (now: number) => R,
   fail: (error: RheoError) => R,
@@ -201,10 +197,10 @@ async function bulk<T extends { lease: Lease<unknown> }, R>(
   for (const indexes of byGroup.values()) {
     const { stream, group } = items[indexes[0]].lease;
     let P: number;
-    let cfg: GroupConfig;
     try {
       P = await partitionsOf(ctx, stream);
-      cfg = await configOf(ctx, stream, group);
+      // A group this process knows of is not read again: the scripts answer for one deleted since.
+      await configOf(ctx, stream, group);
     } catch (err) {
       for (const i of indexes) results[i] = fail(ctx.mapError(err, 'read'));
       continue;
@@ -225,7 +221,7 @@ async function bulk<T extends { lease: Lease<unknown> }, R>(
         if (!slots.has(partition)) slots.set(partition, slots.size);
         for (const v of build(items[i])) ops.push(v);
       }
-      const args = [...head(now, cfg), JSON.stringify(ops)];
+      const args = [...head(now), JSON.stringify(ops)];
       const parts = [...slots.keys()];
       calls.push({ name, keys: bulkKeys(name, k, g, parts), args, index, stream, group, parts });
     }

@@ -6,7 +6,7 @@ import { eventFromEntry, parseDeadRecord } from './codec';
 import type { RedisContext } from './context';
 import { tidy } from './delivery';
 import { firstAtOrAfter } from './log-scan';
-import { configOf, partitionsOf, startArgs } from './registry';
+import { configOf, getGroup, partitionsOf, startArgs } from './registry';
 import { indexDeadTimes } from './retention';
 
 // The recovery section: replay, reset, redrive, the dead letters, lag and groupInfo.
@@ -184,7 +184,9 @@ export async function lag(ctx: RedisContext, stream: string, group: string): Pro
 }
 
 export async function groupInfo(ctx: RedisContext, stream: string, group: string): Promise<GroupInfo> {
-  const config = await configOf(ctx, stream, group);
+  // The config as stored now: another process may have changed it (updateGroup).
+  const config = await getGroup(ctx, stream, group);
+  if (!config) throw RheoError.groupNotFound(stream, group);
   const { lag, inflight, dead, oldest, now } = await inspect(ctx, stream, group);
   return {
     stream,

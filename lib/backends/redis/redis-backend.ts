@@ -18,6 +18,7 @@ import type {
   SettleOp,
   SettleResult,
   TrimRequest,
+  UpdateGroupRequest,
   WaitRequest,
 } from '../backend';
 import { createCapabilities } from '../capabilities';
@@ -25,6 +26,7 @@ import { isCluster } from './cluster';
 import { RedisContext } from './context';
 import * as coordination from './coordination';
 import * as delivery from './delivery';
+import * as groupSettings from './group-settings';
 import { checkDurability } from './durability';
 import type { RedisClient } from './external';
 import { checkStoredLayout, RedisConnection, storeTime, streamNode } from './lifecycle';
@@ -175,6 +177,9 @@ export class RedisBackend implements Backend {
   }
   deleteGroup(stream: string, group: string): Promise<void> {
     return registry.deleteGroup(this.ctx, stream, group);
+  }
+  updateGroup(req: UpdateGroupRequest): Promise<GroupConfig> {
+    return groupSettings.updateGroup(this.ctx, req);
   }
 
   // log.ts

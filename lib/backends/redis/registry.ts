@@ -132,8 +132,8 @@ export async function startArgs(
 }
 
 export async function getGroup(ctx: RedisContext, stream: string, group: string): Promise<GroupConfig | null> {
-  // A group's config never changes, but the group may be deleted (deleteGroup, from any process), so this
-  // reads Redis; the hot paths answer from what is remembered, and their scripts say when the group is gone.
+  // A group may be deleted (deleteGroup) or its settings changed (updateGroup) by any process, so this reads
+  // Redis; the scripts read the settings that decide from the cfg hash, and say when the group is gone.
   const g = ctx.keys(stream).group(group);
   const values = await ctx.call('read', (redis) => redis.hmget(g.cfg, ...STORED_GROUP_FIELD_NAMES));
   const config = decodeGroupConfig(stream, group, values);

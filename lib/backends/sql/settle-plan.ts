@@ -1,4 +1,3 @@
-import { backoffDelay } from '../../core/backoff';
 import { RheoError } from '../../core/errors';
 import type { GroupConfig, Lease } from '../../core/types';
 import type { RenewResult, SettleOp, SettleResult } from '../backend';
@@ -132,36 +131,6 @@ function planEach<P>(
     planned.push(build(base, config, i));
   }
   return { planned, answered };
-}
-
-/**
- * Core's backoff as a table, for SQL to look up at the stored attempt: per group
- * of the batch (by its index in `groups`), the delay after each attempt that can
- * still be retried (1 .. maxAttempts - 1).
- */
-export function backoffTable(planned: PlannedSettle[]): {
-  groupIndex: number[];
-  rows: { group: number[]; attempt: number[]; delay: number[] };
-} {
-  const index = new Map<string, number>();
-  const rows = { group: [] as number[], attempt: [] as number[], delay: [] as number[] };
-  const groupIndex = planned.map((p) => {
-    const key = `${p.stream}\u0000${p.group}`;
-    let gi = index.get(key);
-    if (gi === undefined) {
-      gi = index.size;
-      index.set(key, gi);
-      if (p.action === 'nack' || planned.some((q) => q.action === 'nack' && q.stream === p.stream && q.group === p.group)) {
-        for (let a = 1; a < p.maxAttempts; a++) {
-          rows.group.push(gi);
-          rows.attempt.push(a);
-          rows.delay.push(backoffDelay(p.retry, a));
-        }
-      }
-    }
-    return gi;
-  });
-  return { groupIndex, rows };
 }
 
 /** Fill in the ops no row answered (`results` has one slot per op): the error planning gave them, else stale_lease. */

@@ -20,6 +20,7 @@ import { WakeBoard } from '../sql/wake-board';
 import { ConnectionGate } from './connection-gate';
 import { LockWaiter, SQLITE_BUSY_TIMEOUT_MS } from './locks';
 import { Pacer } from './pacer';
+import { sqliteGroupSettingsPlans } from './group-settings-plans';
 import { sqlitePlans } from './plans';
 import { sqliteRetentionPlans } from './retention-plans';
 
@@ -74,6 +75,7 @@ export class SqliteContext {
   readonly plans = sqlitePlans(this.tables);
   readonly retention = sqliteRetentionPlans(this.tables);
   readonly removal = groupRemovalPlans(this.tables, 'sqlite');
+  readonly groupSettings = sqliteGroupSettingsPlans(this.tables);
   /** In-process wake-ups: SQLite has no notifications, so only this process's writes wake its waiters. */
   readonly board = new WakeBoard();
   /** Lets other operations in between a long job's chunks (trim, purge). */

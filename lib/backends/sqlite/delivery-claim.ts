@@ -9,6 +9,7 @@ import type { ClaimRound } from '../delays';
 import { toEvent } from '../sql/rows';
 import type { SqliteContext } from './context';
 import { eventFromRaw } from './event-rows';
+import { storedSettings } from './group-settings';
 import type { RawEventRow } from './plans';
 
 /**
@@ -34,7 +35,11 @@ export function claimRound(
     // A candidate carries its lease once claimed (a parked delayed event gets none, nor one dead-lettered:
     // `expiredOn`, the attempt its lease expired on, the group's last: see docs/adr/035-every-delivery-ends.md).
     type Candidate = { sequence: number; fresh: boolean; parkAt?: number; expiredOn?: number; lease?: Lease };
-    const last = (r: { state: string; attempt: number }) => (r.state === 'leased' && r.attempt >= g.maxAttempts ? r.attempt : undefined);
+    // Judged by maxAttempts as stored now, read only when an expired lease is a candidate (a change made by
+    // any process decides at once: docs/adr/047-changing-a-group-in-place.md); the caller's copy otherwise.
+    let maxAttempts: number | undefined;
+    const storedMax = () => (maxAttempts ??= storedSettings(ctx, stream, group)?.maxAttempts ?? g.maxAttempts);
+    const last = (r: { state: string; attempt: number }) => (r.state === 'leased' && r.attempt >= storedMax() ? r.attempt : undefined);
     // Candidates per partition, in sequence order: due deliveries, then fresh events from the cursor.
     const queues: Array<{ partition: number; cursor: number; seqs: Candidate[] }> = [];
     for (const partition of partitions) {
@@ -105,7 +110,7 @@ export function claimRound(
         if (c.fresh) continue;
         if (c.expiredOn !== undefined) {
           const key = [stream, group, partition, c.sequence] as const;
-          const reason = leaseExpiredReason(c.expiredOn, g.maxAttempts);
+          const reason = leaseExpiredReason(c.expiredOn, storedMax());
           ctx.stmt(p.ack).run(...key);
           const filed = ctx.stmt(p.deadByClaim).get(...key, c.expiredOn, reason, now, stream, partition, c.sequence)!;
           (deadLettered ??= []).push({ eventId: filed.event_id, partition, sequence: c.sequence, attempt: c.expiredOn, reason });

@@ -11,6 +11,7 @@ import { mapDriverError } from '../sql/errors';
 import { leasePosition, planLeases, planSettles, settled, type PlannedSettle } from '../sql/settle-plan';
 import { runHandlerWork } from '../sql/transaction';
 import type { SqliteContext } from './context';
+import { storedSettings } from './group-settings';
 import { claimRound } from './delivery-claim';
 
 /** A settle's answers so far: per op (undefined: stale, filled in by settled()), and the streams to wake. */
@@ -135,14 +136,16 @@ function settleOne(ctx: SqliteContext, s: PlannedSettle, ops: SettleOp[], now: n
     return;
   }
   const key = [s.stream, s.group, s.partition, s.sequence];
-  // The stored attempt decides, never the caller's copy of the lease.
+  // The stored attempt decides, never the caller's copy of the lease; a nack by the group's settings as stored
+  // now, never this process's copy of them (docs/adr/047-changing-a-group-in-place.md).
+  const stored = s.action === 'nack' ? (storedSettings(ctx, s.stream, s.group) ?? s) : s;
   if (s.action === 'ack') ctx.stmt(p.ack).run(...key);
-  else if (s.action === 'reject' || held.attempt >= s.maxAttempts) {
+  else if (s.action === 'reject' || held.attempt >= stored.maxAttempts) {
     // Out of the deliveries (the hot path never reads a dead letter), into the dead letters.
     ctx.stmt(p.ack).run(...key);
     ctx.stmt(p.dead).run(...key, held.attempt, s.reason, now, s.stream, s.partition, s.sequence);
   } else {
-    ctx.stmt(p.retry).run(now + (s.delayMs ?? backoffDelay(s.retry, held.attempt)), s.reason, ...key);
+    ctx.stmt(p.retry).run(now + (s.delayMs ?? backoffDelay(stored.retry, held.attempt)), s.reason, ...key);
     woken.add(s.stream);
   }
   if (s.ordered) woken.add(s.stream); // the next event of an ordered partition is free: no append announces it

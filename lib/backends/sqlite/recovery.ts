@@ -7,6 +7,7 @@ import type { ReplayRequest, ResolvedStart } from '../backend';
 import { type DbPartitionState, groupInfoOf, lagOf, toDeadLetter } from '../sql/rows';
 import type { SqliteContext } from './context';
 import { startAfters } from './group-start';
+import { loadGroup } from './registry';
 import { lastBefore } from './time-lookup';
 
 export async function replay(ctx: SqliteContext, req: ReplayRequest): Promise<number> {
@@ -96,7 +97,11 @@ export async function lag(ctx: SqliteContext, stream: string, group: string): Pr
 }
 
 export async function groupInfo(ctx: SqliteContext, stream: string, group: string): Promise<GroupInfo> {
-  const config = await ctx.base.mustGroup(stream, group);
+  await ctx.base.mustStream(stream);
+  // The config as stored now: another process may have changed it (updateGroup).
+  const stored = await loadGroup(ctx, stream, group);
+  if (!stored) throw RheoError.groupNotFound(stream, group);
+  const config = ctx.base.rememberGroup(stored);
   const now = ctx.clock.now();
   const rows = await state(ctx, stream, group, now);
   const dead = (await ctx.locked('read', 'groupInfo', () => ctx.stmt(ctx.plans.deadCount).get(stream, group)))!;

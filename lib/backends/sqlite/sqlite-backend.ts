@@ -32,6 +32,7 @@ import type {
   SettleResult,
   TransactionalAck,
   TrimRequest,
+  UpdateGroupRequest,
   WaitRequest,
 } from '../backend';
 import { createCapabilities } from '../capabilities';
@@ -41,6 +42,7 @@ import { Checkpointer, FALLBACK_AUTOCHECKPOINT_PAGES } from './checkpointer';
 import { SqliteContext, type SqliteBackendSettings } from './context';
 import * as coordination from './coordination';
 import * as delivery from './delivery';
+import * as groupSettings from './group-settings';
 import { requireSqliteVersion, upgradeSqlite } from './install';
 import { SQLITE_BUSY_TIMEOUT_MS } from './locks';
 import * as log from './log';
@@ -213,6 +215,9 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   }
   deleteGroup(stream: string, group: string): Promise<void> {
     return registry.deleteGroup(this.ctx, stream, group);
+  }
+  updateGroup(req: UpdateGroupRequest): Promise<GroupConfig> {
+    return groupSettings.updateGroup(this.ctx, req);
   }
 
   // ---------------------------------------------------------------- log.ts

@@ -9,9 +9,10 @@ import { EVENT_BODY_COLUMNS } from './log';
  * A delivery a claim leased (fetch, fetchOrdered): its event, attempt and new
  * lease id; a lease that expired on the last attempt, which it dead-lettered (no
  * lease id, the event's id and position, the attempt it expired on); or a delayed
- * event it parked (no lease id, no id: only the position).
+ * event it parked (no lease id, no id: only the position). `max_attempts`, on a
+ * dead-lettered one only, is the group's as stored, which the claim judged it by.
  */
-export type DbClaimed = { attempt: number } & (
+export type DbClaimed = { attempt: number; max_attempts: number | null } & (
   | ({ lease_id: string } & DbEvent)
   | ({ lease_id: null; id: string | null } & Pick<DbEvent, 'partition' | 'sequence'> &
       DbNulls<Omit<DbEvent, 'id' | 'partition' | 'sequence'>>)
@@ -97,28 +98,33 @@ export function deliveryPlans(t: TableNames) {
      * were offered); 'reject' dead-letters: the delivery moves to rheo_dead_letters,
      * in this statement (a dead letter whose event was trimmed since its claim
      * leaves no row: only a group that lost a race with a trim holds such a lease);
-     * 'nack' dead-letters once the STORED attempt reached max_attempts, else makes
-     * the event due again after its explicit delay or core's backoff for the
-     * stored attempt (table $14..$16).
+     * 'nack' dead-letters once the STORED attempt reached the group's STORED
+     * max_attempts, else makes the event due again after its explicit delay or the
+     * group's stored backoff at the stored attempt (backoffAt). $12 the NOTIFY
+     * channel, $13 per op whether its group orders by partition.
      */
     settle: returning<DbSettled>(`
       WITH op AS (
         SELECT * FROM unnest($2::int[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::text[], $8::text[],
-                             $9::text[], $10::bigint[], $11::text[], $12::int[], $13::int[], $18::bool[])
-          AS op(i, stream, group_name, partition, sequence, lease_id, receipt, action, delay_ms, reason, max_attempts, gi, ordered)
+                             $9::text[], $10::bigint[], $11::text[], $13::bool[])
+          AS op(i, stream, group_name, partition, sequence, lease_id, receipt, action, delay_ms, reason, ordered)
         WHERE ${ASYNC_COMMIT}
       ), held AS (
         SELECT op.*, op.receipt = d.lease_id AS receipt_ok, d.attempt AS stored_attempt, d.row_id
         FROM op ${heldBy(t, 'op', 'AND d.due_at > $1')}
       ), decided AS (
+        -- The group's settings as stored now decide (docs/adr/047-changing-a-group-in-place.md): its row, one
+        -- primary-key probe per op that is not an ack, and never a process's copy of it.
         SELECT h.*,
                CASE WHEN h.action = 'ack' THEN 'ack'
-                    WHEN h.action = 'reject' OR h.stored_attempt >= h.max_attempts THEN 'dead'
+                    WHEN h.action = 'reject' OR h.stored_attempt >= s.max_attempts THEN 'dead'
                     ELSE 'retry' END AS outcome,
-               $1 + COALESCE(h.delay_ms, b.delay, 0) AS due_at
+               $1 + COALESCE(h.delay_ms, ${backoffAt('s', 'h.stored_attempt')}, 0) AS due_at
         FROM held h
-        LEFT JOIN unnest($14::int[], $15::int[], $16::bigint[]) AS b(gi, attempt, delay)
-          ON b.gi = h.gi AND b.attempt = h.stored_attempt
+        LEFT JOIN LATERAL (
+          SELECT g.max_attempts, g.retry_initial_ms, g.retry_factor, g.retry_max_ms FROM ${t.groups} g
+          WHERE h.action = 'nack' AND g.stream = h.stream AND g.name = h.group_name
+        ) s ON true
         WHERE h.receipt_ok
       ), finished AS (
         DELETE FROM ${t.deliveries} d USING decided h
@@ -139,7 +145,7 @@ export function deliveryPlans(t: TableNames) {
         DO UPDATE SET event_id = EXCLUDED.event_id, attempt = EXCLUDED.attempt, reason = EXCLUDED.reason, dead_at = EXCLUDED.dead_at
       ), wake AS (
         -- A retry is due again; in a partition-ordered group any settle frees the next event.
-        SELECT pg_notify($17, s.stream) FROM (SELECT stream FROM retried UNION SELECT stream FROM decided WHERE ordered) s
+        SELECT pg_notify($12, s.stream) FROM (SELECT stream FROM retried UNION SELECT stream FROM decided WHERE ordered) s
       )
       SELECT h.i, h.receipt_ok, h.i IN (SELECT i FROM finished UNION ALL SELECT i FROM retried) AS applied,
              (SELECT count(*) FROM wake) AS woke
@@ -225,6 +231,24 @@ export function deliveryPlans(t: TableNames) {
 }
 
 /**
+ * Core's backoff (core/backoff.ts `backoffDelay`: `initialMs * factor^(step - 1)`,
+ * rounded half up, capped at `maxMs`) over a group row `g`'s stored retry columns,
+ * at `step`: a settle reads the settings as stored when it decides, so it cannot
+ * take them from the process. The exponent is capped where `factor^step` would
+ * leave double precision (an error in SQL, Infinity in JavaScript); below it the
+ * value is far above any `maxMs`, so the cap answers alike.
+ */
+function backoffAt(g: string, step: string): string {
+  const exponent = `LEAST(GREATEST(${step}, 1) - 1, floor(290 / log(GREATEST(${g}.retry_factor, 1.000001))))`;
+  return `LEAST(${g}.retry_max_ms, floor(${g}.retry_initial_ms * power(${g}.retry_factor, ${exponent}) + 0.5))::bigint`;
+}
+
+/** The group's maxAttempts as stored, read once by the claim statement ($1 stream, $2 group). */
+function storedMaxAttempts(t: TableNames): string {
+  return `(SELECT max_attempts FROM ${t.groups} WHERE stream = $1 AND name = $2)`;
+}
+
+/**
  * A fresh candidate's park time: its deliver_at when it is a delayed event not
  * yet due at $4, else NULL (lease it). The event is read only at or below the
  * partition's `delayed_to` (the last delayed event's sequence), so a claim over
@@ -238,18 +262,18 @@ function parkAt(t: TableNames, partition: string, sequence: string, delayedTo: s
 
 /**
  * Whether delivery `d`, when due, is a lease that expired on the group's last
- * attempt ($11 its maxAttempts): the claim dead-letters it (reason
+ * attempt (its maxAttempts as stored now, docs/adr/047-changing-a-group-in-place.md): the claim dead-letters it (reason
  * core/settle.ts leaseExpiredReason) instead of leasing it again, and it takes
  * its place of the limit like a parked event, so the caller claims again for it.
  */
-function expiredOnLast(d: string): string {
-  return `(${d}.state = 'leased' AND ${d}.attempt >= $11::int)`;
+function expiredOnLast(t: TableNames, d: string): string {
+  return `(${d}.state = 'leased' AND ${d}.attempt >= ${storedMaxAttempts(t)})`;
 }
 
 /**
  * The claim statement. Parameters: $1 stream, $2 group, $3 partitions (int[]),
  * $4 now, $5 limit, $6 first partition of the round-robin, $7 partition count,
- * $8 consumer id, $9 lease ms, $11 the group's maxAttempts, $10 the lease id base: a new random id per call,
+ * $8 consumer id, $9 lease ms, $10 the lease id base: a new random id per call,
  * the lease of the n-th chosen row is `<base>.<n>` (unique as the base is; one
  * random id per claim instead of a gen_random_uuid() per row, which cost about
  * 1.2 µs of server time a row against 0.2 µs for the concatenation).
@@ -319,7 +343,7 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boolean): st
       due AS (
         SELECT d.partition, d.sequence, 0 AS fresh, d.row_id, d.dead
         FROM served s CROSS JOIN LATERAL (
-          SELECT d.partition, d.sequence, d.ctid AS row_id, ${expiredOnLast('d')} AS dead FROM ${t.deliveries} d
+          SELECT d.partition, d.sequence, d.ctid AS row_id, ${expiredOnLast(t, 'd')} AS dead FROM ${t.deliveries} d
           WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = s.partition
             AND d.sequence >= s.low AND d.due_at <= $4
           ORDER BY d.sequence LIMIT $5
@@ -338,7 +362,7 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boolean): st
                         WHERE l.stream = $1 AND l.group_name = $2 AND l.partition = s.partition
                           AND l.sequence >= s.low AND l.state = 'leased' AND l.due_at > $4) AS busy
         FROM served s LEFT JOIN LATERAL (
-          SELECT d.sequence, d.due_at, d.state, d.ctid AS row_id, ${expiredOnLast('d')} AS dead FROM ${t.deliveries} d
+          SELECT d.sequence, d.due_at, d.state, d.ctid AS row_id, ${expiredOnLast(t, 'd')} AS dead FROM ${t.deliveries} d
           WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = s.partition AND d.sequence >= s.low
           ORDER BY d.sequence LIMIT 1
         ) o ON true
@@ -373,7 +397,7 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boolean): st
         RETURNING d.partition, d.sequence, d.attempt, NULL::text AS lease_id
       ), buried AS (
         INSERT INTO ${t.deadLetters} (stream, group_name, partition, sequence, event_id, attempt, reason, dead_at)
-        SELECT $1, $2, x.partition, x.sequence, e.id, x.attempt, 'lease expired on attempt ' || x.attempt || ' of ' || $11::int, $4
+        SELECT $1, $2, x.partition, x.sequence, e.id, x.attempt, 'lease expired on attempt ' || x.attempt || ' of ' || ${storedMaxAttempts(t)}, $4
         FROM expired x JOIN ${t.events} e ON e.stream = $1 AND e.partition = x.partition AND e.sequence = x.sequence
         ON CONFLICT (stream, group_name, partition, sequence)
         DO UPDATE SET event_id = EXCLUDED.event_id, attempt = EXCLUDED.attempt, reason = EXCLUDED.reason, dead_at = EXCLUDED.dead_at
@@ -410,7 +434,8 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boolean): st
       )
       -- A row's position comes from the delivery; its id from its event, or, for a lease that expired on the
       -- last attempt, from the dead letter this claim filed (the caller reports it: Backend.fetch, FetchedLeases).
-      SELECT l.attempt, l.lease_id, COALESCE(e.id, b.event_id) AS id, l.partition, l.sequence, ${EVENT_BODY_COLUMNS}
+      SELECT l.attempt, l.lease_id, COALESCE(e.id, b.event_id) AS id, l.partition, l.sequence, ${EVENT_BODY_COLUMNS},
+             CASE WHEN l.lease_id IS NULL AND b.event_id IS NOT NULL THEN ${storedMaxAttempts(t)} END AS max_attempts
       FROM (SELECT * FROM leased UNION ALL SELECT * FROM opened UNION ALL SELECT * FROM expired) l
       JOIN chosen c ON c.partition = l.partition AND c.sequence = l.sequence
       LEFT JOIN ${t.events} e ON e.stream = $1 AND e.partition = l.partition AND e.sequence = l.sequence AND l.lease_id IS NOT NULL

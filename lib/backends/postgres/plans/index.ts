@@ -26,6 +26,7 @@ import { groupRemovalPlans } from '../../sql/group-removal';
 import type { TableNames } from '../../sql/names';
 import { coordinationPlans } from './coordination';
 import { deliveryPlans } from './delivery';
+import { groupSettingsPlans } from './group-settings';
 import { logPlans } from './log';
 import { recoveryPlans } from './recovery';
 import { registryPlans } from './registry';
@@ -41,6 +42,7 @@ export function pgPlans(t: TableNames) {
     recovery: recoveryPlans(t),
     retention: retentionPlans(t),
     coordination: coordinationPlans(t),
+    groupSettings: groupSettingsPlans(t),
     /** deleteGroup's statements and releaseTurn's, shared with SQLite. */
     removal: groupRemovalPlans(t, 'postgres'),
   };

@@ -55,6 +55,7 @@ import { SET_RETENTION } from './set-retention';
 import { SETTLE } from './settle';
 import { TIDY } from './tidy';
 import { TRIM } from './trim';
+import { UPDATE_GROUP } from './update-group';
 
 /** The scripts by name, as loaded with SCRIPT LOAD. */
 export const SCRIPTS = {
@@ -79,6 +80,7 @@ export const SCRIPTS = {
   claimTurn: CLAIM_TURN,
   releaseTurn: RELEASE_TURN,
   deleteGroup: DELETE_GROUP,
+  updateGroup: UPDATE_GROUP,
   layout: LAYOUT,
 } as const;
 

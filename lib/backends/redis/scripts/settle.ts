@@ -1,6 +1,8 @@
 /**
  * settle: ack / nack / reject leases of one group, each fenced and applied in the
- * same step. Dead-lettering and the retry delay follow the STORED attempt, and a
+ * same step. Dead-lettering and the retry delay follow the STORED attempt and the
+ * group's STORED settings (maxAttempts and the backoff, read from cfg: a change by
+ * updateGroup decides at once, docs/adr/047-changing-a-group-in-place.md), and a
  * dead letter is filed under the STORED event id: the lease object's copies are not
  * trusted. An id is unique among a stream's live events, but a trimmed id can be
  * appended again as a new event: its dead letter then replaces the old event's. An ack (or dead letter) at frontier + 1 walks the frontier, bounded by
@@ -8,7 +10,7 @@
  * backend sends at most 100 ops per call, every call of one bulk settle in one pipeline.
  *
  * KEYS[1]     meta    HASH    the stream's meta (existence)
- * KEYS[2]     cfg     HASH    the group's config (maxAttempts), frontiers f:<p> (written)
+ * KEYS[2]     cfg     HASH    the group's config (maxAttempts, ri, rf, rm, ord), frontiers f:<p> (written)
  * KEYS[3]     dl      HASH    delivery records (written)
  * KEYS[4]     dead    HASH    dead letters by event id (written)
  * KEYS[5]     deadz   ZSET    dead letters in (partition, sequence) order (written)
@@ -21,15 +23,12 @@
  *
  * ARGV[1]     now     ms
  * ARGV[2]     budget  records the frontier walk may look at in this call
- * ARGV[3]     n       how many backoff delays follow
- * ARGV[4..3+n]        the group's delay after attempt 1..n (core's backoffDelay; n = maxAttempts);
- *                     a later attempt takes the n-th
- * ARGV[4+n]           ops  ONE JSON text, a flat array (one argument, not eight per op: the
+ * ARGV[3]     ops     ONE JSON text, a flat array (one argument, not eight per op: the
  *                     client encodes, and the server converts, one), per op by kind:
  *                       ack     'a', partition, sequence, receiptOk, leaseId
  *                       reject  'r', partition, sequence, receiptOk, leaseId, reason
  *                       nack    'n', partition, sequence, receiptOk, leaseId, reason (used when it
- *                               dead-letters), delayMs (null = the backoff above)
+ *                               dead-letters), delayMs (null = the group's stored backoff at the stored attempt)
  *                     partition and sequence as strings; receiptOk true when the lease's receipt is
  *                     the entry id 0-<sequence> (compared by the backend, answered after the fence).
  *                     The slot j of a partition is its order of first appearance among the ops
@@ -50,11 +49,18 @@ export const SETTLE = script(
 local OP_WIDTH = { a = 5, r = 6, n = 7 }
 local now = tonumber(ARGV[1])
 local budget = tonumber(ARGV[2])
-local nd = tonumber(ARGV[3])
 local out = {}
 local gone = missing(KEYS[1], KEYS[2])
-local maxAttempts = tonumber(redis.call('HGET', KEYS[2], 'maxAttempts') or '-1')
-local ordered = redis.call('HGET', KEYS[2], 'ord') == 'partition'
+local cfg = redis.call('HMGET', KEYS[2], 'maxAttempts', 'ri', 'rf', 'rm', 'ord')
+local maxAttempts = tonumber(cfg[1] or '-1')
+local ordered = cfg[5] == 'partition'
+-- Core's backoff (core/backoff.ts backoffDelay: initialMs * factor^(attempt - 1), rounded half up, capped at
+-- maxMs) over the stored retry; the exponent capped where factor^attempt would leave double precision.
+local function backoff(att)
+  local ri, rf, rm = tonumber(cfg[2] or '0'), tonumber(cfg[3] or '1'), tonumber(cfg[4] or '0')
+  local e = math.min(math.max(att, 1) - 1, math.floor(290 / math.log10(math.max(rf, 1.000001))))
+  return math.min(rm, math.floor(ri * rf ^ e + 0.5))
+end
 local woke = false
 local cut = false
 -- Every op's delivery record, read in one HMGET (not one HGET per op). recs[k] then follows what
@@ -63,7 +69,7 @@ local cut = false
 local recs = {}
 -- The ops, decoded once: where each starts in ops, its record's field, its partition's slot j
 -- (numbered by first appearance, as the backend numbered the KEYS).
-local ops = cjson.decode(ARGV[4 + nd])
+local ops = cjson.decode(ARGV[3])
 local starts, fields, slots = {}, {}, {}
 local nslots = 0
 do
@@ -124,7 +130,7 @@ for o, b in ipairs(starts) do
         recs[k] = terminalRecord(att)
       else
         local delay = ops[b + 6]
-        if delay == cjson.null then delay = ARGV[3 + math.min(att, nd)] or '0' end
+        if delay == cjson.null then delay = backoff(att) end
         recs[k] = availableRecord(att)
         avail[#avail + 1] = k
         avail[#avail + 1] = recs[k]

@@ -4,13 +4,13 @@
 // changes nothing.
 import type { UpdateGroupRequest } from '../backends/backend';
 import { RheoError } from './errors';
-import { MAX_ATTEMPTS_LIMIT, MAX_DELAY_MS } from './limits';
-import type { GroupChanges, GroupConfig, RetryBackoff } from './types';
+import { MAX_ATTEMPTS_LIMIT } from './limits';
+import { checkRetryFields } from './requests';
+import type { GroupChanges, GroupConfig } from './types';
 import { checkInt, checkKeys, checkObject, keySet } from './validate';
 
 /** The settings updateGroup may change. */
 const CHANGE_KEYS = keySet('a group setting updateGroup can change', ['maxAttempts', 'retry']);
-const RETRY_KEYS = keySet('a retry setting', ['initialMs', 'factor', 'maxMs']);
 
 /** Stored settings a change may not touch, each with the reason it gives. */
 const REFUSED: Record<string, string> = {
@@ -27,19 +27,7 @@ export function checkGroupChanges(changes: unknown): GroupChanges {
   checkKeys('changes', c, CHANGE_KEYS);
   const checked: GroupChanges = {};
   if (c.maxAttempts !== undefined) checked.maxAttempts = checkInt('maxAttempts', c.maxAttempts, 1, MAX_ATTEMPTS_LIMIT);
-  if (c.retry !== undefined) {
-    const r = checkObject('retry', c.retry);
-    checkKeys('retry', r, RETRY_KEYS);
-    const retry: RetryBackoff = {};
-    if (r.initialMs !== undefined) retry.initialMs = checkInt('retry.initialMs', r.initialMs, 0, MAX_DELAY_MS);
-    if (r.maxMs !== undefined) retry.maxMs = checkInt('retry.maxMs', r.maxMs, 0, MAX_DELAY_MS);
-    if (r.factor !== undefined) {
-      if (typeof r.factor !== 'number' || !(r.factor >= 1 && r.factor <= 100))
-        throw RheoError.invalid('retry.factor', 'must be a number between 1 and 100');
-      retry.factor = r.factor;
-    }
-    checked.retry = retry;
-  }
+  if (c.retry !== undefined) checked.retry = checkRetryFields(c.retry);
   return checked;
 }
 

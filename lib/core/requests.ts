@@ -26,7 +26,7 @@ import {
 } from './limits';
 import { boundReason } from './outcomes';
 import { partitionForKey } from './partitioner';
-import type { AppendInput, GroupConfig, GroupOptions, Query, Retention, StartPosition } from './types';
+import type { AppendInput, GroupConfig, GroupOptions, Query, Retention, RetryBackoff, StartPosition } from './types';
 import {
   checkBoolean,
   checkDate,
@@ -112,6 +112,21 @@ export function checkPageLimit(field: string, value: unknown): number {
 
 const RETRY_KEYS = keySet('a retry setting', ['initialMs', 'factor', 'maxMs']);
 
+/** The fields of a retry setting that are given, each checked (`retry.<field>`); how they combine is the caller's. */
+export function checkRetryFields(value: unknown): RetryBackoff {
+  const r = checkObject('retry', value);
+  checkKeys('retry', r, RETRY_KEYS);
+  const retry: RetryBackoff = {};
+  if (r.initialMs !== undefined) retry.initialMs = checkInt('retry.initialMs', r.initialMs, 0, MAX_DELAY_MS);
+  if (r.maxMs !== undefined) retry.maxMs = checkInt('retry.maxMs', r.maxMs, 0, MAX_DELAY_MS);
+  if (r.factor !== undefined) {
+    if (typeof r.factor !== 'number' || !(r.factor >= 1 && r.factor <= 100))
+      throw RheoError.invalid('retry.factor', 'must be a number between 1 and 100');
+    retry.factor = r.factor;
+  }
+  return retry;
+}
+
 /** The settings a group is created with (the start position is resolved against the stream later). */
 export function checkGroupOptions(options: GroupOptions): Pick<GroupConfig, 'maxAttempts' | 'retry' | 'ordering'> {
   checkOptions('createGroup', options);
@@ -119,15 +134,7 @@ export function checkGroupOptions(options: GroupOptions): Pick<GroupConfig, 'max
     options.maxAttempts === undefined ? DEFAULT_MAX_ATTEMPTS : checkInt('maxAttempts', options.maxAttempts, 1, MAX_ATTEMPTS_LIMIT);
   const retry = { ...DEFAULT_RETRY };
   if (options.retry !== undefined) {
-    const r = checkObject('retry', options.retry);
-    checkKeys('retry', r, RETRY_KEYS);
-    if (r.initialMs !== undefined) retry.initialMs = checkInt('retry.initialMs', r.initialMs, 0, MAX_DELAY_MS);
-    if (r.maxMs !== undefined) retry.maxMs = checkInt('retry.maxMs', r.maxMs, 0, MAX_DELAY_MS);
-    if (r.factor !== undefined) {
-      if (typeof r.factor !== 'number' || !(r.factor >= 1 && r.factor <= 100))
-        throw RheoError.invalid('retry.factor', 'must be a number between 1 and 100');
-      retry.factor = r.factor;
-    }
+    Object.assign(retry, checkRetryFields(options.retry));
     if (retry.maxMs < retry.initialMs) throw RheoError.invalid('retry.maxMs', 'must be >= retry.initialMs');
   }
   const ordering = options.ordering ?? 'none';

@@ -7,6 +7,7 @@ import type {
   EventMetadata,
   GroupConfig,
   GroupInfo,
+  GroupPause,
   JsonValue,
   Lag,
   Lease,
@@ -76,9 +77,12 @@ export interface ClaimDeadLetter {
  * `fetched`) only when there are any. The facade reports each as a dead letter
  * (`rheo:dead_letter`, cause `lease_expired`), as a settle's would be: a claim's
  * dead letter has no settle to tell of it. A backend that leaves it out still
- * works; its claims' dead letters are only counted, never told.
+ * works; its claims' dead letters are only counted, never told. `paused`, set
+ * the same way (an empty answer only): the group is paused, so the Consumer
+ * waits for the resume's wake-up without counting the wake-ups that the
+ * pause leaves empty as spurious.
  */
-export type FetchedLeases = Lease[] & { deadLettered?: ClaimDeadLetter[] };
+export type FetchedLeases = Lease[] & { deadLettered?: ClaimDeadLetter[]; paused?: true };
 
 /** A start position resolved by the facade: per partition, the last sequence to skip, or a time. */
 export type ResolvedStart =
@@ -102,6 +106,15 @@ export interface UpdateGroupRequest {
   group: string;
   maxAttempts: number;
   retry: GroupConfig['retry'];
+}
+
+/** A group paused (`pauseGroup`): the options checked by the facade, absent ones null. */
+export interface PauseGroupRequest {
+  stream: string;
+  group: string;
+  until: Date | null;
+  reason: string | null;
+  by: string | null;
 }
 
 export interface FetchRequest {
@@ -251,6 +264,24 @@ export interface Backend {
    * `retry` the store holds at that moment, never by a copy a process remembers.
    */
   updateGroup(request: UpdateGroupRequest): Promise<GroupConfig>;
+  /**
+   * Pause a group (docs/adr/046-pausing-a-group.md): from the moment this resolves,
+   * no claim of any process leases a delivery of the group (a claim under way
+   * either finished before, or sees the pause), until `resumeGroup` or, when
+   * `until` is set, until the store's clock reaches it. A claim of a paused group
+   * answers no leases, marked `paused` (see {@link FetchedLeases}). Renewals,
+   * settles, releases, appends, replays and lag are untouched. Pausing a paused
+   * group replaces its pause. Returns the pause as stored, `pausedAt` by the
+   * store's clock. `group_not_found` when there is none.
+   */
+  pauseGroup(request: PauseGroupRequest): Promise<GroupPause>;
+  /**
+   * Lift a group's pause, and wake the group's waiting consumers as an append
+   * would (`wait`), so they claim at once. True when a pause was holding the
+   * group back (not past its `until`); false, changing nothing, when none was.
+   * `group_not_found` when there is no group.
+   */
+  resumeGroup(stream: string, group: string): Promise<boolean>;
   /**
    * Delete a group and everything of it: its positions, deliveries (live leases
    * included: settling, renewing or releasing one answers `stale_lease` or

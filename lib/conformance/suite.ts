@@ -15,6 +15,7 @@ import { lifecycleCases } from './cases/lifecycle';
 import { logCases } from './cases/log';
 import { nameCases } from './cases/names';
 import { orderingCases } from './cases/ordering';
+import { pauseCases } from './cases/pause';
 import { queryCases } from './cases/query';
 import { raceCases } from './cases/races';
 import { releaseCases } from './cases/release';
@@ -96,6 +97,7 @@ export function runConformance(target: ConformanceTarget): void {
     delayedCases(ctx);
     deleteGroupCases(ctx);
     updateGroupCases(ctx);
+    pauseCases(ctx);
     releaseTurnCases(ctx);
     if (ctx.waits) wakeUpCases(ctx);
     if (ctx.caps.mechanisms.transactionalAck && ctx.caps.mechanisms.transactionalAppend) transactionalAckCases(ctx);

@@ -5,6 +5,7 @@
 // values: ids, positions, counts, outcomes and reasons only.
 // docs/observability.md has the table of channels and fields.
 import { channel, type Channel, tracingChannel, type TracingChannel } from 'node:diagnostics_channel';
+import type { GroupPause } from './types';
 
 /** Facade operations traced by a `rheo:<operation>` TracingChannel. */
 export const TRACED_OPERATIONS = [
@@ -182,6 +183,16 @@ export interface ClockSkewMessage {
   thresholdMs: number;
 }
 
+/** `rheo:group:paused` / `rheo:group:resumed`: this process paused or resumed a group (docs/adr/046-pausing-a-group.md). */
+export interface GroupPauseMessage {
+  stream: string;
+  group: string;
+  /** The pause as stored (`rheo:group:paused`); absent on `rheo:group:resumed`. */
+  pause?: GroupPause;
+  /** `rheo:group:resumed`: whether a pause was holding the group back. */
+  wasPaused?: boolean;
+}
+
 /** The channels, by name. Subscribe with `diagnostics_channel.subscribe(name, fn)` or `tracingChannel(name).subscribe({...})`. */
 export const CHANNELS = {
   lease: 'rheo:lease',
@@ -198,6 +209,8 @@ export const CHANNELS = {
   renewError: 'rheo:renew:error',
   process: 'rheo:process',
   clockSkew: 'rheo:clock_skew',
+  groupPaused: 'rheo:group:paused',
+  groupResumed: 'rheo:group:resumed',
 } as const;
 
 /** The plain channels (typed by their message). */
@@ -215,6 +228,8 @@ export const channels = {
   leaseExpired: channel(CHANNELS.leaseExpired) as Channel & { publish(m: LeaseLostMessage): void },
   renewError: channel(CHANNELS.renewError) as Channel & { publish(m: RenewErrorMessage): void },
   clockSkew: channel(CHANNELS.clockSkew) as Channel & { publish(m: ClockSkewMessage): void },
+  groupPaused: channel(CHANNELS.groupPaused) as Channel & { publish(m: GroupPauseMessage): void },
+  groupResumed: channel(CHANNELS.groupResumed) as Channel & { publish(m: GroupPauseMessage): void },
 };
 
 /** `rheo:process`: one handler run (start when the handler is called, asyncEnd when its result is known). */

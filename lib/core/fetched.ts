@@ -1,5 +1,6 @@
 // The one way a backend's fetch tells the facade which deliveries its claim
-// dead-lettered (Backend.fetch, FetchedLeases), as appended.ts tells repeats.
+// dead-lettered, and that the group is paused (Backend.fetch, FetchedLeases), as
+// appended.ts tells repeats.
 import type { ClaimDeadLetter, FetchedLeases } from '../backends/backend';
 import type { Lease } from './types';
 
@@ -13,8 +14,18 @@ export function fetched<L extends Lease>(leases: L[], deadLettered: ClaimDeadLet
   return Object.defineProperty(leases, 'deadLettered', { value: deadLettered, enumerable: false, configurable: true, writable: true });
 }
 
+/** An empty answer marked paused: the claim found the group paused (docs/adr/046-pausing-a-group.md). */
+export function pausedAnswer<L extends Lease>(): L[] & FetchedLeases {
+  return Object.defineProperty([] as L[], 'paused', { value: true, enumerable: false, configurable: true, writable: true });
+}
+
 /** What `fetched` attached, or undefined (nothing dead-lettered, or a backend that does not tell). */
 export function deadLetteredOf(leases: Lease[]): readonly ClaimDeadLetter[] | undefined {
   const dead = (leases as FetchedLeases).deadLettered;
   return Array.isArray(dead) && dead.length > 0 ? dead : undefined;
+}
+
+/** True when the answer says the group is paused (`pausedAnswer`). */
+export function isPausedAnswer(leases: Lease[]): boolean {
+  return (leases as FetchedLeases).paused === true;
 }

@@ -19,10 +19,12 @@ import type {
   GroupConfig,
   GroupInfo,
   GroupOptions,
+  GroupPause,
   JsonValue,
   Lag,
   Lease,
   Page,
+  PauseGroupOptions,
   PurgeDeadLettersOptions,
   Query,
   RedriveOptions,
@@ -38,6 +40,7 @@ import { FacadeContext } from './facade/context';
 import * as delivery from './facade/delivery';
 import * as groupSettings from './facade/group-settings';
 import * as log from './facade/log';
+import * as pause from './facade/pause';
 import * as recovery from './facade/recovery';
 import * as registry from './facade/registry';
 import * as retention from './facade/retention';
@@ -136,6 +139,30 @@ export class Rheo {
    */
   updateGroup(stream: string, group: string, changes: GroupChanges): Promise<GroupConfig> {
     return groupSettings.updateGroup(this.ctx, stream, group, changes);
+  }
+
+  /**
+   * Pause a group in every process (docs/adr/046-pausing-a-group.md): from the
+   * moment this resolves no process claims a delivery of it, until
+   * {@link resumeGroup} or, with `until`, until the store's clock reaches that
+   * time. Handlers already running finish and settle, leases renew, appends go
+   * on and lag grows as usual. The pause is stored: it outlives every process,
+   * and a process that starts while it holds starts paused. Pausing a paused
+   * group replaces its pause. Returns the pause as stored. Publishes
+   * `rheo:group:paused`. `group_not_found` when there is none.
+   */
+  pauseGroup(stream: string, group: string, options: PauseGroupOptions = {}): Promise<GroupPause> {
+    return pause.pauseGroup(this.ctx, stream, group, options);
+  }
+
+  /**
+   * Lift a group's pause; its waiting consumers are woken as by an append, so they
+   * claim at once. True when a pause was holding the group back, false (nothing
+   * changed) when none was. Publishes `rheo:group:resumed`. `group_not_found` when
+   * there is none.
+   */
+  resumeGroup(stream: string, group: string): Promise<boolean> {
+    return pause.resumeGroup(this.ctx, stream, group);
   }
 
   // ---------------------------------------------------------------- log: append, read, query

@@ -215,6 +215,11 @@ export interface GroupInfo {
   oldestUnsettledAgeMs: number | null;
   config: GroupConfig;
   /**
+   * The group's pause, as the store holds it now (`pauseGroup`), or null when no
+   * process is held back: never paused, resumed, or past its `until`.
+   */
+  paused: GroupPause | null;
+  /**
    * Conditions of the store that put the group's data at risk, in words an
    * operator can act on (a Redis server that can lose acknowledged writes or
    * evict keys, say), and this process's clock when it is far from the store's
@@ -313,4 +318,30 @@ export interface GroupChanges {
   maxAttempts?: number;
   /** The backoff of retries scheduled from now on; retries already scheduled keep their due time. */
   retry?: RetryBackoff;
+}
+
+/**
+ * A group's pause (`Rheo#pauseGroup`, docs/adr/046-pausing-a-group.md): while it
+ * holds, no process claims a delivery of the group; leases already held renew and
+ * settle as usual, appends go on and lag grows.
+ */
+export interface GroupPause {
+  /** When the pause was set, by the store's clock. */
+  pausedAt: Date;
+  /** When the group resumes by itself (the store's clock decides), or null: until `resumeGroup`. */
+  until: Date | null;
+  /** Why, in the operator's words, or null. */
+  reason: string | null;
+  /** Who paused it, as given, or null. */
+  by: string | null;
+}
+
+/** The options of `Rheo#pauseGroup`. */
+export interface PauseGroupOptions {
+  /** Resume by itself at this time (after now, at most a year ahead); absent: until `resumeGroup`. */
+  until?: Date;
+  /** Why, shown in groupInfo, the CLI and the dashboard (at most 1,024 characters). */
+  reason?: string;
+  /** Who, shown beside the reason (at most 256 characters). */
+  by?: string;
 }

@@ -186,4 +186,6 @@ export interface ConsumerEvents {
   renew_recovered: [];
   late_settle: [LateSettleEvent];
   late_result: [LateResultEvent];
+  /** A fetch found the group paused in the store (true), or claiming again after a pause (false): docs/adr/046-pausing-a-group.md. */
+  paused: [boolean];
 }

@@ -4,7 +4,7 @@ import { RheoError } from '../core/errors';
 import { outcomeOfError, RheoReject, RheoRetry } from '../core/outcomes';
 import type { Rheo } from '../core/rheo';
 import type { Lease } from '../core/types';
-import { deadLetteredOf } from '../core/fetched';
+import { deadLetteredOf, isPausedAnswer } from '../core/fetched';
 import type { DrainResult, ConsumerBatchHandler, ConsumerEvents, ConsumerHandler, ConsumerState, ConsumerStats } from './consumer-types';
 import { BatchDispatch } from './batch-dispatch';
 import { FetchLoop } from './fetch-loop';
@@ -49,6 +49,7 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
   private renewError: RheoError | null = null;
 
   private current: ConsumerState = 'idle';
+  private groupPaused = false;
   /** Leases held but not yet handed to a handler: the prefetch buffer, in fetch order. */
   private readonly ready: InflightEntry[] = [];
 
@@ -167,6 +168,11 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
     return this.current === 'backing_off' ? this.loop.lastError : null;
   }
 
+  /** The last fetch found the group paused in the store (`Rheo#pauseGroup`): nothing is claimed until it resumes. */
+  get paused(): boolean {
+    return this.groupPaused;
+  }
+
   /** The renewal error while renewals are failing (leases at risk of expiring under their handlers), else null. */
   get renewalError(): RheoError | null {
     return this.current === 'stopped' || !this.renewals.failing ? null : this.renewError;
@@ -270,6 +276,11 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
     // Told whatever happens next: the dead letters are written already.
     const dead = deadLetteredOf(leases);
     if (dead) for (const d of dead) this.notify('dead_letter', { ...d });
+    const paused = isPausedAnswer(leases);
+    if (paused !== this.groupPaused) {
+      this.groupPaused = paused;
+      this.notify('paused', paused);
+    }
     if (this.current === 'stopped') return false; // the drain timed out meanwhile: these expire and are redelivered
     this.leases += leases.length;
     if (this.loop.recover()) {

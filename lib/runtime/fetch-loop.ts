@@ -1,5 +1,6 @@
 import { backoffDelay } from '../core/backoff';
 import { type RheoError, toRheoError } from '../core/errors';
+import { isPausedAnswer } from '../core/fetched';
 import { MAX_FETCH_LIMIT } from '../core/limits';
 import type { Rheo } from '../core/rheo';
 import type { Lease } from '../core/types';
@@ -138,7 +139,8 @@ export class FetchLoop {
     this.phase = 'off';
     if (!this.hooks.claimed(leases)) return;
     if (leases.length === 0) {
-      if (byWake) this.emptyWakeUps++;
+      // A paused group's answers are empty by design: the wake-up that resumes it must not be ignored.
+      if (byWake && !isPausedAnswer(leases)) this.emptyWakeUps++;
       this.waitForWork();
     } else {
       this.emptyWakeUps = 0;

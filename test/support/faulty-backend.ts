@@ -2,6 +2,7 @@
 // (the memory backend in the runtime tests); a fault only replaces the answer,
 // and for settles it can do so after the write really happened underneath.
 import type {
+  PauseGroupRequest,
   UpdateGroupRequest,
   Backend,
   CreateGroupRequest,
@@ -259,6 +260,12 @@ export class FaultyBackend implements Backend {
   }
   updateGroup(request: UpdateGroupRequest) {
     return this.inner.updateGroup(request);
+  }
+  pauseGroup(request: PauseGroupRequest) {
+    return this.inner.pauseGroup(request);
+  }
+  resumeGroup(stream: string, group: string) {
+    return this.inner.resumeGroup(stream, group);
   }
   getStream(stream: string) {
     return this.inner.getStream(stream);

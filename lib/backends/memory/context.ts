@@ -1,6 +1,6 @@
 import type { Clock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
-import type { GroupConfig, StreamInfo } from '../../core/types';
+import type { GroupConfig, GroupPause, StreamInfo } from '../../core/types';
 import type { ResolvedStart } from '../backend';
 import type { PartitionLog, StoredEvent } from './partition-log';
 
@@ -49,6 +49,8 @@ export interface MemGroup {
   deadOrder: string[] | null;
   /** Rotates the partition fetch starts from, so no partition starves. */
   nextPartition: number;
+  /** Set by pauseGroup, cleared by resumeGroup; one past its `until` holds nothing back (see pause.ts). */
+  pause?: GroupPause;
 }
 
 export interface MemStream {

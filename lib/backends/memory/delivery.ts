@@ -1,5 +1,6 @@
 import { backoffDelay } from '../../core/backoff';
 import { RheoError, toRheoError } from '../../core/errors';
+import { pausedAnswer } from '../../core/fetched';
 import { newId } from '../../core/ids';
 import { leaseExpiredReason } from '../../core/settle';
 import type { Lease } from '../../core/types';
@@ -17,6 +18,7 @@ import {
   type MemStream,
 } from './context';
 import { toEvent } from './partition-log';
+import { activePause } from './pause';
 
 // The delivery section: the claim (fetch), renew, settle and release. Every operation
 // is an index lookup or a walk over a group's open deliveries only.
@@ -24,6 +26,7 @@ import { toEvent } from './partition-log';
 export async function fetch(ctx: MemoryContext, req: FetchRequest): Promise<FetchedLeases> {
   const { s, g } = groupOf(ctx, req.stream, req.group);
   const now = ctx.clock.now();
+  if (activePause(g, now)) return pausedAnswer();
   return claimPastDelays(req.limit, async (limit) => claimRound({ ...req, limit }, s, g, now));
 }
 

@@ -1,5 +1,16 @@
 import type { Clock } from '../../core/clock';
-import type { DeadLetter, GroupConfig, GroupInfo, Lag, Lease, Retention, RheoEvent, StreamInfo, TrimResult } from '../../core/types';
+import type {
+  DeadLetter,
+  GroupConfig,
+  GroupInfo,
+  GroupPause,
+  Lag,
+  Lease,
+  Retention,
+  RheoEvent,
+  StreamInfo,
+  TrimResult,
+} from '../../core/types';
 import type {
   AppendedEvents,
   Backend,
@@ -8,6 +19,7 @@ import type {
   FetchedLeases,
   FetchRequest,
   NewEvent,
+  PauseGroupRequest,
   QueryRequest,
   ReadRequest,
   RenewResult,
@@ -25,6 +37,7 @@ import * as coordination from './coordination';
 import * as delivery from './delivery';
 import * as groupSettings from './group-settings';
 import * as log from './log';
+import * as pause from './pause';
 import { checkOptions, type MemoryBackendOptions } from './options';
 import * as recovery from './recovery';
 import * as registry from './registry';
@@ -104,6 +117,12 @@ export class MemoryBackend implements Backend {
   }
   updateGroup(req: UpdateGroupRequest): Promise<GroupConfig> {
     return groupSettings.updateGroup(this.ctx, req);
+  }
+  pauseGroup(req: PauseGroupRequest): Promise<GroupPause> {
+    return pause.pauseGroup(this.ctx, req);
+  }
+  resumeGroup(stream: string, group: string): Promise<boolean> {
+    return pause.resumeGroup(this.ctx, stream, group);
   }
 
   append(stream: string, events: NewEvent[]): Promise<AppendedEvents> {

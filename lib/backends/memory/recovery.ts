@@ -3,6 +3,7 @@ import type { DeadLetter, GroupInfo, Lag, RheoEvent } from '../../core/types';
 import type { ReplayRequest, ResolvedStart } from '../backend';
 import { copyGroupConfig } from '../copies';
 import { groupOf, startParts, wake, type Delivery, type MemGroup, type MemoryContext } from './context';
+import { activePause } from './pause';
 import { toEvent, type StoredEvent } from './partition-log';
 
 // The recovery section: replay, reset and redrive move a group back; lag, groupInfo and
@@ -116,6 +117,7 @@ export async function groupInfo(ctx: MemoryContext, stream: string, group: strin
     deadLetters: g.dead.size,
     oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
     config: copyGroupConfig(g.config),
+    paused: activePause(g, now),
   };
 }
 

@@ -103,6 +103,9 @@ describe('redis key layout and cluster slots', () => {
       await rheo.groupInfo(STREAM, GROUP);
       await rheo.deadLetters(STREAM, GROUP);
       await rheo.updateGroup(STREAM, GROUP, { maxAttempts: 7, retry: { initialMs: 10 } });
+      await rheo.pauseGroup(STREAM, GROUP, { reason: 'slots', by: 'test' });
+      await rheo.fetch(STREAM, GROUP);
+      await rheo.resumeGroup(STREAM, GROUP);
       await rheo.reset(STREAM, GROUP, { confirm: true, start: 'end' });
       // Retention: set, trim (unforced, then forced past lagging groups), purge by time (with the
       // time index rebuilt from the dead letters, as for data of layout 1), purge all, a turn.

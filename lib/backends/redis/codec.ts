@@ -122,10 +122,15 @@ export interface FetchAnswer {
   parked: number;
   leases: LeaseRows;
   deadLettered: ClaimDeadLetter[] | undefined;
+  /** The group is paused: the script claimed nothing (leases empty). */
+  paused?: true;
 }
 
 export function fetchAnswer(reply: unknown): FetchAnswer {
   const out = reply as unknown[];
+  // A paused group's claim (docs/adr/046-pausing-a-group.md): its wake id, and nothing claimed.
+  if (out[1] === 'paused')
+    return { wakeId: String(out[0]), pending: false, parked: 0, leases: fetchedLeases([]), deadLettered: undefined, paused: true };
   const leases = fetchedLeases(out);
   return {
     wakeId: String(out[0]),

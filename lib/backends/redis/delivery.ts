@@ -1,5 +1,5 @@
 import { RheoError } from '../../core/errors';
-import { deadLetteredOf, fetched } from '../../core/fetched';
+import { deadLetteredOf, fetched, pausedAnswer } from '../../core/fetched';
 import { newId } from '../../core/ids';
 import { groupKey } from '../../core/registrations';
 import { checkPartition } from '../../core/requests';
@@ -41,17 +41,22 @@ export async function fetch(ctx: RedisContext, req: FetchRequest): Promise<Fetch
   const P = await partitionsOf(ctx, req.stream);
   const parts = req.partitions ?? Array.from({ length: P }, (_, p) => p);
   let pending = false;
+  let paused = false;
   // One claim, and more only while claims park delayed events (../delays.ts).
   const leases = await claimPastDelays(req.limit, async (limit) => {
     const round = await claim(ctx, { ...req, limit }, parts);
     pending ||= round.pending;
+    paused ||= round.paused;
     return round;
   });
+  // Marked only when empty: leases claimed by an earlier round before a pause are the caller's.
+  if (paused && leases.length === 0) return pausedAnswer();
   if (!pending) return leases;
   await tidy(ctx, req.stream, req.group, parts);
   if (leases.length > 0) return leases;
   // The claim after tidy may dead-letter too: both claims' dead letters are told.
   const again = await claim(ctx, req, parts);
+  if (again.paused && deadLetteredOf(leases) === undefined) return pausedAnswer();
   const before = deadLetteredOf(leases);
   return fetched(again.leases, before && again.deadLettered ? [...before, ...again.deadLettered] : (again.deadLettered ?? before?.slice()));
 }
@@ -62,7 +67,11 @@ export async function fetch(ctx: RedisContext, req: FetchRequest): Promise<Fetch
  * for the rest of the limit go out together, in one pipeline (one round trip,
  * not one per hundred leases).
  */
-async function claim(ctx: RedisContext, req: FetchRequest, parts: number[]): Promise<ClaimRound<Lease> & { pending: boolean }> {
+async function claim(
+  ctx: RedisContext,
+  req: FetchRequest,
+  parts: number[],
+): Promise<ClaimRound<Lease> & { pending: boolean; paused: boolean }> {
   const k = ctx.keys(req.stream);
   const g = k.group(req.group);
   const keys = [k.meta, g.cfg, g.deliveries, k.wake];
@@ -73,8 +82,9 @@ async function claim(ctx: RedisContext, req: FetchRequest, parts: number[]): Pro
   const call = (want: number): ScriptCall => ({ name: 'fetch', keys, args: [now, want, req.leaseMs, newId(), ...parts] });
   const first = call(Math.min(FETCH_PER_CALL, req.limit));
   const answers: FetchAnswer[] = [fetchAnswer(await ctx.script('write', 'fetch', keys, first.args, req))];
-  // The first call's wake id: wait() then wakes for anything written since this fetch began.
+  // The first call's wake id: wait() then wakes for anything written since this fetch began (a resume included).
   ctx.wake.lastIds.set(groupKey(req.stream, req.group), answers[0].wakeId);
+  if (answers[0].paused) return { leases: [], pending: false, parked: 0, paused: true };
   if (answers[0].leases.count === first.args[1] && req.limit > FETCH_PER_CALL) {
     const rest: ScriptCall[] = [];
     for (let left = req.limit - FETCH_PER_CALL; left > 0; left -= FETCH_PER_CALL) rest.push(call(Math.min(FETCH_PER_CALL, left)));
@@ -108,7 +118,7 @@ async function claim(ctx: RedisContext, req: FetchRequest, parts: number[]): Pro
       });
     }
   }
-  return deadLettered ? { leases, pending, parked, deadLettered } : { leases, pending, parked };
+  return deadLettered ? { leases, pending, parked, deadLettered, paused: false } : { leases, pending, parked, paused: false };
 }
 
 /**

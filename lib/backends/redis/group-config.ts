@@ -64,3 +64,22 @@ export function decodeGroupConfig(stream: string, group: string, values: Readonl
     createdAt: new Date(Number(stored('createdAt'))),
   };
 }
+
+/**
+ * A group's pause (docs/adr/046-pausing-a-group.md), as fields of its `cfg` hash:
+ * present all four, or none. `pu` is the claim's gate, read by the fetch script in
+ * the HMGET it already makes: the pause's `until` (ms, the backend's clock), or
+ * {@link NO_UNTIL} when it holds until resumed. `pa` is when it was set (ms),
+ * `pr` and `pb` the reason and who paused ('' when not given: the facade refuses an
+ * empty one). The scripts (pause-group, resume-group, fetch, inspect) name them as
+ * stored. A process of a version before pausing never reads nor removes them.
+ */
+export const STORED_PAUSE_FIELDS = {
+  until: 'pu',
+  pausedAt: 'pa',
+  reason: 'pr',
+  by: 'pb',
+} as const;
+
+/** The stored `pu` of a pause with no `until`. */
+export const NO_UNTIL = '-';

@@ -1,11 +1,12 @@
 import { RheoError } from '../../core/errors';
-import type { DeadLetter, GroupInfo, Lag } from '../../core/types';
+import type { DeadLetter, GroupInfo, GroupPause, Lag } from '../../core/types';
 import type { ReplayRequest, ResolvedStart } from '../backend';
 import { copyGroupConfig } from '../copies';
 import { eventFromEntry, parseDeadRecord } from './codec';
 import type { RedisContext } from './context';
 import { tidy } from './delivery';
 import { firstAtOrAfter } from './log-scan';
+import { activePause } from './pause';
 import { configOf, getGroup, partitionsOf, startArgs } from './registry';
 import { indexDeadTimes } from './retention';
 
@@ -187,7 +188,7 @@ export async function groupInfo(ctx: RedisContext, stream: string, group: string
   // The config as stored now: another process may have changed it (updateGroup).
   const config = await getGroup(ctx, stream, group);
   if (!config) throw RheoError.groupNotFound(stream, group);
-  const { lag, inflight, dead, oldest, now } = await inspect(ctx, stream, group);
+  const { lag, inflight, dead, oldest, now, paused } = await inspect(ctx, stream, group);
   return {
     stream,
     group,
@@ -196,6 +197,7 @@ export async function groupInfo(ctx: RedisContext, stream: string, group: string
     deadLetters: dead,
     oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
     config: copyGroupConfig(config),
+    paused,
     ...(ctx.durabilityWarnings.length > 0 ? { warnings: [...ctx.durabilityWarnings] } : {}),
   };
 }
@@ -208,6 +210,8 @@ interface Inspection {
   oldest: number | null;
   now: number;
   pending: number[];
+  /** The group's pause while it holds at `now` (not past its until), else null. */
+  paused: GroupPause | null;
 }
 
 /** One consistent read; work found unfinished (a cut-short walk, a rewind) is finished and the read repeated. */
@@ -225,7 +229,7 @@ async function inspectOnce(ctx: RedisContext, stream: string, group: string): Pr
   const keys = [k.meta, g.cfg, g.deliveries, g.dead];
   for (let p = 0; p < P; p++) keys.push(g.leased(p), k.log(p));
   const now = ctx.clock.now();
-  const out = (await ctx.script('read', 'inspect', keys, [now], { stream, group })) as Array<number | string>;
+  const out = (await ctx.script('read', 'inspect', keys, [now], { stream, group })) as Array<number | string | null>;
   const partitions = [];
   const pending: number[] = [];
   let inflight = 0;
@@ -240,5 +244,7 @@ async function inspectOnce(ctx: RedisContext, stream: string, group: string): Pr
     if (Number(unfinished) === 1) pending.push(p);
   }
   const lag: Lag = { stream, group, lag: partitions.reduce((n, x) => n + x.lag, 0), partitions };
-  return { lag, inflight, dead: Number(out[0]), oldest, now, pending };
+  // The pause fields follow the partitions' figures (scripts/inspect.ts).
+  const paused = activePause(out.slice(1 + 5 * P, 5 + 5 * P) as Array<string | null>, now);
+  return { lag, inflight, dead: Number(out[0]), oldest, now, pending, paused };
 }

@@ -1,7 +1,18 @@
 import { type Clock, StoreClock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import type { Registrations } from '../../core/registrations';
-import type { DeadLetter, GroupConfig, GroupInfo, Lag, Lease, Retention, RheoEvent, StreamInfo, TrimResult } from '../../core/types';
+import type {
+  DeadLetter,
+  GroupConfig,
+  GroupInfo,
+  GroupPause,
+  Lag,
+  Lease,
+  Retention,
+  RheoEvent,
+  StreamInfo,
+  TrimResult,
+} from '../../core/types';
 import type {
   AppendedEvents,
   Backend,
@@ -10,6 +21,7 @@ import type {
   FetchedLeases,
   FetchRequest,
   NewEvent,
+  PauseGroupRequest,
   QueryRequest,
   ReadRequest,
   RenewResult,
@@ -31,6 +43,7 @@ import { checkDurability } from './durability';
 import type { RedisClient } from './external';
 import { checkStoredLayout, RedisConnection, storeTime, streamNode } from './lifecycle';
 import * as log from './log';
+import * as pause from './pause';
 import { checkOptions, type RedisBackendOptions, type RedisDurability, type RedisSettings } from './options';
 import * as recovery from './recovery';
 import * as registry from './registry';
@@ -180,6 +193,14 @@ export class RedisBackend implements Backend {
   }
   updateGroup(req: UpdateGroupRequest): Promise<GroupConfig> {
     return groupSettings.updateGroup(this.ctx, req);
+  }
+
+  // pause.ts
+  pauseGroup(req: PauseGroupRequest): Promise<GroupPause> {
+    return pause.pauseGroup(this.ctx, req);
+  }
+  resumeGroup(stream: string, group: string): Promise<boolean> {
+    return pause.resumeGroup(this.ctx, stream, group);
   }
 
   // log.ts

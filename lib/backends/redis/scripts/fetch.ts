@@ -18,9 +18,12 @@
  * cfg) is dead-lettered instead of leased, as settle dead-letters (docs/adr/035):
  * it takes its place of the limit like a parked event, and reports `pending` when
  * it is at frontier + 1 (the backend's tidy walks the frontier past it).
+ * A paused group (docs/adr/046-pausing-a-group.md: cfg field `pu`, the pause's until
+ * or '-', read in the HMGET of the positions) claims nothing while `pu` is '-' or
+ * after now: the call answers `paused` and writes nothing.
  *
  * KEYS[1]     meta    HASH    the stream's meta (hw:<p>, lw:<p>, dz:<p>)
- * KEYS[2]     cfg     HASH    the group's config (ord), positions (f:, c:, rw:), rr (incremented)
+ * KEYS[2]     cfg     HASH    the group's config (ord, pu), positions (f:, c:, rw:), rr (incremented)
  * KEYS[3]     dl      HASH    delivery records (written: a leased record per claim)
  * KEYS[4]     wake    STREAM  read: its last entry id is returned
  * KEYS[5+3j]  log     STREAM  the log of the partition in slot j
@@ -36,7 +39,7 @@
  * ARGV[4]    leaseIdBase  lease n of this call gets the id `<leaseIdBase>.<n>`
  * ARGV[5+j]  partition    the partition of slot j
  *
- * Returns { wakeId ('0-0' when none), pending (1 when a frontier walk or a rewind is
+ * Returns { wakeId, 'paused' } when the group is paused, else { wakeId ('0-0' when none), pending (1 when a frontier walk or a rewind is
  * left unfinished: the backend runs tidy, then fetches again if nothing was claimed),
  * parked (delayed events parked, and expired leases dead-lettered: the backend claims again for their places),
  * then, only when something was leased or dead-lettered: strings, then one row per lease,
@@ -111,8 +114,15 @@ for j = 0, np - 1 do
   hwFields[#hwFields + 1] = 'lw:' .. p
   hwFields[#hwFields + 1] = 'dz:' .. p
 end
+-- The pause's gate last, so the positions keep their places.
+cfgFields[#cfgFields + 1] = 'pu'
 local cfg = redis.call('HMGET', KEYS[2], unpack(cfgFields))
 if not cfg[1] then return rheoError('group_not_found') end
+local pu = cfg[2 + 3 * np]
+if pu and (pu == '-' or tonumber(pu) > now) then
+  local last = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)
+  return { last[1] and last[1][1] or '0-0', 'paused' }
+end
 local hws = redis.call('HMGET', KEYS[1], unpack(hwFields))
 -- Frontier and cursor of each partition, never below its trim point.
 local fs, cs, lws, dzs = {}, {}, {}, {}

@@ -43,6 +43,7 @@ import { DELETE_GROUP } from './delete-group';
 import { FETCH } from './fetch';
 import { INSPECT } from './inspect';
 import { LAYOUT } from './layout';
+import { PAUSE_GROUP } from './pause-group';
 import { PURGE } from './purge';
 import { REDRIVE } from './redrive';
 import { RELEASE } from './release';
@@ -51,6 +52,7 @@ import { RENEW } from './renew';
 import { REOPEN } from './reopen';
 import { REPLAY } from './replay';
 import { RESET } from './reset';
+import { RESUME_GROUP } from './resume-group';
 import { SET_RETENTION } from './set-retention';
 import { SETTLE } from './settle';
 import { TIDY } from './tidy';
@@ -81,6 +83,8 @@ export const SCRIPTS = {
   releaseTurn: RELEASE_TURN,
   deleteGroup: DELETE_GROUP,
   updateGroup: UPDATE_GROUP,
+  pauseGroup: PAUSE_GROUP,
+  resumeGroup: RESUME_GROUP,
   layout: LAYOUT,
 } as const;
 

@@ -4,7 +4,7 @@
  * and reads again.
  *
  * KEYS[1]     meta    HASH    the stream's meta (partitions, hw:<p>, lw:<p>)
- * KEYS[2]     cfg     HASH    the group's positions (f:, c:, rw:)
+ * KEYS[2]     cfg     HASH    the group's positions (f:, c:, rw:), its pause (pu, pa, pr, pb)
  * KEYS[3]     dl      HASH    delivery records (the record at frontier + 1)
  * KEYS[4]     dead    HASH    dead letters (counted)
  * KEYS[5+2p]  leased  ZSET    the leased set of partition p (live leases counted; every partition)
@@ -14,7 +14,8 @@
  *
  * Returns { dead-letter count, then per partition: high watermark, frontier, live leases,
  * timestamp of frontier + 1 or '' (a delayed event's deliverAt when that is later: it is
- * unsettled from then on), 1 when a frontier walk or rewind is left unfinished else 0 }.
+ * unsettled from then on), 1 when a frontier walk or rewind is left unfinished else 0,
+ * then the group's pause fields pu, pa, pr, pb (nil each when not paused: ../group-config.ts) }.
  * Errors:
  *   RHEO:stream_not_found / RHEO:group_not_found  keys gone -> that RheoError (explained)
  */
@@ -52,6 +53,8 @@ for p = 0, P - 1 do
   end
   out[#out + 1] = pending
 end
+local pz = redis.call('HMGET', KEYS[2], 'pu', 'pa', 'pr', 'pb')
+for i = 1, 4 do out[#out + 1] = pz[i] end
 return out
 `,
 );

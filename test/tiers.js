@@ -113,6 +113,7 @@ const SERIAL = [
 // test/sequencer.js reads this; Jest's own timings, when it has them, order the rest.
 const SLOW = [
   'test/redis/multiprocess.spec.ts',
+  'test/redis/pause.spec.ts',
   'test/cli/cli-bin.spec.ts',
   'test/sql/postgres.transactional-kill.spec.ts',
   'test/sql/postgres.multiprocess.spec.ts',

@@ -70,7 +70,8 @@ export class GroupKeys {
 
   /**
    * HASH: the group's config (stored field names in group-config.ts), `f:<p>` frontier,
-   * `c:<p>` cursor (next never-delivered sequence), `rw:<p>` rewind target, `rr` fetch rotation.
+   * `c:<p>` cursor (next never-delivered sequence), `rw:<p>` rewind target, `rr` fetch rotation,
+   * `pu`, `pa`, `pr`, `pb` the group's pause (STORED_PAUSE_FIELDS).
    */
   get cfg(): string {
     return `${this.base}:cfg`;

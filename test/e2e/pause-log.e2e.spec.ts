@@ -1,14 +1,15 @@
 import { Controller, type INestApplication } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
-import { memoryBackend, Rheo, RheoConsumer, RheoModule, RheoServer } from '../../lib';
+import { memoryBackend, Rheo, RheoClient, RheoConsumer, RheoModule, RheoServer } from '../../lib';
 import { until } from '../support/until';
 import { CapturingLogger } from './log-capture';
 
 // What RheoServer logs of a pause of a group it consumes: one WARN when its
 // consumer finds the group paused, one LOG when it claims again, each naming the
 // handler, the stream and the group; and the events appended meanwhile are
-// handled after the resume.
+// handled after the resume. The pause and the resume go through RheoClient, which
+// logs them as its other admin actions.
 
 const handled: number[] = [];
 
@@ -45,7 +46,10 @@ describe('RheoServer logs a pause of its group', () => {
     await rheo.append('orders', { payload: { n: 1 } });
     await until('event 1 handled', () => handled.includes(1));
 
-    await rheo.pauseGroup('orders', 'billing', { reason: 'card API down' });
+    const client = app.get(RheoClient);
+    const pause = await client.pauseGroup('orders', 'billing', { reason: 'card API down', by: 'ana' });
+    expect(pause).toEqual({ pausedAt: expect.any(Date), until: null, reason: 'card API down', by: 'ana' });
+    expect((await client.groupInfo('orders', 'billing')).paused).toEqual(pause);
     await until('the pause logged', () => pauseLines().length === 1);
     const server = app.get(RheoServer);
     expect(server.consumers().map((c) => [c.group, c.paused])).toEqual([['billing', true]]);
@@ -53,7 +57,7 @@ describe('RheoServer logs a pause of its group', () => {
     await rheo.append('orders', { payload: { n: 2 } });
     expect(handled).toEqual([1]);
 
-    await rheo.resumeGroup('orders', 'billing');
+    expect(await client.resumeGroup('orders', 'billing')).toBe(true);
     await until('event 2 handled after the resume', () => handled.includes(2));
     await until('the resume logged', () => pauseLines().length === 2);
     expect(handled).toEqual([1, 2]);

@@ -161,7 +161,7 @@ export interface UpdateGroupInput {
 export interface PauseGroupInput {
   /** When the group resumes by itself: an ISO 8601 time, or a duration from now (`90s`, `30m`, `2h`, `1d`). */
   until?: string | Date;
-  /** Why, shown beside the pause (at most 1,024 characters). */
+  /** Why, shown beside the pause (at most 1,000 characters). */
   reason?: string;
   /** Who, shown beside the reason (at most 256 characters). */
   by?: string;

@@ -91,7 +91,9 @@ function renderPause(box, resume, p) {
   if (p.reason !== null) parts.push(': ', el('span', { 'data-testid': 'pause-reason-text', text: p.reason }));
   replaceRows(
     box,
-    parts.map((c) => (typeof c === 'string' ? document.createTextNode(c) : c)),
+    parts.map(function (c) {
+      return typeof c === 'string' ? document.createTextNode(c) : c;
+    }),
   );
   box.hidden = false;
 }

@@ -65,7 +65,7 @@ export function inspectCommands(program: Command, io: Io): void {
 
   program
     .command('groups <stream>')
-    .description("list a stream's consumer groups: lag, inflight, dead letters, oldest unsettled event")
+    .description("list a stream's consumer groups: lag, inflight, dead letters, oldest unsettled event, settings, pause")
     .action((stream: string, _opts, cmd: Command) =>
       withReadOnlyAdmin(cmd.optsWithGlobals<GlobalOptions>(), async (admin) => {
         const groups = await admin.groups(stream);

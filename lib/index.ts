@@ -63,6 +63,8 @@ export type {
   ResetOptions,
   DeleteGroupOptions,
   RedriveOptions,
+  GroupPause,
+  PauseGroupOptions,
 } from './core/types';
 // For handlers and callers: the errors they catch and the outcomes they throw or return.
 export { RheoError, isRheoError, type RheoErrorCode } from './core/errors';
@@ -102,4 +104,5 @@ export {
   type LeaseLostMessage,
   type RenewErrorMessage,
   type ClockSkewMessage,
+  type GroupPauseMessage,
 } from './core/diagnostics';

@@ -1,10 +1,11 @@
 // The LOG lines of the admin actions (redrive, replay, reset, trim,
-// purgeDeadLetters, updateGroup), with what each changed: an operator reading the log sees
+// purgeDeadLetters, updateGroup, pauseGroup, resumeGroup), with what each changed: an operator reading the log sees
 // who rewound what. Framework-free, so RheoAdmin (CLI, dashboard) and
 // RheoClient write the same words. Called after the action succeeded, with
 // options already validated by the facade.
 import type {
   GroupChanges,
+  GroupPause,
   PurgeDeadLettersOptions,
   RedriveOptions,
   ReplayOptions,
@@ -54,4 +55,17 @@ export function updateGroupLine(stream: string, group: string, changes: GroupCha
   if (changes.maxAttempts !== undefined) parts.push(`maxAttempts ${changes.maxAttempts}`);
   for (const [k, v] of Object.entries(changes.retry ?? {})) if (v !== undefined) parts.push(`retry.${k} ${v}`);
   return `Changed the settings of ${stream}/${group}: ${parts.join(', ')}`;
+}
+
+/** A pause as stored: until when, why and by whom, as the operator gave them. */
+export function pauseLine(stream: string, group: string, pause: GroupPause): string {
+  const until = pause.until ? `until ${pause.until.toISOString()}` : 'until resumed';
+  const by = pause.by === null ? '' : `, by ${JSON.stringify(pause.by)}`;
+  const reason = pause.reason === null ? '' : `: ${JSON.stringify(pause.reason)}`;
+  return `Paused ${stream}/${group} ${until}${by}${reason}`;
+}
+
+/** A resume, and whether a pause was holding the group back (an `until` may have passed already). */
+export function resumeLine(stream: string, group: string, wasPaused: boolean): string {
+  return wasPaused ? `Resumed ${stream}/${group}` : `Resumed ${stream}/${group} (it was not paused)`;
 }

@@ -19,6 +19,8 @@ const INPUT_KEYS = {
   trim: keySet('a trim option', ['force', 'confirm']),
   purgeDeadLetters: keySet('a purgeDeadLetters option', ['before', 'all']),
   updateGroup: keySet('an updateGroup option', ['maxAttempts', 'retry', 'confirm']),
+  pauseGroup: keySet('a pauseGroup option', ['until', 'reason', 'by', 'confirm']),
+  resumeGroup: keySet('a resumeGroup option', ['confirm']),
 } as const;
 
 /** An admin operation's input object (named `field` in errors): a plain object of its known keys only. */
@@ -37,6 +39,25 @@ export function parseTime(field: string, value: unknown): Date {
     if (!Number.isNaN(date.getTime())) return date;
   }
   throw RheoError.invalid(field, 'must be an ISO 8601 time, e.g. 2025-01-31T12:00:00Z');
+}
+
+const DURATION_UNITS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * When a pause ends: an ISO 8601 time, or a duration from `now` (the store's
+ * clock, ms) written as a whole number and a unit, `90s`, `30m`, `2h`, `1d`. The
+ * facade then checks it is after now and at most a year ahead.
+ */
+export function parseUntil(field: string, value: unknown, now: number): Date {
+  if (typeof value === 'string') {
+    const m = /^(\d{1,9})(s|m|h|d)$/.exec(value);
+    if (m) return new Date(now + Number(m[1]) * DURATION_UNITS[m[2]]);
+  }
+  try {
+    return parseTime(field, value);
+  } catch {
+    throw RheoError.invalid(field, 'must be an ISO 8601 time (2025-01-31T12:00:00Z) or a duration such as 90s, 30m, 2h or 1d');
+  }
 }
 
 const START_FORMS = "must be 'beginning', 'end', a sequence (N), per partition sequences (0:N,1:M) or an ISO time";

@@ -13,6 +13,7 @@ import type {
   GroupChanges,
   GroupInfo,
   JsonValue,
+  PauseGroupOptions,
   PurgeDeadLettersOptions,
   RedriveOptions,
   ReplayOptions,
@@ -20,18 +21,20 @@ import type {
   StreamInfo,
 } from '../core/types';
 import { checkName, checkObject } from '../core/validate';
-import { purgeLine, redriveLine, replayLine, resetLine, trimLine, updateGroupLine } from './admin-log';
+import { pauseLine, purgeLine, redriveLine, replayLine, resetLine, resumeLine, trimLine, updateGroupLine } from './admin-log';
 import { fromLag, readHighWatermarks } from './high-watermarks';
-import { checkInput, parseStart, parseTime, requireConfirm } from './inputs';
-import { deadLetterSummary, eventSummary, groupSummary, streamSummary } from './summaries';
+import { checkInput, parseStart, parseTime, parseUntil, requireConfirm } from './inputs';
+import { deadLetterSummary, eventSummary, groupSummary, pauseSummary, streamSummary } from './summaries';
 import { checkTailOptions, decodeTailCursor, encodeTailCursor, tailAfter, tailLatest } from './tail';
 import type {
   AdminActor,
   DeadLetterPage,
   EventSummary,
+  GroupPauseSummary,
   GroupSettingsSummary,
   GroupSummary,
   Overview,
+  PauseGroupInput,
   RheoAdminOperations,
   StreamSummary,
   UpdateGroupInput,
@@ -57,8 +60,9 @@ export interface RheoAdminOptions {
 
 /**
  * The admin operations over one {@link Rheo}: what the `rheo` CLI, the dashboard
- * and scripts use, with JSON-ready results. `reset`, `redrive` of all and a
- * forced `trim` refuse without `confirm: true` (`confirm_required`, field `confirm`).
+ * and scripts use, with JSON-ready results. `reset`, `redrive` of all, a
+ * forced `trim`, `updateGroup`, `pauseGroup` and `resumeGroup` refuse without
+ * `confirm: true` (`confirm_required`, field `confirm`).
  */
 export class RheoAdmin implements RheoAdminOperations {
   private readonly consumers: () => LocalConsumer[];
@@ -228,6 +232,27 @@ export class RheoAdmin implements RheoAdminOperations {
     const c = await this.rheo.updateGroup(stream, group, changes);
     this.logged(updateGroupLine(stream, group, changes));
     return { stream: c.stream, group: c.group, maxAttempts: c.maxAttempts, retry: { ...c.retry }, ordering: c.ordering };
+  }
+
+  async pauseGroup(stream: string, group: string, options: PauseGroupInput): Promise<GroupPauseSummary> {
+    checkInput('pauseGroup', 'options', options);
+    requireConfirm(options.confirm, 'pauseGroup stops every process claiming the events of the group');
+    const pause: PauseGroupOptions = {};
+    // A duration counts from the store's clock, as the facade's check of `until` does.
+    if (options.until !== undefined) pause.until = parseUntil('until', options.until, this.rheo.backend.clock.now());
+    if (options.reason !== undefined) pause.reason = options.reason;
+    if (options.by !== undefined) pause.by = options.by;
+    const stored = await this.rheo.pauseGroup(stream, group, pause);
+    this.logged(pauseLine(stream, group, stored));
+    return pauseSummary(stored);
+  }
+
+  async resumeGroup(stream: string, group: string, options: { confirm: boolean }): Promise<{ resumed: boolean }> {
+    checkInput('resumeGroup', 'options', options);
+    requireConfirm(options.confirm, 'resumeGroup lets every process claim the events of the group again');
+    const resumed = await this.rheo.resumeGroup(stream, group);
+    this.logged(resumeLine(stream, group, resumed));
+    return { resumed };
   }
 
   async purgeDeadLetters(stream: string, group: string, options: { before?: string | Date; all?: boolean }): Promise<{ purged: number }> {

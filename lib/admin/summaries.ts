@@ -1,8 +1,8 @@
 // The facade's records turned into the admin DTOs: plain JSON (ISO strings for
 // dates, null for absent, no class instances), so the CLI's --json and the
 // dashboard's API print exactly what they get.
-import type { DeadLetter, GroupInfo, JsonValue, RheoEvent, StreamInfo } from '../core/types';
-import type { DeadLetterSummary, EventSummary, GroupSummary, StreamSummary } from './types';
+import type { DeadLetter, GroupInfo, GroupPause, JsonValue, RheoEvent, StreamInfo } from '../core/types';
+import type { DeadLetterSummary, EventSummary, GroupPauseSummary, GroupSummary, StreamSummary } from './types';
 
 export function streamSummary(info: StreamInfo, highWatermarks: number[]): StreamSummary {
   return {
@@ -27,9 +27,14 @@ export function groupSummary(info: GroupInfo, consumer: string | undefined): Gro
     ordering: info.config.ordering,
     partitions: info.lag.partitions.map(({ partition, frontier, highWatermark, lag }) => ({ partition, frontier, highWatermark, lag })),
     warnings: [...(info.warnings ?? [])],
+    paused: info.paused ? pauseSummary(info.paused) : null,
   };
   if (consumer !== undefined) summary.consumer = consumer;
   return summary;
+}
+
+export function pauseSummary(p: GroupPause): GroupPauseSummary {
+  return { pausedAt: p.pausedAt.toISOString(), until: p.until ? p.until.toISOString() : null, reason: p.reason, by: p.by };
 }
 
 export function deadLetterSummary(d: DeadLetter, withPayload: boolean): DeadLetterSummary {

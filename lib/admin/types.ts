@@ -31,12 +31,26 @@ export interface GroupSummary {
   partitions: Array<{ partition: number; frontier: number; highWatermark: number; lag: number }>;
   /** Store conditions that put the group's data at risk (GroupInfo.warnings). */
   warnings: string[];
+  /** The pause holding the group back (`Rheo#pauseGroup`), or null when it claims as usual. */
+  paused: GroupPauseSummary | null;
   /**
    * The state of the consumer this process runs for the group (`running`,
    * `backing_off`, …) when the service was given the process's consumers (the
    * dashboard inside a Nest app); absent otherwise (the CLI).
    */
   consumer?: string;
+}
+
+/** A group's pause, JSON-ready (GroupPause with ISO times). */
+export interface GroupPauseSummary {
+  /** When it was paused, by the store's clock. */
+  pausedAt: string;
+  /** When it resumes by itself, or null: until someone resumes it. */
+  until: string | null;
+  /** Why, as the operator wrote it, or null. */
+  reason: string | null;
+  /** Who paused it, as given, or null. */
+  by: string | null;
 }
 
 /** One page of the dashboard's overview: streams in name order, each with its groups. */
@@ -115,6 +129,13 @@ export interface RheoAdminOperations {
    */
   updateGroup(stream: string, group: string, options: UpdateGroupInput): Promise<GroupSettingsSummary>;
   /**
+   * Stop every process claiming the group's events (`Rheo#pauseGroup`); needs `confirm: true`.
+   * `until` is an ISO time or a duration such as `30m`, `2h`, `1d`. Returns the pause as stored.
+   */
+  pauseGroup(stream: string, group: string, options: PauseGroupInput): Promise<GroupPauseSummary>;
+  /** Let the group claim again (`Rheo#resumeGroup`); needs `confirm: true`. `resumed` says whether a pause was holding it. */
+  resumeGroup(stream: string, group: string, options: { confirm: boolean }): Promise<{ resumed: boolean }>;
+  /**
    * Events of a stream, optionally filtered (Query.where), in (sequence, partition)
    * order: without `cursor` the latest `limit`, with one those after it. `next` is
    * a position per partition, never null: poll with it to follow the stream.
@@ -133,6 +154,17 @@ export interface RheoAdminOperations {
 export interface UpdateGroupInput {
   maxAttempts?: number;
   retry?: { initialMs?: number; factor?: number; maxMs?: number };
+  confirm: boolean;
+}
+
+/** What {@link RheoAdminOperations.pauseGroup} takes: the pause as an operator types it, and the confirmation. */
+export interface PauseGroupInput {
+  /** When the group resumes by itself: an ISO 8601 time, or a duration from now (`90s`, `30m`, `2h`, `1d`). */
+  until?: string | Date;
+  /** Why, shown beside the pause (at most 1,000 characters). */
+  reason?: string;
+  /** Who, shown beside the reason (at most 256 characters). */
+  by?: string;
   confirm: boolean;
 }
 

@@ -9,10 +9,12 @@ import type {
   DeadLetter,
   GroupConfig,
   GroupInfo,
+  GroupPause,
   GroupOptions,
   JsonValue,
   Lag,
   Page,
+  PauseGroupOptions,
   PurgeDeadLettersOptions,
   Query,
   RedriveOptions,
@@ -24,7 +26,7 @@ import type {
   TrimOptions,
   TrimResult,
 } from '../core/types';
-import { purgeLine, redriveLine, replayLine, resetLine, trimLine } from '../admin/admin-log';
+import { pauseLine, purgeLine, redriveLine, replayLine, resetLine, resumeLine, trimLine } from '../admin/admin-log';
 
 /** What `RheoClient.status` emits. */
 export type RheoClientStatus = 'connected' | 'disconnected';
@@ -191,6 +193,23 @@ export class RheoClient extends ClientProxy<Record<never, Function>, RheoClientS
     const n = await this.explained(stream, this.core.redrive(stream, group, options));
     this.log.log(redriveLine(stream, group, options, n));
     return n;
+  }
+
+  /**
+   * Stop every process claiming the group's events until `until` or {@link resumeGroup};
+   * handlers running finish and settle as usual. Returns the pause as stored.
+   */
+  async pauseGroup(stream: string, group: string, options?: PauseGroupOptions): Promise<GroupPause> {
+    const pause = await this.explained(stream, this.core.pauseGroup(stream, group, options));
+    this.log.log(pauseLine(stream, group, pause));
+    return pause;
+  }
+
+  /** Let a paused group claim again, at once; false when no pause was holding it back. */
+  async resumeGroup(stream: string, group: string): Promise<boolean> {
+    const wasPaused = await this.explained(stream, this.core.resumeGroup(stream, group));
+    this.log.log(resumeLine(stream, group, wasPaused));
+    return wasPaused;
   }
 
   /** Every stream of the store. */

@@ -31,9 +31,24 @@ export interface RheoHealthOptions {
   deadLetterWindowMs?: number;
   /** Groups to check. Default: the consumers this process runs, else every group of every stream. */
   groups?: RheoHealthGroup[];
+  /**
+   * Hold a paused group (`Rheo#pauseGroup`) to {@link maxLag} and
+   * {@link maxOldestUnackedMs} too. Default `false`: a pause stops the group's
+   * claims on purpose, so its lag and its oldest unsettled event grow by design,
+   * and the check reports the pause (`paused` in the group's figures) instead of
+   * going down for it. Dead letters and the local consumer are checked either way.
+   */
+  checkLagWhilePaused?: boolean;
 }
 
-const OPTION_KEYS = keySet('a health check option', ['maxLag', 'maxOldestUnackedMs', 'maxDeadLetters', 'deadLetterWindowMs', 'groups']);
+const OPTION_KEYS = keySet('a health check option', [
+  'maxLag',
+  'maxOldestUnackedMs',
+  'maxDeadLetters',
+  'deadLetterWindowMs',
+  'groups',
+  'checkLagWhilePaused',
+]);
 const GROUP_KEYS = keySet('a key of a health group', ['stream', 'group']);
 
 /** Figures reported per group, under `'stream/group'`. */
@@ -50,6 +65,8 @@ export interface RheoGroupHealth {
   renewals?: string;
   /** Conditions of the store that put the group's data at risk, and a clock far from the store's (see `GroupInfo.warnings`). */
   warnings?: string[];
+  /** While a pause holds the group back (`Rheo#pauseGroup`): since when, until when (null: until resumed), why and by whom (ISO times). */
+  paused?: { since: string; until: string | null; reason: string | null; by: string | null };
 }
 
 /** Terminus's `HealthIndicatorResult` shape, declared here so typings do not need @nestjs/terminus. */
@@ -67,7 +84,8 @@ interface HealthIndicatorServiceLike {
  * A Terminus health indicator for an instance: up with per-group lag, inflight
  * and dead-letter counts; down when the backend does not answer, a local
  * consumer is backing off on errors or failing to renew its leases, or a group
- * is over a threshold (the reason names the group). Built on Terminus's `HealthIndicatorService` (11.1 and 12),
+ * is over a threshold (the reason names the group). A paused group is reported
+ * with its pause, and its lag fails nothing unless `checkLagWhilePaused` says so. Built on Terminus's `HealthIndicatorService` (11.1 and 12),
  * which is loaded when first used so `@nestjs/terminus` stays optional (docs/adr/012).
  */
 export class RheoHealthIndicator {
@@ -105,6 +123,8 @@ export class RheoHealthIndicator {
       // A window alone would limit nothing: say so rather than report up whatever dies.
       if (options.maxDeadLetters === undefined) throw RheoError.invalid('deadLetterWindowMs', 'needs maxDeadLetters (the count it limits)');
     }
+    if (options.checkLagWhilePaused !== undefined && typeof options.checkLagWhilePaused !== 'boolean')
+      throw RheoError.invalid('checkLagWhilePaused', 'must be a boolean');
     if (options.groups !== undefined && !Array.isArray(options.groups))
       throw RheoError.invalid('groups', "must be an array of 'stream/group' or { stream, group }");
     const session = this.indicators().check(key);
@@ -132,6 +152,13 @@ export class RheoHealthIndicator {
         if (consumer) figures.consumer = consumer.state;
         if (consumer?.renewError) figures.renewals = `failing: ${consumer.renewError.message}`;
         if (info.warnings && info.warnings.length > 0) figures.warnings = info.warnings;
+        const pause = info.paused;
+        if (pause) {
+          const until = pause.until ? pause.until.toISOString() : null;
+          figures.paused = { since: pause.pausedAt.toISOString(), until, reason: pause.reason, by: pause.by };
+        }
+        // A paused group falls behind on purpose: its lag and age fail the check only when asked.
+        const lagChecked = !pause || options.checkLagWhilePaused === true;
         const window = options.deadLetterWindowMs;
         if (window !== undefined) {
           // Never more than the total: a group with none costs no second query.
@@ -139,12 +166,14 @@ export class RheoHealthIndicator {
           figures.deadLettersInWindow = figures.deadLetters === 0 ? 0 : await rheo.countDeadLetters(stream, group, { since });
         }
         groups[name] = figures;
-        if (options.maxLag !== undefined && figures.lag > options.maxLag) failing.push(`${name}: lag ${figures.lag} > ${options.maxLag}`);
+        const whilePaused = pause ? ' (paused)' : '';
+        if (lagChecked && options.maxLag !== undefined && figures.lag > options.maxLag)
+          failing.push(`${name}: lag ${figures.lag} > ${options.maxLag}${whilePaused}`);
         const dead = deadLettersOver(figures, options);
         if (dead) failing.push(`${name}: ${dead}`);
         const age = figures.oldestUnsettledAgeMs;
-        if (options.maxOldestUnackedMs !== undefined && age !== null && age > options.maxOldestUnackedMs) {
-          failing.push(`${name}: oldest unsettled event ${age} ms old > ${options.maxOldestUnackedMs} ms`);
+        if (lagChecked && options.maxOldestUnackedMs !== undefined && age !== null && age > options.maxOldestUnackedMs) {
+          failing.push(`${name}: oldest unsettled event ${age} ms old > ${options.maxOldestUnackedMs} ms${whilePaused}`);
         }
         if (consumer?.state === 'backing_off')
           failing.push(`${name}: consumer backing off: ${consumer.lastError?.message ?? 'fetch failed'}`);

@@ -72,6 +72,8 @@ export interface RheoConsumerState extends RheoConsumerRef {
   lastError: RheoError | null;
   /** The renewal error while renewals are failing (leases at risk of expiring under their handlers), else null. */
   renewError: RheoError | null;
+  /** The consumer's last claim found the group paused (`Rheo#pauseGroup`): it claims nothing until the group resumes. */
+  paused: boolean;
 }
 
 /** What `RheoServer.unwrap()` returns. */
@@ -271,6 +273,11 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       this.emitter.emit('recovered', ref);
       this.events.emit('recovered', { ...ref });
     });
+    // The Consumer tells a change only (paused, then claiming again): one line each, however long the pause.
+    group.on('paused', (paused) => {
+      if (paused) this.logger.warn(`${label}: the group is paused (Rheo#pauseGroup); claiming nothing until it resumes`);
+      else this.logger.log(`${label}: the group is no longer paused; claiming again`);
+    });
     group.on('settled', ({ lease, outcome }) => {
       this.emitter.emit('settled', ref, lease, outcome);
       this.reportSettled(ref, config, lease, outcome);
@@ -455,6 +462,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       running: group.running,
       lastError: group.lastError,
       renewError: group.renewalError,
+      paused: group.paused,
     }));
   }
 

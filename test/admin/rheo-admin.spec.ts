@@ -98,6 +98,7 @@ describe.each(CLOCKED_BACKENDS)('RheoAdmin on $name', ({ make }) => {
           { partition: 1, frontier: 0, highWatermark: 1, lag: 1 },
         ],
         warnings: [],
+        paused: null,
         consumer: 'running',
       };
       const audit = {
@@ -114,6 +115,7 @@ describe.each(CLOCKED_BACKENDS)('RheoAdmin on $name', ({ make }) => {
           { partition: 1, frontier: 0, highWatermark: 1, lag: 1 },
         ],
         warnings: [],
+        paused: null,
       };
       expect(await admin.group('orders', 'billing')).toEqual(billing);
       expect(await admin.group('orders', 'audit')).toEqual(audit);
@@ -351,6 +353,50 @@ describe.each(CLOCKED_BACKENDS)('RheoAdmin on $name', ({ make }) => {
       expect(await failure(admin.purgeDeadLetters('orders', 'billing', { all: true, before: T0 }))).toMatchObject({ field: 'before' });
       expect(await failure(admin.purgeDeadLetters('orders', 'billing', { before: 'soon' }))).toMatchObject({ field: 'before' });
       expect(lines[1]).toBe(`Purged 2 dead letter(s) of orders/billing (dead-lettered before 2026-01-01T00:00:01.000Z) (by cli)`);
+    });
+
+    it('pauseGroup and resumeGroup: only with confirm; until as a duration from the store clock or an ISO time; logged', async () => {
+      await orders();
+      expect(await failure(admin.pauseGroup('orders', 'billing', { confirm: false }))).toMatchObject({
+        code: 'confirm_required',
+        field: 'confirm',
+      });
+      expect(await failure(admin.pauseGroup('orders', 'billing', { until: '2h', confirm: true, why: 'x' } as never))).toMatchObject({
+        field: 'options.why',
+      });
+      expect(await failure(admin.pauseGroup('orders', 'billing', { until: 'later', confirm: true }))).toMatchObject({ field: 'until' });
+      expect((await admin.group('orders', 'billing')).paused).toBeNull();
+
+      expect(await admin.pauseGroup('orders', 'billing', { until: '2h', reason: 'card API down', by: 'ana', confirm: true })).toEqual({
+        pausedAt: T0,
+        until: '2026-01-01T02:00:00.000Z',
+        reason: 'card API down',
+        by: 'ana',
+      });
+      expect((await admin.group('orders', 'billing')).paused).toEqual({
+        pausedAt: T0,
+        until: '2026-01-01T02:00:00.000Z',
+        reason: 'card API down',
+        by: 'ana',
+      });
+      expect((await admin.group('orders', 'audit')).paused).toBeNull();
+      clock.advance(1000);
+      expect(await admin.pauseGroup('orders', 'billing', { until: '2026-01-02T00:00:00Z', confirm: true })).toEqual({
+        pausedAt: '2026-01-01T00:00:01.000Z',
+        until: '2026-01-02T00:00:00.000Z',
+        reason: null,
+        by: null,
+      });
+      expect(await failure(admin.resumeGroup('orders', 'billing', { confirm: false }))).toMatchObject({ code: 'confirm_required' });
+      expect(await admin.resumeGroup('orders', 'billing', { confirm: true })).toEqual({ resumed: true });
+      expect(await admin.resumeGroup('orders', 'billing', { confirm: true })).toEqual({ resumed: false });
+      expect((await admin.group('orders', 'billing')).paused).toBeNull();
+      expect(lines).toEqual([
+        'Paused orders/billing until 2026-01-01T02:00:00.000Z, by "ana": "card API down" (by cli)',
+        'Paused orders/billing until 2026-01-02T00:00:00.000Z (by cli)',
+        'Resumed orders/billing (by cli)',
+        'Resumed orders/billing (it was not paused) (by cli)',
+      ]);
     });
   });
 

@@ -82,6 +82,9 @@ describe('rheo, the bin', () => {
       'append',
       'trim',
       'purge',
+      'group',
+      'pause',
+      'resume',
     ]) {
       expect(help.stdout).toMatch(new RegExp(`^  ${command} `, 'm'));
     }

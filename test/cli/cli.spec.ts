@@ -174,6 +174,7 @@ describe.each(stores(dir))('rheo on $name', (store) => {
       { partition: 0, frontier: 2, highWatermark: 2, lag: 0 },
       { partition: 1, frontier: 1, highWatermark: 1, lag: 0 },
     ],
+    paused: null,
   };
   const audit = {
     ...billing,
@@ -210,7 +211,7 @@ describe.each(stores(dir))('rheo on $name', (store) => {
     expect(info.code).toBe(0);
     expect(info.stdout).toMatch(/^dead letters +1$/m);
     expect(info.stdout).toMatch(/^PARTITION +FRONTIER +HIGH WATERMARK +LAG\n +0 +2 +2 +0\n +1 +1 +1 +0\n/m);
-    expect(groupsTable.stdout).toMatch(/^billing +0 +0 +1 +- +5 +none$/m);
+    expect(groupsTable.stdout).toMatch(/^billing +0 +0 +1 +- +5 +none +no$/m);
   });
 
   it('dead-letters: pages, payloads on request', async () => {

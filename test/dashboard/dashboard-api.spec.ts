@@ -104,12 +104,14 @@ describe.each<Adapter>(['express', 'fastify'])('dashboard JSON API on %s', (adap
         ['redrive', { eventIds: [s.deadId] }],
         ['replay', { afterSequence: 0 }],
         ['reset', { confirm: GROUP }],
+        ['pause', { confirm: true }],
+        ['resume', { confirm: true }],
       ] as const) {
         const res = await call(s.url, `${GROUPS}/${GROUP}/${path}`, { method: 'POST', body, headers: ACTION });
         expect(res.status).toBe(403);
         expect(res.body).toMatchObject({ message: expect.stringContaining('read-only') });
       }
-      expect((await call(s.url, `${GROUPS}/${GROUP}`)).body).toMatchObject({ deadLetters: 1, lag: 4 });
+      expect((await call(s.url, `${GROUPS}/${GROUP}`)).body).toMatchObject({ deadLetters: 1, lag: 4, paused: null });
     });
 
     it('answers 400 with the field for bad input, 404 for a stream that does not exist', async () => {
@@ -254,6 +256,51 @@ describe.each<Adapter>(['express', 'fastify'])('dashboard JSON API on %s', (adap
       });
       expect(res).toMatchObject({ status: 200, body: { reset: true } });
       expect((await call(s.url, `${groups}/${GROUP}`)).body).toMatchObject({ lag: 0, inflight: 0, deadLetters: 0 });
+    });
+    it('pauses (confirmed, until a duration or an ISO time, reason and by) and resumes; the group shows the pause', async () => {
+      const rheo = s.app.get(Rheo);
+      const pausePath = `${groups}/${GROUP}/pause`;
+      const unconfirmed = await call(s.url, pausePath, { method: 'POST', body: { reason: 'x' }, headers: ACTION });
+      expect(unconfirmed.status).toBe(428);
+      expect(unconfirmed.body).toMatchObject({ error: 'confirm_required', field: 'confirm' });
+      const unknown = await call(s.url, pausePath, { method: 'POST', body: { confirm: true, why: 'x' }, headers: ACTION });
+      expect(unknown.status).toBe(400);
+      const notText = await call(s.url, pausePath, { method: 'POST', body: { confirm: true, by: 7 }, headers: ACTION });
+      expect(notText).toMatchObject({ status: 400, body: { field: 'by', message: 'by must be a string' } });
+      const soon = await call(s.url, pausePath, { method: 'POST', body: { confirm: true, until: 'soon' }, headers: ACTION });
+      expect(soon).toMatchObject({ status: 400, body: { field: 'until' } });
+      const past = await call(s.url, pausePath, {
+        method: 'POST',
+        body: { confirm: true, until: '2000-01-01T00:00:00Z' },
+        headers: ACTION,
+      });
+      expect(past).toMatchObject({ status: 400, body: { field: 'until', message: expect.stringContaining('must be after now') } });
+      expect((await rheo.groupInfo(STREAM, GROUP)).paused).toBeNull();
+
+      const until = new Date(Date.now() + 3_600_000).toISOString();
+      const body = { confirm: true, until, reason: 'card API down', by: 'ana' };
+      const paused = await call(s.url, pausePath, { method: 'POST', body, headers: ACTION });
+      expect(paused).toMatchObject({ status: 200, body: { pausedAt: expect.any(String), until, reason: 'card API down', by: 'ana' } });
+      const stored = (await rheo.groupInfo(STREAM, GROUP)).paused!;
+      expect(paused.body).toEqual({ pausedAt: stored.pausedAt.toISOString(), until, reason: 'card API down', by: 'ana' });
+      expect((await call(s.url, `${groups}/${GROUP}`)).body).toMatchObject({ paused: paused.body });
+      const overview = (await call(s.url, '/ops/events/api/overview')).body as { streams: Array<{ groups: Array<{ paused: unknown }> }> };
+      expect(overview.streams[0].groups[0].paused).toEqual(paused.body);
+
+      const resumePath = `${groups}/${GROUP}/resume`;
+      expect(await call(s.url, resumePath, { method: 'POST', body: {}, headers: ACTION })).toMatchObject({ status: 428 });
+      expect(await call(s.url, resumePath, { method: 'POST', body: { confirm: true }, headers: ACTION })).toMatchObject({
+        status: 200,
+        body: { resumed: true },
+      });
+      expect((await rheo.groupInfo(STREAM, GROUP)).paused).toBeNull();
+      expect(await call(s.url, resumePath, { method: 'POST', body: { confirm: true }, headers: ACTION })).toMatchObject({
+        status: 200,
+        body: { resumed: false },
+      });
+      expect(await call(s.url, `${groups}/nope/resume`, { method: 'POST', body: { confirm: true }, headers: ACTION })).toMatchObject({
+        status: 404,
+      });
     });
   });
 

@@ -98,7 +98,7 @@ describe('RheoHealthIndicator behind /health', () => {
     await expect(indicator.isHealthy('rheo', { maxlag: 3 } as never)).rejects.toMatchObject({
       code: 'invalid_argument',
       field: 'options.maxlag',
-      message: expect.stringContaining('(use maxLag, maxOldestUnackedMs, maxDeadLetters, deadLetterWindowMs, groups)'),
+      message: expect.stringContaining('(use maxLag, maxOldestUnackedMs, maxDeadLetters, deadLetterWindowMs, groups, checkLagWhilePaused)'),
     });
     await expect(indicator.isHealthy('rheo', { groups: [{ stream: 'market-events', grop: 'risk' }] } as never)).rejects.toMatchObject({
       code: 'invalid_argument',

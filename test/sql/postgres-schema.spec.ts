@@ -62,6 +62,7 @@ describe('postgres schema versions', () => {
       [1, 'initial'],
       [2, 'flat-cost'],
       [3, 'delayed-events'],
+      [4, 'pause-groups'],
     ]);
     const again = postgresBackend({ url: PG_URL, schema: s, poolSize: 1 });
     await again.init();
@@ -74,7 +75,7 @@ describe('postgres schema versions', () => {
     const sources = await Promise.all(Array.from({ length: 4 }, () => pgDataSource(1)));
     try {
       await Promise.all(sources.map((d) => typeormBackend({ dataSource: d, schema: s }).init()));
-      expect(await versions(s)).toEqual([1, 2, 3]);
+      expect(await versions(s)).toEqual([1, 2, 3, 4]);
       expect(await admin.query(`SELECT event_id, reason, attempt, dead_at FROM "${s}".rheo_dead_letters`)).toEqual([
         { event_id: 'e1', reason: 'poison', attempt: 1, dead_at: '7' },
       ]);
@@ -93,7 +94,7 @@ describe('postgres schema versions', () => {
     const err = await refusal(new Rheo(postgresBackend({ url: PG_URL, schema: s, install: 'none', poolSize: 1 })).init());
     expect(err.code).toBe('failed');
     expect(err.message).toBe(
-      "the rheo tables are at schema version 1, and this nestjs-rheo needs version 3 with install: 'none': " +
+      "the rheo tables are at schema version 1, and this nestjs-rheo needs version 4 with install: 'none': " +
         "run rheoMigrations() (or start once with install: 'auto')",
     );
     expect(await admin.query(`SELECT to_regclass($1) AS t`, [`"${s}".rheo_schema_version`])).toEqual([{ t: null }]);
@@ -105,19 +106,19 @@ describe('postgres schema versions', () => {
     const current = postgresBackend({ url: PG_URL, schema: s, poolSize: 1 });
     await current.init();
     await current.close();
-    await admin.query(`INSERT INTO "${s}".rheo_schema_version VALUES (4, 'from-the-future', 0)`);
+    await admin.query(`INSERT INTO "${s}".rheo_schema_version VALUES (5, 'from-the-future', 0)`);
     for (const install of ['auto', 'none'] as const) {
       const err = await refusal(new Rheo(postgresBackend({ url: PG_URL, schema: s, install, poolSize: 1 })).createStream('y'));
       expect(err.code).toBe('failed');
       expect(err.message).toBe(
-        'the rheo tables are at schema version 4, which is newer than this nestjs-rheo knows (3): upgrade nestjs-rheo',
+        'the rheo tables are at schema version 5, which is newer than this nestjs-rheo knows (4): upgrade nestjs-rheo',
       );
     }
-    expect(await versions(s)).toEqual([1, 2, 3, 4]);
+    expect(await versions(s)).toEqual([1, 2, 3, 4, 5]);
     expect(await admin.query(`SELECT count(*)::int AS n FROM "${s}".rheo_streams`)).toEqual([{ n: 0 }]);
   });
 
-  it("a host that ran version 1's migration before versions were recorded gets versions 2 and 3 from rheoMigrations", async () => {
+  it("a host that ran version 1's migration before versions were recorded gets versions 2 to 4 from rheoMigrations", async () => {
     const s = schema('mig_old');
     const table = `rheo_test_migrations_${s}`;
     const make = (migrations: ReturnType<typeof rheoMigrations>) =>
@@ -135,8 +136,12 @@ describe('postgres schema versions', () => {
     const d = make(rheoMigrations({ schema: s }));
     await d.initialize();
     try {
-      expect((await d.runMigrations()).map((m) => m.name)).toEqual(['RheoFlatCost1796083200000', 'RheoDelayedEvents1798761600000']);
-      expect(await versions(s)).toEqual([1, 2, 3]);
+      expect((await d.runMigrations()).map((m) => m.name)).toEqual([
+        'RheoFlatCost1796083200000',
+        'RheoDelayedEvents1798761600000',
+        'RheoPauseGroups1801440000000',
+      ]);
+      expect(await versions(s)).toEqual([1, 2, 3, 4]);
       const r = new Rheo(typeormBackend({ dataSource: d, schema: s, install: 'none' }));
       await r.createStream('m');
       expect((await r.append('m', { payload: 1 })).sequence).toBe(1);
@@ -163,8 +168,8 @@ describe('postgres schema versions', () => {
     });
     await d.initialize();
     try {
-      expect(await d.runMigrations()).toHaveLength(3);
-      expect(await versions(s)).toEqual([1, 2, 3]);
+      expect(await d.runMigrations()).toHaveLength(4);
+      expect(await versions(s)).toEqual([1, 2, 3, 4]);
       const r = new Rheo(typeormBackend({ dataSource: d, schema: s, install: 'none' }));
       expect((await r.read('kept')).map((e) => e.payload)).toEqual(['still here']);
       await r.close();

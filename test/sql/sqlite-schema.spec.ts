@@ -37,6 +37,7 @@ describe('sqlite schema versions', () => {
       { version: 1, name: 'initial' },
       { version: 2, name: 'dead-letters-retention' },
       { version: 3, name: 'delayed-events' },
+      { version: 4, name: 'pause-groups' },
     ]);
     expect(await tables(file)).toEqual([
       'rheo_dead_letters',
@@ -53,7 +54,7 @@ describe('sqlite schema versions', () => {
     const again = new Rheo(sqliteBackend({ database: file }));
     await again.init();
     await again.close();
-    expect(await versions(file)).toHaveLength(3);
+    expect(await versions(file)).toHaveLength(4);
   });
 
   it("install 'auto' is safe when several backends start on one empty file at once", async () => {
@@ -61,7 +62,7 @@ describe('sqlite schema versions', () => {
     const rheos = Array.from({ length: 4 }, () => new Rheo(sqliteBackend({ database: file })));
     await Promise.all(rheos.map((r) => r.init()));
     await Promise.all(rheos.map((r) => r.close()));
-    expect(await versions(file)).toHaveLength(3);
+    expect(await versions(file)).toHaveLength(4);
   });
 
   it("install 'none' refuses a file without the tables, and creates nothing", async () => {
@@ -71,7 +72,7 @@ describe('sqlite schema versions', () => {
       code: 'failed',
       field: 'database',
       message: expect.stringContaining(
-        `the rheo tables are not installed in file ${file}, and this nestjs-rheo needs version 3 with install: 'none'`,
+        `the rheo tables are not installed in file ${file}, and this nestjs-rheo needs version 4 with install: 'none'`,
       ),
     });
     await rheo.close();
@@ -100,12 +101,12 @@ describe('sqlite schema versions', () => {
     const made = new Rheo(sqliteBackend({ database: file }));
     await made.createStream('kept');
     await made.close();
-    await onFile(file, (ds) => ds.query(`INSERT INTO rheo_schema_version (version, name, applied_at) VALUES (4, 'from-the-future', 0)`));
+    await onFile(file, (ds) => ds.query(`INSERT INTO rheo_schema_version (version, name, applied_at) VALUES (5, 'from-the-future', 0)`));
     for (const install of ['auto', 'none'] as const) {
       const rheo = new Rheo(sqliteBackend({ database: file, install }));
       await expect(rheo.init()).rejects.toMatchObject({
         code: 'failed',
-        message: expect.stringContaining('schema version 4, which is newer than this nestjs-rheo knows (3): upgrade nestjs-rheo'),
+        message: expect.stringContaining('schema version 5, which is newer than this nestjs-rheo knows (4): upgrade nestjs-rheo'),
       });
       await rheo.close();
     }
@@ -113,7 +114,8 @@ describe('sqlite schema versions', () => {
       { version: 1, name: 'initial' },
       { version: 2, name: 'dead-letters-retention' },
       { version: 3, name: 'delayed-events' },
-      { version: 4, name: 'from-the-future' },
+      { version: 4, name: 'pause-groups' },
+      { version: 5, name: 'from-the-future' },
     ]);
     expect(await onFile(file, (ds) => ds.query(`SELECT name FROM rheo_streams`))).toEqual([{ name: 'kept' }]);
   });

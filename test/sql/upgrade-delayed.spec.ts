@@ -1,6 +1,6 @@
 // Schema version 2 -> 3 (delayed events, docs/adr/028-delayed-events.md) on both
 // dialects. The version-2 tables are made by this release and taken back by
-// version 3's own `down` (which drops exactly the two columns version 3 adds):
+// version 4's and version 3's own `down` (version 3's drops exactly the two columns it adds):
 // rows of events without a delay are written the same by both versions, so that
 // is the data a version-2 release leaves. Opened with install 'none' it is
 // refused; with 'auto' it is upgraded in place, every old answer stays the same,
@@ -24,7 +24,7 @@ interface Dialect {
   open(clock: ManualClock, install: 'auto' | 'none'): Backend;
   /** Run raw SQL on the store (its own connection). */
   sql(statement: string, params?: unknown[]): Promise<Array<Record<string, unknown>>>;
-  /** Version 3's down and the removal of its record: the tables as version 2 left them. */
+  /** Versions 4's and 3's downs and the removal of their records: the tables as version 2 left them. */
   toVersion2(): Promise<void>;
   /** The delay columns present now, sorted. */
   delayColumns(): Promise<string[]>;
@@ -49,8 +49,8 @@ const DIALECTS: Dialect[] = [
       onDataSource({ type: 'postgres', url: PG_URL, poolSize: 1 }, (ds) => ds.query(statement.replace(/:s\./g, `"${schema}".`), params)),
     async toVersion2() {
       const t = pgTables(schema);
-      for (const statement of PG_SCHEMA[2].down!(t, schema)) await this.sql(statement);
-      await this.sql(`DELETE FROM :s.rheo_schema_version WHERE version = 3`);
+      for (const v of [PG_SCHEMA[3], PG_SCHEMA[2]]) for (const statement of v.down!(t, schema)) await this.sql(statement);
+      await this.sql(`DELETE FROM :s.rheo_schema_version WHERE version >= 3`);
     },
     async delayColumns() {
       const rows = await this.sql(
@@ -67,8 +67,8 @@ const DIALECTS: Dialect[] = [
     sql: (statement, params) =>
       onDataSource({ type: 'better-sqlite3', database: sqliteFile }, (ds) => ds.query(statement.replace(/:s\./g, ''), params)),
     async toVersion2() {
-      for (const statement of SQLITE_SCHEMA[2].down!(sqliteTables(), '')) await this.sql(statement);
-      await this.sql(`DELETE FROM rheo_schema_version WHERE version = 3`);
+      for (const v of [SQLITE_SCHEMA[3], SQLITE_SCHEMA[2]]) for (const statement of v.down!(sqliteTables(), '')) await this.sql(statement);
+      await this.sql(`DELETE FROM rheo_schema_version WHERE version >= 3`);
     },
     async delayColumns() {
       const rows = await this.sql(
@@ -128,19 +128,21 @@ describe.each(DIALECTS)('$name: upgrade from schema version 2 to 3 (delayed even
     await expect(none.init()).rejects.toMatchObject({
       code: 'failed',
       message: expect.stringContaining(
-        "the rheo tables are at schema version 2, and this nestjs-rheo needs version 3 with install: 'none'",
+        "the rheo tables are at schema version 2, and this nestjs-rheo needs version 4 with install: 'none'",
       ),
     });
     await none.close();
     expect(await d.delayColumns()).toEqual([]);
   });
 
-  it("install 'auto' applies version 3 alone, and every old answer stays the same", async () => {
+  it("install 'auto' applies versions 3 and 4 alone, and every old answer stays the same", async () => {
     const backend = d.open(clock, 'auto');
     rheo = new Rheo(backend);
     await rheo.init();
-    expect(backend.describe?.().installed).toEqual([3]);
-    expect((await d.sql(`SELECT version FROM :s.rheo_schema_version ORDER BY version`)).map((r) => Number(r.version))).toEqual([1, 2, 3]);
+    expect(backend.describe?.().installed).toEqual([3, 4]);
+    expect((await d.sql(`SELECT version FROM :s.rheo_schema_version ORDER BY version`)).map((r) => Number(r.version))).toEqual([
+      1, 2, 3, 4,
+    ]);
     expect(await d.delayColumns()).toEqual(['delayed_to', 'deliver_at']);
     const events = [...(await rheo.read('orders', { partition: 0 })), ...(await rheo.read('orders', { partition: 1 }))];
     expect(events).toEqual(before.events);

@@ -101,6 +101,7 @@ describe('the metrics option', () => {
         'shop_group_inflight',
         'shop_group_lag',
         'shop_group_oldest_unsettled_age_seconds',
+        'shop_group_paused',
         'shop_handler_duration_seconds',
       ]);
     } finally {
@@ -192,6 +193,36 @@ describe('the group gauges at scrape time', () => {
       clock.advance(1);
       expect(await registry.metrics()).toContain('rheo_group_lag{stream="payments",group="ledger"} 3');
       expect(groupInfo).toHaveBeenCalledTimes(6);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('rheo_group_paused: 1 while a pause holds the group, 0 once it resumes, labelled as the lag gauge', async () => {
+    const clock = new ManualClock();
+    const registry = new Registry();
+    const app = await boot({ registry, groups: 'all' }, memoryBackend({ clock }));
+    try {
+      const rheo = app.get(Rheo);
+      await rheo.createGroup('orders', 'billing');
+      await rheo.createGroup('orders', 'shipping');
+      await rheo.pauseGroup('orders', 'billing', { reason: 'card API down' });
+      const paused = await registry.metrics();
+      expect(paused).toContain('# TYPE rheo_group_paused gauge');
+      expect(paused).toContain('rheo_group_paused{stream="orders",group="billing"} 1');
+      expect(paused).toContain('rheo_group_paused{stream="orders",group="shipping"} 0');
+      expect(paused).toContain('rheo_group_lag{stream="orders",group="billing"} 0');
+
+      await rheo.resumeGroup('orders', 'billing');
+      clock.advance(1000);
+      expect(await registry.metrics()).toContain('rheo_group_paused{stream="orders",group="billing"} 0');
+
+      // A pause whose until has come is over by the store's clock: 0 too.
+      await rheo.pauseGroup('orders', 'shipping', { until: new Date(clock.now() + 5000) });
+      clock.advance(1000);
+      expect(await registry.metrics()).toContain('rheo_group_paused{stream="orders",group="shipping"} 1');
+      clock.advance(5000);
+      expect(await registry.metrics()).toContain('rheo_group_paused{stream="orders",group="shipping"} 0');
     } finally {
       await app.close();
     }

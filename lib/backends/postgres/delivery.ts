@@ -1,6 +1,7 @@
 // The delivery section of the PostgreSQL backend: fetch (the claim), renew,
 // settle, release, and the transactional consumer's ack.
 import { RheoError } from '../../core/errors';
+import { deadLetteredOf, pausedAnswer } from '../../core/fetched';
 import { newId } from '../../core/ids';
 import { classifySettleError, leaseExpiredReason } from '../../core/settle';
 import type { Lease } from '../../core/types';
@@ -13,6 +14,7 @@ import { query } from '../sql/statement';
 import { runHandlerWork } from '../sql/transaction';
 import { boolArray, intArray, textArray } from './arrays';
 import { backendClosed, type PostgresContext } from './context';
+import { claimWasPaused } from './pause';
 import type { DbClaimed, DbFenced } from './plans/delivery';
 
 /** Rounds of a fenced statement for ops whose row changed under it (plans/delivery.ts, heldBy), the first included. */
@@ -67,8 +69,10 @@ export async function fetch(ctx: PostgresContext, req: FetchRequest): Promise<Fe
   const partitions = req.partitions ?? Array.from({ length: info.partitions }, (_, p) => p);
   const now = ctx.clock.now();
   ctx.board.fetching(req.stream, req.group);
+  // The rows an ordered claim locked last (their pause gates), for an empty answer.
+  let locked: Array<{ paused_to: unknown }> | undefined;
   // One claim, and more only while claims park delayed events (../delays.ts).
-  return claimPastDelays(req.limit, async (limit) => {
+  const leases = await claimPastDelays(req.limit, async (limit) => {
     const params = [
       req.stream,
       req.group,
@@ -85,7 +89,7 @@ export async function fetch(ctx: PostgresContext, req: FetchRequest): Promise<Fe
       g.ordering === 'partition'
         ? await ctx.tx('fetch', async (qr) => {
             // Lock first, claim in a second statement: its snapshot then sees every claim committed before our lock.
-            await query(qr, ctx.plans.delivery.lockGroupPartitions, [req.stream, req.group, partitions]);
+            locked = await query(qr, ctx.plans.delivery.lockGroupPartitions, [req.stream, req.group, partitions]);
             return query(qr, ctx.plans.delivery.fetchOrdered, params);
           })
         : await claimFresh(ctx, params);
@@ -116,6 +120,9 @@ export async function fetch(ctx: PostgresContext, req: FetchRequest): Promise<Fe
     const parked = rows.length - leases.length;
     return deadLettered ? { leases, parked, deadLettered } : { leases, parked };
   });
+  // Empty: was it the pause? (docs/adr/046-pausing-a-group.md; a claim that found events never asks.)
+  if (leases.length > 0 || deadLetteredOf(leases)) return leases;
+  return (await claimWasPaused(ctx, req.stream, req.group, partitions, now, locked)) ? pausedAnswer() : leases;
 }
 
 /**

@@ -6,6 +6,7 @@ import type {
   DeadLetter,
   GroupConfig,
   GroupInfo,
+  GroupPause,
   Lag,
   Lease,
   Retention,
@@ -21,6 +22,7 @@ import type {
   FetchedLeases,
   FetchRequest,
   NewEvent,
+  PauseGroupRequest,
   QueryRequest,
   ReadRequest,
   RenewResult,
@@ -50,6 +52,7 @@ import { PG_INSTALL_LOCK, requirePgVersion, upgradePg } from './install';
 import { listenerClientConfig, PgListener } from './listener';
 import * as log from './log';
 import { checkOptions, type PostgresBackendOptions } from './options';
+import * as pause from './pause';
 import { pgPlans } from './plans';
 import * as recovery from './recovery';
 import * as registry from './registry';
@@ -263,6 +266,16 @@ export interface PostgresBackendSettings {
   }
   updateGroup(req: UpdateGroupRequest): Promise<GroupConfig> {
     return groupSettings.updateGroup(this.ctx, req);
+  }
+
+  // ---------------------------------------------------------------- pause (pause.ts)
+
+  pauseGroup(req: PauseGroupRequest): Promise<GroupPause> {
+    return pause.pauseGroup(this.ctx, req);
+  }
+
+  resumeGroup(stream: string, group: string): Promise<boolean> {
+    return pause.resumeGroup(this.ctx, stream, group);
   }
 
   // ---------------------------------------------------------------- the log (log.ts)

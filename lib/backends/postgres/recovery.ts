@@ -3,10 +3,9 @@
 import { RheoError } from '../../core/errors';
 import type { DeadLetter, GroupInfo, Lag } from '../../core/types';
 import type { ReplayRequest, ResolvedStart } from '../backend';
-import { groupInfoOf, lagOf, toDeadLetter } from '../sql/rows';
+import { groupInfoOf, lagOf, pauseOf, toDeadLetter, toGroup } from '../sql/rows';
 import { query } from '../sql/statement';
 import type { PostgresContext } from './context';
-import { loadGroup } from './registry';
 import { partitionMarks, startAfters } from './starts';
 
 export async function replay(ctx: PostgresContext, req: ReplayRequest): Promise<number> {
@@ -95,10 +94,10 @@ export async function lag(ctx: PostgresContext, stream: string, group: string): 
 export async function groupInfo(ctx: PostgresContext, stream: string, group: string): Promise<GroupInfo> {
   const { now, rows } = await state(ctx, stream, group);
   const [dead] = await ctx.q(ctx.plans.recovery.deadCount, [stream, group], 'read', 'groupInfo');
-  // The config as stored now: another process may have changed it (updateGroup).
-  const config = await loadGroup(ctx, stream, group);
-  if (!config) throw RheoError.groupNotFound(stream, group);
-  return groupInfoOf(stream, group, rows, dead.n, ctx.rememberGroup(config), now);
+  // The config and the pause as stored now: another process may have changed them (updateGroup, pauseGroup).
+  const [stored] = await ctx.q(ctx.plans.registry.getGroup, [stream, group], 'read', 'groupInfo');
+  if (!stored) throw RheoError.groupNotFound(stream, group);
+  return groupInfoOf(stream, group, rows, dead.n, ctx.rememberGroup(toGroup(stored)), pauseOf(stored, now), now);
 }
 
 export async function deadLetters(

@@ -221,6 +221,39 @@ const V3: SchemaVersion = {
 };
 
 /**
+ * Version 4: pausing a group (docs/adr/046-pausing-a-group.md).
+ * - Per group, the pause's details: `paused_at` (ms by the backend's clock; NULL:
+ *   not paused), `paused_until` (NULL: until resumed), `pause_reason`,
+ *   `paused_by`. What groupInfo shows; no claim reads them.
+ * - Per group partition, `paused_to`: the claim's gate, the time the pause ends
+ *   (a sentinel no clock reaches for a pause without an until), NULL when not
+ *   paused. It is on the rows the claim already reads and locks FOR UPDATE, so
+ *   testing it costs the claim nothing, and a pause that commits while a claim
+ *   waits for those locks holds at once: PostgreSQL re-checks a locked row's
+ *   conditions on its newest version.
+ * Nullable columns without a default: adding them rewrites nothing, and every
+ * existing group is unpaused.
+ */
+const V4: SchemaVersion = {
+  version: 4,
+  name: 'pause-groups',
+  up: (t) => [
+    `ALTER TABLE ${t.groups}
+       ADD COLUMN IF NOT EXISTS paused_at bigint,
+       ADD COLUMN IF NOT EXISTS paused_until bigint,
+       ADD COLUMN IF NOT EXISTS pause_reason text,
+       ADD COLUMN IF NOT EXISTS paused_by text`,
+    `ALTER TABLE ${t.groupPartitions} ADD COLUMN IF NOT EXISTS paused_to bigint`,
+  ],
+  down: (t) => [
+    `ALTER TABLE ${t.groupPartitions} DROP COLUMN IF EXISTS paused_to`,
+    `ALTER TABLE ${t.groups}
+       DROP COLUMN IF EXISTS paused_at, DROP COLUMN IF EXISTS paused_until,
+       DROP COLUMN IF EXISTS pause_reason, DROP COLUMN IF EXISTS paused_by`,
+  ],
+};
+
+/**
  * Give rheo_events the primary key `key` (as pg_get_constraintdef writes it after
  * PRIMARY KEY) unless it has it already, so that running a version twice, as a
  * host switching from install 'auto' to migrations does, rebuilds nothing.
@@ -235,7 +268,7 @@ function primaryKey(t: TableNames, key: string): string {
 }
 
 /** Every version, in order. The last one is what this release reads and writes. */
-export const PG_SCHEMA: readonly SchemaVersion[] = [V1, V2, V3];
+export const PG_SCHEMA: readonly SchemaVersion[] = [V1, V2, V3, V4];
 
 /** The version this release needs. */
 export const PG_SCHEMA_VERSION = PG_SCHEMA[PG_SCHEMA.length - 1].version;

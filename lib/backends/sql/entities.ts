@@ -80,8 +80,20 @@ export function rheoEntities(options: RheoEntitiesOptions = {}): TypeormEntitySc
       retry_max_ms: big(),
       ordering: text(),
       created_at: big(),
+      // A group's pause, null when none (schema 4; docs/adr/046-pausing-a-group.md).
+      paused_at: big(false, true),
+      paused_until: big(false, true),
+      pause_reason: text(false, true),
+      paused_by: text(false, true),
     }),
-    entity('groupPartitions', { stream: text(true), group_name: text(true), partition: int(true), cursor: big() }),
+    entity('groupPartitions', {
+      stream: text(true),
+      group_name: text(true),
+      partition: int(true),
+      cursor: big(),
+      // The claim's gate: paused while it is after now, null when not paused (schema 4).
+      paused_to: big(false, true),
+    }),
     entity('deliveries', {
       stream: text(true),
       group_name: text(true),

@@ -88,6 +88,7 @@ const MIGRATION_NAMES: Readonly<Record<number, string>> = {
   1: 'RheoCreateTables1764374400000',
   2: 'RheoFlatCost1796083200000',
   3: 'RheoDelayedEvents1798761600000',
+  4: 'RheoPauseGroups1801440000000',
 };
 
 interface Dialect {

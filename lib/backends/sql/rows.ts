@@ -3,6 +3,7 @@ import type {
   EventMetadata,
   GroupConfig,
   GroupInfo,
+  GroupPause,
   JsonValue,
   Lag,
   Ordering,
@@ -45,6 +46,36 @@ export interface DbGroup {
   retry_max_ms: DbInt;
   ordering: string;
   created_at: DbInt;
+  /**
+   * The group's pause (schema version 4, docs/adr/046-pausing-a-group.md): when it
+   * was set (null: never paused, or resumed), its `until` (null: until resumed),
+   * reason and who. What groupInfo shows; the claim's gate is `paused_to` on the
+   * group's partition rows, written in the same transaction.
+   */
+  paused_at?: DbInt | null;
+  paused_until?: DbInt | null;
+  pause_reason?: string | null;
+  paused_by?: string | null;
+}
+
+/**
+ * The `paused_to` of a group partition row paused without an `until`: a time no
+ * clock reaches (year 287,396), so the claim's one test, `paused_to > now`, covers
+ * both kinds of pause. Null is "not paused".
+ */
+export const PAUSED_UNTIL_RESUMED = Number.MAX_SAFE_INTEGER;
+
+/** The pause a group row holds at `now` by the store's clock, or null: none, or past its `until`. */
+export function pauseOf(r: Pick<DbGroup, 'paused_at' | 'paused_until' | 'pause_reason' | 'paused_by'>, now: number): GroupPause | null {
+  if (r.paused_at == null) return null;
+  const until = r.paused_until == null ? null : Number(r.paused_until);
+  if (until !== null && until <= now) return null;
+  return {
+    pausedAt: new Date(Number(r.paused_at)),
+    until: until === null ? null : new Date(until),
+    reason: r.pause_reason ?? null,
+    by: r.paused_by ?? null,
+  };
 }
 
 /** An event as every read returns it (each dialect's EVENT_COLUMNS): JSON columns as text, parsed once here. */
@@ -168,8 +199,8 @@ export function lagOf(stream: string, group: string, rows: DbPartitionState[]): 
 
 /**
  * A group's info from the per-partition rows of a group-state query, its dead
- * letters' count and its config (copied: the caller may hold the cached one),
- * at `now` by the store's clock.
+ * letters' count, its config (copied: the caller may hold the cached one) and its
+ * pause (pauseOf), at `now` by the store's clock.
  */
 export function groupInfoOf(
   stream: string,
@@ -177,6 +208,7 @@ export function groupInfoOf(
   rows: DbPartitionState[],
   deadLetters: DbInt,
   config: GroupConfig,
+  paused: GroupPause | null,
   now: number,
 ): GroupInfo {
   const oldest = rows.reduce<number | null>((m, r) => (r.oldest_ts === null ? m : Math.min(m ?? Infinity, Number(r.oldest_ts))), null);
@@ -188,6 +220,7 @@ export function groupInfoOf(
     deadLetters: Number(deadLetters),
     oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
     config: copyGroupConfig(config),
+    paused,
   };
 }
 

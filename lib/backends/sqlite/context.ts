@@ -21,6 +21,7 @@ import { ConnectionGate } from './connection-gate';
 import { LockWaiter, SQLITE_BUSY_TIMEOUT_MS } from './locks';
 import { Pacer } from './pacer';
 import { sqliteGroupSettingsPlans } from './group-settings-plans';
+import { sqlitePausePlans } from './pause-plans';
 import { sqlitePlans } from './plans';
 import { sqliteRetentionPlans } from './retention-plans';
 
@@ -76,6 +77,7 @@ export class SqliteContext {
   readonly retention = sqliteRetentionPlans(this.tables);
   readonly removal = groupRemovalPlans(this.tables, 'sqlite');
   readonly groupSettings = sqliteGroupSettingsPlans(this.tables);
+  readonly pause = sqlitePausePlans(this.tables);
   /** In-process wake-ups: SQLite has no notifications, so only this process's writes wake its waiters. */
   readonly board = new WakeBoard();
   /** Lets other operations in between a long job's chunks (trim, purge). */

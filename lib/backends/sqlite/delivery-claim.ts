@@ -12,12 +12,16 @@ import { eventFromRaw } from './event-rows';
 import { storedSettings } from './group-settings';
 import type { RawEventRow } from './plans';
 
+/** A claim round, and whether a partition row's pause gate held it back (`paused_to` after now: pause.ts). */
+export type SqliteClaimRound = ClaimRound<Lease> & { paused: boolean };
+
 /**
  * One claim of up to `req.limit` events, in one write transaction. A fresh
  * delayed event before its deliver_at takes its place in the round-robin and is
  * passed by the cursor like any fresh event, but parked instead of leased
  * (parkDelayed); its deliver_at is read only at or below the partition's
- * delayed_to mark.
+ * delayed_to mark. A partition whose row is paused (docs/adr/046-pausing-a-group.md)
+ * offers nothing: read with its cursor, the gate costs no statement.
  */
 export function claimRound(
   ctx: SqliteContext,
@@ -27,7 +31,7 @@ export function claimRound(
   start: number,
   partitionCount: number,
   now: number,
-): Promise<ClaimRound<Lease>> {
+): Promise<SqliteClaimRound> {
   const expiresAt = now + req.leaseMs;
   const { stream, group } = req;
   return ctx.write('fetch', () => {
@@ -42,9 +46,14 @@ export function claimRound(
     const last = (r: { state: string; attempt: number }) => (r.state === 'leased' && r.attempt >= storedMax() ? r.attempt : undefined);
     // Candidates per partition, in sequence order: due deliveries, then fresh events from the cursor.
     const queues: Array<{ partition: number; cursor: number; seqs: Candidate[] }> = [];
+    let paused = false;
     for (const partition of partitions) {
       const pos = ctx.stmt(p.position).get(stream, group, partition);
       if (!pos) continue;
+      if (pos.paused_to !== null && pos.paused_to > now) {
+        paused = true;
+        continue;
+      }
       // The trim guard: nothing at or below the trim point is leased, and the cursor resumes after it.
       const tt = pos.trimmed_to;
       const cursor = Math.max(pos.cursor, tt + 1);
@@ -160,6 +169,6 @@ export function claimRound(
       }
       if (!any) break;
     }
-    return deadLettered ? { leases, parked, deadLettered } : { leases, parked };
+    return deadLettered ? { leases, parked, deadLettered, paused } : { leases, parked, paused };
   });
 }

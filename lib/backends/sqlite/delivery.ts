@@ -4,6 +4,7 @@
 // one write transaction per call.
 import { backoffDelay } from '../../core/backoff';
 import { RheoError } from '../../core/errors';
+import { deadLetteredOf, pausedAnswer } from '../../core/fetched';
 import type { Lease } from '../../core/types';
 import type { FetchedLeases, FetchRequest, RenewResult, SettleOp, SettleResult, TransactionalAck } from '../backend';
 import { claimPastDelays } from '../delays';
@@ -46,7 +47,14 @@ export async function fetch(ctx: SqliteContext, req: FetchRequest): Promise<Fetc
   const now = ctx.clock.now();
   ctx.board.fetching(req.stream, req.group);
   // One claim, and more only while claims park delayed events (../delays.ts).
-  return claimPastDelays(req.limit, (limit) => claimRound(ctx, { ...req, limit }, g, partitions, start, info.partitions, now));
+  let paused = false;
+  const leases = await claimPastDelays(req.limit, async (limit) => {
+    const round = await claimRound(ctx, { ...req, limit }, g, partitions, start, info.partitions, now);
+    paused ||= round.paused;
+    return round;
+  });
+  // Empty because the group is paused: the Consumer waits for the resume's wake-up (docs/adr/046-pausing-a-group.md).
+  return paused && leases.length === 0 && !deadLetteredOf(leases) ? pausedAnswer() : leases;
 }
 
 export async function renew(ctx: SqliteContext, leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]> {

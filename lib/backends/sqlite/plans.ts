@@ -41,9 +41,14 @@ export interface DbAllocated {
 export interface DbTsMax {
   ts_max: number;
 }
-/** A group partition's cursor, the partition's high watermark, trim point and last delayed event (position). */
+/**
+ * A group partition's cursor and pause gate, the partition's high watermark, trim point and last delayed
+ * event (position).
+ */
 export interface DbCursorAndHwm {
   cursor: number;
+  /** Claims skip the row while this is after now; null when the group is not paused (pause.ts). */
+  paused_to: number | null;
   hwm: number;
   trimmed_to: number;
   delayed_to: number;
@@ -171,9 +176,9 @@ export function sqlitePlans(t: TableNames) {
 
     // ---------------------------------------------------------------- leases
 
-    /** A group partition's cursor, the partition's high watermark and trim point. */
+    /** A group partition's cursor and pause gate, the partition's high watermark, trim point and last delayed event. */
     position: returning<DbCursorAndHwm>(`
-      SELECT g.cursor, p.hwm, p.trimmed_to, p.delayed_to FROM ${t.groupPartitions} g
+      SELECT g.cursor, g.paused_to, p.hwm, p.trimmed_to, p.delayed_to FROM ${t.groupPartitions} g
       JOIN ${t.partitions} p ON p.stream = g.stream AND p.partition = g.partition
       WHERE g.stream = ? AND g.group_name = ? AND g.partition = ?`),
     /** Deliveries whose time has come (nacked past their delay, or expired leases) above the trim point, in sequence order. */

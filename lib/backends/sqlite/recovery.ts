@@ -4,10 +4,9 @@
 import { RheoError } from '../../core/errors';
 import type { DeadLetter, GroupInfo, Lag } from '../../core/types';
 import type { ReplayRequest, ResolvedStart } from '../backend';
-import { type DbPartitionState, groupInfoOf, lagOf, toDeadLetter } from '../sql/rows';
+import { type DbPartitionState, groupInfoOf, lagOf, pauseOf, toDeadLetter, toGroup } from '../sql/rows';
 import type { SqliteContext } from './context';
 import { startAfters } from './group-start';
-import { loadGroup } from './registry';
 import { lastBefore } from './time-lookup';
 
 export async function replay(ctx: SqliteContext, req: ReplayRequest): Promise<number> {
@@ -98,14 +97,14 @@ export async function lag(ctx: SqliteContext, stream: string, group: string): Pr
 
 export async function groupInfo(ctx: SqliteContext, stream: string, group: string): Promise<GroupInfo> {
   await ctx.base.mustStream(stream);
-  // The config as stored now: another process may have changed it (updateGroup).
-  const stored = await loadGroup(ctx, stream, group);
+  // The config and the pause as stored now: another process may have changed them (updateGroup, pauseGroup).
+  const stored = await ctx.locked('read', 'groupInfo', () => ctx.stmt(ctx.plans.getGroup).get(stream, group));
   if (!stored) throw RheoError.groupNotFound(stream, group);
-  const config = ctx.base.rememberGroup(stored);
+  const config = ctx.base.rememberGroup(toGroup(stored));
   const now = ctx.clock.now();
   const rows = await state(ctx, stream, group, now);
   const dead = (await ctx.locked('read', 'groupInfo', () => ctx.stmt(ctx.plans.deadCount).get(stream, group)))!;
-  return groupInfoOf(stream, group, rows, dead.n, config, now);
+  return groupInfoOf(stream, group, rows, dead.n, config, pauseOf(stored, now), now);
 }
 
 export async function deadLetters(ctx: SqliteContext, stream: string, group: string, limit: number, after?: string): Promise<DeadLetter[]> {

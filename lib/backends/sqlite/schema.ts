@@ -169,8 +169,35 @@ const V3: SchemaVersion = {
   down: (t) => [`ALTER TABLE ${t.partitions} DROP COLUMN delayed_to`, `ALTER TABLE ${t.events} DROP COLUMN deliver_at`],
 };
 
+/**
+ * Version 4: pausing a group (docs/adr/046-pausing-a-group.md), as on PostgreSQL:
+ * the pause's details on the group's row (`paused_at`, `paused_until`,
+ * `pause_reason`, `paused_by`: what groupInfo shows), and the claim's gate as
+ * `paused_to` on each of its partition rows (the rows a claim already reads, so
+ * the gate costs it no extra read). Nullable columns without a default: nothing
+ * is rewritten, and every existing group is unpaused.
+ */
+const V4: SchemaVersion = {
+  version: 4,
+  name: 'pause-groups',
+  up: (t) => [
+    `ALTER TABLE ${t.groups} ADD COLUMN paused_at INTEGER`,
+    `ALTER TABLE ${t.groups} ADD COLUMN paused_until INTEGER`,
+    `ALTER TABLE ${t.groups} ADD COLUMN pause_reason TEXT`,
+    `ALTER TABLE ${t.groups} ADD COLUMN paused_by TEXT`,
+    `ALTER TABLE ${t.groupPartitions} ADD COLUMN paused_to INTEGER`,
+  ],
+  down: (t) => [
+    `ALTER TABLE ${t.groupPartitions} DROP COLUMN paused_to`,
+    `ALTER TABLE ${t.groups} DROP COLUMN paused_by`,
+    `ALTER TABLE ${t.groups} DROP COLUMN pause_reason`,
+    `ALTER TABLE ${t.groups} DROP COLUMN paused_until`,
+    `ALTER TABLE ${t.groups} DROP COLUMN paused_at`,
+  ],
+};
+
 /** Every version, in order. The last one is what this release reads and writes. */
-export const SQLITE_SCHEMA: readonly SchemaVersion[] = [V1, V2, V3];
+export const SQLITE_SCHEMA: readonly SchemaVersion[] = [V1, V2, V3, V4];
 
 /** Where the applied versions are recorded (created before the first version is recorded). */
 export function sqliteSchemaVersionTable(t: TableNames): string {

@@ -8,6 +8,7 @@ import type {
   AppendOptions,
   GroupConfig,
   GroupInfo,
+  GroupPause,
   Lag,
   Lease,
   Retention,
@@ -23,6 +24,7 @@ import type {
   FetchedLeases,
   FetchRequest,
   NewEvent,
+  PauseGroupRequest,
   QueryRequest,
   ReadRequest,
   RenewResult,
@@ -47,6 +49,7 @@ import { requireSqliteVersion, upgradeSqlite } from './install';
 import { SQLITE_BUSY_TIMEOUT_MS } from './locks';
 import * as log from './log';
 import { checkOptions, type SqliteBackendOptions } from './options';
+import * as pause from './pause';
 import * as recovery from './recovery';
 import * as registry from './registry';
 import * as retention from './retention';
@@ -218,6 +221,15 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   }
   updateGroup(req: UpdateGroupRequest): Promise<GroupConfig> {
     return groupSettings.updateGroup(this.ctx, req);
+  }
+
+  // ---------------------------------------------------------------- pause.ts
+
+  pauseGroup(req: PauseGroupRequest): Promise<GroupPause> {
+    return pause.pauseGroup(this.ctx, req);
+  }
+  resumeGroup(stream: string, group: string): Promise<boolean> {
+    return pause.resumeGroup(this.ctx, stream, group);
   }
 
   // ---------------------------------------------------------------- log.ts

@@ -5,6 +5,7 @@ import type { Retention } from '../../core/types';
 import { type Column, duration, escapeControls, fields, type Io, json, oneLine, preview, table } from '../output';
 import { type GlobalOptions, withReadOnlyAdmin } from '../store';
 import { positiveNumber } from '../usage';
+import { pauseFields } from './pause';
 
 function retention(r: Retention | null): string {
   if (!r) return 'keep all';
@@ -31,6 +32,7 @@ const GROUP_COLUMNS: Column<GroupSummary>[] = [
   { header: 'OLDEST UNSETTLED', cell: (g) => duration(g.oldestUnsettledAgeMs) },
   { header: 'MAX ATTEMPTS', cell: (g) => g.maxAttempts },
   { header: 'ORDERING', cell: (g) => g.ordering },
+  { header: 'PAUSED', cell: (g) => (g.paused ? (g.paused.until ? `until ${g.paused.until}` : 'yes') : 'no') },
 ];
 
 type Partition = GroupSummary['partitions'][number];
@@ -63,7 +65,7 @@ export function inspectCommands(program: Command, io: Io): void {
 
   program
     .command('groups <stream>')
-    .description("list a stream's consumer groups: lag, inflight, dead letters, oldest unsettled event")
+    .description("list a stream's consumer groups: lag, inflight, dead letters, oldest unsettled event, settings, pause")
     .action((stream: string, _opts, cmd: Command) =>
       withReadOnlyAdmin(cmd.optsWithGlobals<GlobalOptions>(), async (admin) => {
         const groups = await admin.groups(stream);
@@ -90,7 +92,7 @@ export function inspectCommands(program: Command, io: Io): void {
 
   program
     .command('info <stream> <group>')
-    .description("a group's state: lag, inflight, dead letters, oldest unsettled event, settings, partitions, warnings")
+    .description("a group's state: lag, inflight, dead letters, oldest unsettled event, settings, pause, partitions, warnings")
     .action((stream: string, group: string, _opts, cmd: Command) =>
       withReadOnlyAdmin(cmd.optsWithGlobals<GlobalOptions>(), async (admin) => {
         const g = await admin.group(stream, group);
@@ -104,6 +106,8 @@ export function inspectCommands(program: Command, io: Io): void {
           ['oldest unsettled', duration(g.oldestUnsettledAgeMs)],
           ['max attempts', g.maxAttempts],
           ['ordering', g.ordering],
+          ['paused', g.paused ? 'yes' : 'no'],
+          ...(g.paused ? pauseFields(g.paused) : []),
         ]);
         io.out(`${summary}\n${table(g.partitions, PARTITION_COLUMNS, '')}${warnings(g)}`);
       }),

@@ -13,7 +13,7 @@ export interface RheoDashboardOptions {
   /** The RheoModule instance to show. Default: the default instance. */
   instance?: string;
   /**
-   * No actions (redrive, replay, reset): their buttons are absent and their POSTs
+   * No actions (redrive, replay, reset, pause, resume): their buttons are absent and their POSTs
    * answer 403. Default `true`: a dashboard is writable only when asked.
    */
   readOnly?: boolean;

@@ -4,7 +4,7 @@
 // service and the facade behind it, the same as for the CLI.
 import { RheoError } from '../../core/errors';
 import { checkKeys, checkObject, keySet } from '../../core/validate';
-import type { RheoAdminOperations } from '../../admin/types';
+import type { PauseGroupInput, RheoAdminOperations } from '../../admin/types';
 
 export type RedriveTarget = Parameters<RheoAdminOperations['redrive']>[2];
 export type ReplayFrom = Parameters<RheoAdminOperations['replay']>[2];
@@ -92,4 +92,31 @@ export function resetBody(value: unknown, group: string): { start?: string; conf
   }
   if (b.start !== undefined && typeof b.start !== 'string') throw RheoError.invalid('start', "must be a string ('beginning', 'end', …)");
   return b.start === undefined ? { confirm: true } : { start: b.start, confirm: true };
+}
+
+/** `confirm: true`, which a pause and a resume need as the CLI's --confirm: a script must say it means it. */
+function confirmed(b: Record<string, unknown>, what: string): true {
+  if (b.confirm !== true) throw new RheoError('confirm_required', `${what}: confirm it (confirm: true)`, { field: 'confirm' });
+  return true;
+}
+
+/** `{ until?, reason?, by?, confirm: true }`: `until` an ISO time or a duration (`30m`, `2h`), checked by the admin service. */
+export function pauseBody(value: unknown): PauseGroupInput {
+  const b = body(value);
+  only(b, ['until', 'reason', 'by', 'confirm']);
+  const input: PauseGroupInput = { confirm: confirmed(b, 'pausing stops every process claiming the events of the group') };
+  for (const field of ['until', 'reason', 'by'] as const) {
+    const v = b[field];
+    if (v === undefined) continue;
+    if (typeof v !== 'string') throw RheoError.invalid(field, 'must be a string');
+    input[field] = v;
+  }
+  return input;
+}
+
+/** `{ confirm: true }`. */
+export function resumeBody(value: unknown): { confirm: true } {
+  const b = body(value);
+  only(b, ['confirm']);
+  return { confirm: confirmed(b, 'resuming lets every process claim the events of the group again') };
 }

@@ -18,14 +18,14 @@ import {
   UseFilters,
   UseGuards,
 } from '@nestjs/common';
-import type { DeadLetterPage, GroupSummary, Overview, StreamSummary } from '../../admin/types';
+import type { DeadLetterPage, GroupPauseSummary, GroupSummary, Overview, StreamSummary } from '../../admin/types';
 import { RheoHttpExceptionFilter } from '../rheo-http-exception.filter';
 import { DashboardActionGuard } from './action.guard';
 import { dashboardScript } from './assets/dashboard-script';
 import { DASHBOARD_STYLE } from './assets/dashboard-style';
 import { renderDashboardPage } from './assets/dashboard-page';
 import type { ResolvedDashboardOptions } from './dashboard-options';
-import { deadLetterQuery, overviewQuery, redriveBody, replayBody, resetBody } from './dashboard-requests';
+import { deadLetterQuery, overviewQuery, pauseBody, redriveBody, replayBody, resetBody, resumeBody } from './dashboard-requests';
 import { DASHBOARD_SERVICE, type DashboardService } from './dashboard-service';
 import type { LagHistorySnapshot } from './lag-history';
 
@@ -146,6 +146,20 @@ export function createDashboardController(options: ResolvedDashboardOptions): Ty
     @UseGuards(DashboardActionGuard)
     reset(@Param('stream') stream: string, @Param('group') group: string, @Body() body: unknown): Promise<{ reset: true }> {
       return this.dashboard.admin.reset(stream, group, resetBody(body, group));
+    }
+
+    @Post('api/streams/:stream/groups/:group/pause')
+    @HttpCode(200)
+    @UseGuards(DashboardActionGuard)
+    pause(@Param('stream') stream: string, @Param('group') group: string, @Body() body: unknown): Promise<GroupPauseSummary> {
+      return this.dashboard.admin.pauseGroup(stream, group, pauseBody(body));
+    }
+
+    @Post('api/streams/:stream/groups/:group/resume')
+    @HttpCode(200)
+    @UseGuards(DashboardActionGuard)
+    resume(@Param('stream') stream: string, @Param('group') group: string, @Body() body: unknown): Promise<{ resumed: boolean }> {
+      return this.dashboard.admin.resumeGroup(stream, group, resumeBody(body));
     }
   }
 

@@ -158,6 +158,11 @@ export class MetricSet {
       'Age of the oldest event the group has not finished (0 when none), read at scrape time.',
       (i) => (i.oldestUnsettledAgeMs ?? 0) / 1000,
     );
+    gauge(
+      'group_paused',
+      'Whether a pause holds the group back from claiming (1) or not (0), read at scrape time; its lag grows while paused.',
+      (i) => (i.paused ? 1 : 0),
+    );
     this.subscribe();
   }
 

@@ -78,10 +78,12 @@ export function deliveryPlans(t: TableNames) {
     /**
      * Lock the group's partition rows, in partition order. A fetch holds them to
      * its end: fresh events are handed out by moving the cursor, so two fetchers
-     * must not read the same cursor. (Settles never take them.)
+     * must not read the same cursor. (Settles never take them.) `paused_to`, the
+     * pause gate (pause.ts), tells an ordered claim that came back empty whether
+     * the pause was why, at no cost.
      */
-    lockGroupPartitions: returning<{ partition: number }>(`
-      SELECT partition FROM ${t.groupPartitions}
+    lockGroupPartitions: returning<{ partition: number; paused_to: DbInt | null }>(`
+      SELECT partition, paused_to FROM ${t.groupPartitions}
       WHERE stream = $1 AND group_name = $2 AND partition = ANY($3::int[])
       ORDER BY partition FOR UPDATE`),
 
@@ -278,6 +280,9 @@ function expiredOnLast(t: TableNames, d: string): string {
  * random id per claim instead of a gen_random_uuid() per row, which cost about
  * 1.2 µs of server time a row against 0.2 µs for the concatenation).
  *
+ * A group partition row whose pause gate (`paused_to`) is after $4 offers nothing
+ * (docs/adr/046-pausing-a-group.md).
+ *
  * Candidates per partition, in sequence order: deliveries that are due (nacked and
  * past their delay, or whose lease expired), locked with SKIP LOCKED so that two
  * fetchers never wait on, or both take, the same row; then fresh events from the
@@ -334,6 +339,9 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boolean): st
         FROM ${t.groupPartitions} g
         JOIN ${t.partitions} p ON p.stream = g.stream AND p.partition = g.partition
         WHERE g.stream = $1 AND g.group_name = $2 AND g.partition = ANY($3::int[]) ${mode === 'any' ? `AND ${ASYNC_COMMIT}` : ''}
+          -- The pause gate (docs/adr/046-pausing-a-group.md): re-checked on the row's newest version once
+          -- FOR UPDATE got its lock, so a pause that committed while this claim waited for it holds at once.
+          AND (g.paused_to IS NULL OR g.paused_to <= $4)
         ORDER BY g.partition
         ${mode === 'any' ? 'FOR UPDATE OF g' : ''}
       )`;

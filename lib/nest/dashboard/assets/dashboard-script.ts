@@ -13,7 +13,15 @@ export const DASHBOARD_SCRIPT_DIR = join(__dirname, 'browser');
  * function they are joined inside, so nothing reaches `window`); dashboard.js
  * starts the page, so it comes last, after every declaration it uses.
  */
-export const DASHBOARD_SCRIPT_PARTS: readonly string[] = ['dom.js', 'http.js', 'chart.js', 'overview.js', 'group.js', 'dashboard.js'];
+export const DASHBOARD_SCRIPT_PARTS: readonly string[] = [
+  'dom.js',
+  'http.js',
+  'chart.js',
+  'overview.js',
+  'pause.js',
+  'group.js',
+  'dashboard.js',
+];
 
 let script: string | undefined;
 

@@ -32,6 +32,9 @@ tr.selected td { background: #eef4ff; }
 .state-backing_off, .state-draining { color: var(--warn); }
 .state-stopped { color: var(--muted); }
 .warning { color: var(--warn); font-size: 12px; display: block; }
+.paused { color: var(--warn); }
+span.paused { font-size: 12px; display: block; font-weight: 600; }
+p.paused { margin: 4px 0; padding: 6px 10px; border-radius: 6px; background: #fffaeb; border: 1px solid #fedf89; }
 .muted { color: var(--muted); }
 .error { margin: 16px 24px 0; padding: 8px 12px; border-radius: 6px; background: #fef3f2; color: var(--bad); border: 1px solid #fecdca; }
 .notice { margin: 8px 0; padding: 6px 10px; border-radius: 6px; background: #ecfdf3; color: var(--ok); }

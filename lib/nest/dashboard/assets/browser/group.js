@@ -1,8 +1,9 @@
 // @ts-check
-// One group, opened from the overview: its figures, lag chart, partitions and
+// One group, opened from the overview: its figures, its pause, lag chart, partitions and
 // dead letters (paged), and the actions when the dashboard allows them.
-/* global el, one, replaceRows, fmtTime, fmtAge, fmtSpan, preview, errorMessage, chart, lagWindowMs, groupPath, postJson, refresh */
-/* exported selected, detail, select, renderGroup, renderDeadLetters */
+/* global el, one, replaceRows, fmtTime, fmtAge, fmtSpan, preview, errorMessage, chart, lagWindowMs, groupPath, postJson, refresh,
+   pauseControls, renderPause */
+/* exported selected, detail, select, renderGroup, renderDeadLetters, act */
 
 const readOnly = document.body.dataset.readOnly === 'true';
 const showPayloads = document.body.dataset.showPayloads === 'true';
@@ -11,8 +12,9 @@ const showPayloads = document.body.dataset.showPayloads === 'true';
 let selected = null;
 /**
  * A group's parts of the page, and the dead letters' paging (`after` of the page shown, those before it).
- * @typedef {{ figures: HTMLElement, chart: HTMLElement, partitions: HTMLElement, dead: HTMLElement, pager: HTMLElement,
- *   notice: HTMLElement, after: string | null, previous: Array<string | null> }} GroupView
+ * `pause` shows what holds the group back; `resume` is its button (null on a read-only dashboard).
+ * @typedef {{ figures: HTMLElement, pause: HTMLElement, resume: HTMLButtonElement | null, chart: HTMLElement, partitions: HTMLElement,
+ *   dead: HTMLElement, pager: HTMLElement, notice: HTMLElement, after: string | null, previous: Array<string | null> }} GroupView
  */
 /** @type {GroupView | null} the open group's */
 let detail = null;
@@ -50,8 +52,11 @@ function redrove(r) {
   return 'Redrove ' + r.redriven + ' dead letter(s)';
 }
 
-/** @param {string} group */
-function actionForms(group) {
+/**
+ * @param {string} group
+ * @param {{ form: HTMLFormElement, resume: HTMLButtonElement }} pause
+ */
+function actionForms(group, pause) {
   /** @type {number | null} */
   let confirmAll = null;
   const redriveAll = el('button', { type: 'button', class: 'danger', 'data-testid': 'redrive-all', text: 'Redrive all' });
@@ -141,7 +146,7 @@ function actionForms(group) {
       { start: start.value, confirm: confirmText },
     );
   });
-  return el('div', { class: 'actions', 'data-testid': 'actions' }, [redriveAll, replay, reset]);
+  return el('div', { class: 'actions', 'data-testid': 'actions' }, [redriveAll, replay, reset, pause.form, pause.resume]);
 }
 
 /**
@@ -154,6 +159,8 @@ function select(stream, group) {
   const section = one('[data-testid=detail]');
   while (section.firstChild) section.removeChild(section.firstChild);
   const figures = el('p', { 'data-testid': 'group-figures', class: 'muted' });
+  const pauseBox = el('p', { 'data-testid': 'pause-state', class: 'paused', hidden: true });
+  const pause = readOnly ? null : pauseControls();
   const chartBox = el('div');
   const partitions = el('tbody');
   const dead = el('tbody');
@@ -164,8 +171,9 @@ function select(stream, group) {
   if (!readOnly) headCells.push('');
   section.appendChild(el('h2', { text: stream + ' / ' + group }));
   section.appendChild(figures);
+  section.appendChild(pauseBox);
   section.appendChild(noticeBox);
-  if (!readOnly) section.appendChild(actionForms(group));
+  if (pause) section.appendChild(actionForms(group, pause));
   section.appendChild(el('h3', { text: 'Lag (up to the last ' + fmtSpan(lagWindowMs) + ')' }));
   section.appendChild(chartBox);
   section.appendChild(el('h3', { text: 'Partitions' }));
@@ -201,6 +209,8 @@ function select(stream, group) {
   section.hidden = false;
   detail = {
     figures: figures,
+    pause: pauseBox,
+    resume: pause ? pause.resume : null,
     chart: chartBox,
     partitions: partitions,
     dead: dead,
@@ -232,6 +242,7 @@ function renderGroup(view, g, now) {
     ' · ordering ' +
     g.ordering +
     (g.consumer ? ' · consumer ' + g.consumer : '');
+  renderPause(view.pause, view.resume, g.paused);
   replaceRows(view.chart, [chart(g.stream, g.group, now, true)]);
   replaceRows(
     view.partitions,

@@ -42,6 +42,7 @@ function renderOverview(o) {
       groups.map(function (g) {
         const isSelected = selected && selected.stream === g.stream && selected.group === g.group;
         const state = el('td', { 'data-testid': 'consumer', class: g.consumer ? 'state-' + g.consumer : 'muted', text: g.consumer || '–' });
+        if (g.paused) state.appendChild(el('span', { class: 'paused', 'data-testid': 'group-paused', text: 'paused' }));
         g.warnings.forEach(function (w) {
           state.appendChild(el('span', { class: 'warning', text: w }));
         });

@@ -52,6 +52,7 @@ export type {
   TrimResult,
   PurgeDeadLettersOptions,
   GroupOptions,
+  GroupChanges,
   GroupConfig,
   Lease,
   Lag,

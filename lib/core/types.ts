@@ -340,7 +340,7 @@ export interface GroupPause {
 export interface PauseGroupOptions {
   /** Resume by itself at this time (after now, at most a year ahead); absent: until `resumeGroup`. */
   until?: Date;
-  /** Why, shown in groupInfo, the CLI and the dashboard (at most 1,024 characters). */
+  /** Why, shown in groupInfo, the CLI and the dashboard (at most 1,000 characters). */
   reason?: string;
   /** Who, shown beside the reason (at most 256 characters). */
   by?: string;

@@ -73,6 +73,7 @@ const MAIN_TYPES = [
   'FetchOptions',
   'FrontierMessage',
   'GroupBatchHandler',
+  'GroupChanges',
   'GroupConfig',
   'GroupHandler',
   'GroupInfo',

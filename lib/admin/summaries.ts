@@ -24,6 +24,7 @@ export function groupSummary(info: GroupInfo, consumer: string | undefined): Gro
     deadLetters: info.deadLetters,
     oldestUnsettledAgeMs: info.oldestUnsettledAgeMs,
     maxAttempts: info.config.maxAttempts,
+    retry: { ...info.config.retry },
     ordering: info.config.ordering,
     partitions: info.lag.partitions.map(({ partition, frontier, highWatermark, lag }) => ({ partition, frontier, highWatermark, lag })),
     warnings: [...(info.warnings ?? [])],

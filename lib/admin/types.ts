@@ -26,6 +26,8 @@ export interface GroupSummary {
   deadLetters: number;
   oldestUnsettledAgeMs: number | null;
   maxAttempts: number;
+  /** The backoff between a failed delivery's attempts, as stored. */
+  retry: { initialMs: number; factor: number; maxMs: number };
   ordering: string;
   /** Per partition: frontier, high watermark, lag. */
   partitions: Array<{ partition: number; frontier: number; highWatermark: number; lag: number }>;

@@ -86,6 +86,11 @@ export function json(value: unknown): string {
   return `${JSON.stringify(value)}\n`;
 }
 
+/** A retry backoff in one cell: the first delay, its factor and its cap. */
+export function retryText(r: { initialMs: number; factor: number; maxMs: number }): string {
+  return `${r.initialMs} ms x${r.factor} up to ${r.maxMs} ms`;
+}
+
 /** A duration an operator reads at a glance: 850ms, 12s, 3m 4s, 2h 5m, 7d (the two largest units, zeros left out). */
 export function duration(ms: number | null): string {
   if (ms === null) return '-';

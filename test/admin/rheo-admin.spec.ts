@@ -92,6 +92,7 @@ describe.each(CLOCKED_BACKENDS)('RheoAdmin on $name', ({ make }) => {
         deadLetters: 2,
         oldestUnsettledAgeMs: 1500,
         maxAttempts: 5,
+        retry: { initialMs: 1000, factor: 2, maxMs: 60000 },
         ordering: 'none',
         partitions: [
           { partition: 0, frontier: 2, highWatermark: 2, lag: 0 },
@@ -109,6 +110,7 @@ describe.each(CLOCKED_BACKENDS)('RheoAdmin on $name', ({ make }) => {
         deadLetters: 0,
         oldestUnsettledAgeMs: 1500,
         maxAttempts: 3,
+        retry: { initialMs: 1000, factor: 2, maxMs: 60000 },
         ordering: 'partition',
         partitions: [
           { partition: 0, frontier: 0, highWatermark: 2, lag: 2 },

@@ -169,6 +169,7 @@ describe.each(stores(dir))('rheo on $name', (store) => {
     deadLetters: 1,
     oldestUnsettledAgeMs: null,
     maxAttempts: 5,
+    retry: { initialMs: 1000, factor: 2, maxMs: 60000 },
     ordering: 'none',
     partitions: [
       { partition: 0, frontier: 2, highWatermark: 2, lag: 0 },
@@ -210,6 +211,7 @@ describe.each(stores(dir))('rheo on $name', (store) => {
     expect(infoJson).toEqual({ ...billing, warnings: groups[1].warnings });
     expect(info.code).toBe(0);
     expect(info.stdout).toMatch(/^dead letters +1$/m);
+    expect(info.stdout).toMatch(/^retry +1000 ms x2 up to 60000 ms$/m);
     expect(info.stdout).toMatch(/^PARTITION +FRONTIER +HIGH WATERMARK +LAG\n +0 +2 +2 +0\n +1 +1 +1 +0\n/m);
     expect(groupsTable.stdout).toMatch(/^billing +0 +0 +1 +- +5 +none +no$/m);
   });

@@ -146,4 +146,20 @@ describe('read-only (the default)', () => {
       await page.close();
     }
   });
+
+  it("shows the group's stored settings, and a change made elsewhere (updateGroup) once the view refreshes", async () => {
+    const rheo = s.app.get(Rheo);
+    const page = await browser.newPage();
+    try {
+      await openGroup(page, s.url);
+      const figures = page.locator('[data-testid=group-figures]');
+      expect(await figures.textContent()).toContain('max attempts 5 · retry 1000 ms ×2 up to 60000 ms · ordering none');
+      await rheo.updateGroup(STREAM, 'billing', { maxAttempts: 9, retry: { initialMs: 250, factor: 3 } });
+      await until('the new settings shown', async () =>
+        (await figures.textContent())?.includes('max attempts 9 · retry 250 ms ×3 up to 60000 ms'),
+      );
+    } finally {
+      await page.close();
+    }
+  });
 });

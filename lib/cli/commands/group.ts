@@ -4,7 +4,7 @@
 // change a group for every process do.
 import { Command, InvalidArgumentError } from 'commander';
 import type { UpdateGroupInput } from '../../admin/types';
-import { fields, type Io, json } from '../output';
+import { fields, type Io, json, retryText } from '../output';
 import { type GlobalOptions, withAdmin } from '../store';
 import { UsageError, wholeNumber } from '../usage';
 
@@ -52,7 +52,7 @@ export function groupCommands(program: Command, io: Io): void {
           `Changed the settings of ${stream}/${name}:\n` +
             fields([
               ['max attempts', s.maxAttempts],
-              ['retry', `${s.retry.initialMs} ms x${s.retry.factor} up to ${s.retry.maxMs} ms`],
+              ['retry', retryText(s.retry)],
               ['ordering', s.ordering],
             ]),
         );

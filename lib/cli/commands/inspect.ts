@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { GroupSummary, StreamSummary } from '../../admin/types';
 import type { Retention } from '../../core/types';
-import { type Column, duration, escapeControls, fields, type Io, json, oneLine, preview, table } from '../output';
+import { type Column, duration, escapeControls, fields, type Io, json, oneLine, preview, retryText, table } from '../output';
 import { type GlobalOptions, withReadOnlyAdmin } from '../store';
 import { positiveNumber } from '../usage';
 import { pauseFields } from './pause';
@@ -105,6 +105,7 @@ export function inspectCommands(program: Command, io: Io): void {
           ['dead letters', g.deadLetters],
           ['oldest unsettled', duration(g.oldestUnsettledAgeMs)],
           ['max attempts', g.maxAttempts],
+          ['retry', retryText(g.retry)],
           ['ordering', g.ordering],
           ['paused', g.paused ? 'yes' : 'no'],
           ...(g.paused ? pauseFields(g.paused) : []),

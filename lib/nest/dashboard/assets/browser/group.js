@@ -239,6 +239,13 @@ function renderGroup(view, g, now) {
     fmtAge(g.oldestUnsettledAgeMs) +
     ' · max attempts ' +
     g.maxAttempts +
+    ' · retry ' +
+    g.retry.initialMs +
+    ' ms ×' +
+    g.retry.factor +
+    ' up to ' +
+    g.retry.maxMs +
+    ' ms' +
     ' · ordering ' +
     g.ordering +
     (g.consumer ? ' · consumer ' + g.consumer : '');

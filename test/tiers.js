@@ -120,6 +120,7 @@ const SLOW = [
   'test/sql/postgres.multiprocess.spec.ts',
   'test/conformance/postgres.conformance.spec.ts',
   'test/sql/postgres.broadcast.spec.ts',
+  'test/sql/postgres.pause.spec.ts',
   'test/sql/bulk.spec.ts',
   'test/redis/bounded.spec.ts',
   'test/redis/broadcast.spec.ts',

@@ -110,7 +110,7 @@ const SERIAL = [
 // servers of their own, the CLI built and run as a process): the parallel run starts them first, so
 // its lanes end together instead of one long spec running alone at the end. Longest
 // first, as measured alone. The failover spec, on a cluster of its own, mostly waits
-// for a promotion: it needs no lane of its own at the end.
+// for a promotion: started early, its waits overlap the other lane's work.
 // test/sequencer.js reads this; Jest's own timings, when it has them, order the rest.
 const SLOW = [
   'test/sql/postgres.transactional-kill.spec.ts',

@@ -163,12 +163,15 @@ describe('postgres backend', () => {
       let reads = 0;
       const reader = (async () => {
         while (writing || seen < 400) {
+          // Taken before the read: a read that started while the last appends were
+          // committing may come back empty after they are done, and must not end the loop.
+          const done = !writing;
           const got = await rheo.read('tail', { afterSequence: seen, limit: 1000 });
           reads++;
           // Whatever is visible is contiguous from where we were: 1..n, never 1..n plus n+2.
           got.forEach((e, i) => expect(e.sequence).toBe(seen + i + 1));
           seen += got.length;
-          if (!writing && got.length === 0) break;
+          if (done && got.length === 0) break;
         }
       })();
       try {

@@ -1,11 +1,14 @@
-// A child process for the pause specs (test/redis/pause.spec.ts), on the backend named in its
+// A child process for the pause suite (pause-suite.ts), on the backend named in its
 // environment (backend-from-env.ts). RHEO_TEST_PAUSE (JSON, PauseChildConfig) picks the mode:
-//   consumer  one Consumer whose handlers block until the parent sends { type: 'release' };
-//             every claim, paused answer, handler start and settle is appended to the shared
-//             log file (synchronously: appends to one file are ordered by the kernel, so the
-//             file is the one order of both processes' events) and told over IPC;
+//   consumer  one Consumer whose handlers block until the parent sends { type: 'release' }
+//             (later ones run through); every claim that leased something, paused answer,
+//             handler start and settle is appended to the shared log file (synchronously:
+//             appends to one file are ordered by the kernel, so the file is the one order of
+//             both processes' events) and told over IPC;
 //   toggle    pauseGroup and resumeGroup in a loop, telling the parent each call it made,
 //             until it is killed.
+// A parent that is gone (a failed or killed test run) leaves no child behind: the child
+// exits when its IPC channel closes.
 //   node -r ts-node/register/transpile-only test/support/pause-child.ts
 import { appendFileSync } from 'node:fs';
 import type { Backend, Lease } from '../../lib';
@@ -32,11 +35,12 @@ export type PauseChildMessage =
   | { k: 'claim'; eventId: string; at: number }
   | { k: 'start'; eventId: string }
   | { k: 'settled'; eventId: string }
-  | { k: 'toggled'; call: 'pause' | 'resume' };
+  | { k: 'toggled'; call: 'pause' | 'resume' }
+  | { k: 'bye' };
 
 const send = (m: PauseChildMessage) => process.send?.(m);
 
-/** The backend, with its claims and settles written to the log as they return. */
+/** The backend, with its claims and settles written to the log as the store answers them, before the Consumer sees them. */
 function logged(inner: Backend, log: string): Backend {
   const write = (line: string) => appendFileSync(log, `${line}\n`);
   const fetch = async (req: FetchRequest) => {
@@ -72,9 +76,13 @@ async function runConsumer(config: PauseChildConfig): Promise<void> {
   const log = config.log!;
   const rheo = new Rheo(logged(backendFromEnv(), log));
   const waiting: Array<() => void> = [];
-  let stopping = false;
+  let released = false;
   const concurrency = config.concurrency ?? 4;
   const pollMs = config.pollMs ?? 30_000;
+  const releaseAll = () => {
+    released = true;
+    for (const release of waiting.splice(0)) release();
+  };
   const consumer = new Consumer(
     rheo,
     // The lease outlasts the poll interval, as a Consumer requires.
@@ -82,18 +90,17 @@ async function runConsumer(config: PauseChildConfig): Promise<void> {
     async (lease: Lease) => {
       appendFileSync(log, `start ${lease.event.id}\n`);
       send({ k: 'start', eventId: lease.event.id });
-      if (!stopping) await new Promise<void>((resolve) => waiting.push(resolve));
+      if (!released) await new Promise<void>((resolve) => waiting.push(resolve));
     },
   );
   process.on('message', (m: { type?: string }) => {
-    if (m?.type === 'release') for (const release of waiting.splice(0)) release();
+    if (m?.type === 'release') releaseAll();
     if (m?.type === 'stop') {
-      stopping = true;
-      for (const release of waiting.splice(0)) release();
+      releaseAll();
       void consumer
         .drain(10_000)
         .then(() => rheo.close())
-        .then(() => process.disconnect?.());
+        .then(() => process.send?.({ k: 'bye' } satisfies PauseChildMessage, () => process.disconnect?.()));
     }
   });
   await rheo.init();
@@ -114,6 +121,7 @@ async function runToggle(config: PauseChildConfig): Promise<void> {
 }
 
 if (require.main === module) {
+  process.on('disconnect', () => process.exit(0));
   const config = JSON.parse(process.env.RHEO_TEST_PAUSE ?? '{}') as PauseChildConfig;
   (config.mode === 'toggle' ? runToggle(config) : runConsumer(config)).catch((err) => {
     console.error(err);

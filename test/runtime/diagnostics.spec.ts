@@ -322,6 +322,24 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the runtime on $name', 
     expect(rec.messages('rheo:consumer:stop')).toEqual([]);
   });
 
+  it('rheo:group:paused and rheo:group:resumed around a Consumer that finds its group paused, then claims again', async () => {
+    await rheo.createStream(stream);
+    await rheo.createGroup(stream, group);
+    const pause = await rheo.pauseGroup(stream, group, { reason: 'provider down', by: 'ops' });
+    await rheo.appendBatch(stream, [ev('ack')]);
+    const handled: string[] = [];
+    const g = startConsumer(rheo, { stream, group, consumerId: 'A', leaseMs: 60_000, pollMs: 10 }, async (lease) => {
+      handled.push(kindOf(lease));
+    });
+    await until('the consumer saw the pause', () => g.paused);
+    expect(handled).toEqual([]);
+    expect(await rheo.resumeGroup(stream, group)).toBe(true);
+    await until('the event handled', () => handled.length === 1);
+    expect(rec.messages('rheo:group:paused')).toEqual([{ stream, group, pause }]);
+    expect(rec.messages('rheo:group:resumed')).toEqual([{ stream, group, wasPaused: true }]);
+    expect(rec.messages('rheo:lease')).toHaveLength(1);
+  });
+
   it('fired rheo:process and every plain channel of the runtime in this run', () => {
     expect(seen).toContain('rheo:process');
     // rheo:clock_skew is the store clock's (PostgreSQL, Redis), not the runtime's: test/unit/store-clock.spec.ts.

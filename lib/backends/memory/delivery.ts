@@ -99,7 +99,16 @@ function claim(req: FetchRequest, s: MemStream, g: MemGroup, p: number, seq: num
     part.deliveries.set(seq, d);
     part.open.add(seq);
     if (seq >= part.cursor) part.cursor = seq + 1;
-    const deliverAt = s.log[p].get(seq)!.deliverAt;
+    const stored = s.log[p].get(seq)!;
+    if (stored.cancelled) {
+      // A delayed event cancelled in every group (cancelDelayed, ADR 048): passed as done, never leased.
+      d.state = 'acked';
+      part.open.delete(seq);
+      advance(part);
+      round.parked++;
+      return;
+    }
+    const deliverAt = stored.deliverAt;
     if (deliverAt !== undefined && deliverAt > now) {
       // Parked: due at its deliverAt like a nack's delay, holding the frontier until it is settled.
       d.availableAt = deliverAt;

@@ -178,7 +178,7 @@ export function groupInfoOf(
   deadLetters: DbInt,
   config: GroupConfig,
   now: number,
-): GroupInfo {
+): Omit<GroupInfo, 'paused' | 'skipped'> {
   const oldest = rows.reduce<number | null>((m, r) => (r.oldest_ts === null ? m : Math.min(m ?? Infinity, Number(r.oldest_ts))), null);
   return {
     stream,

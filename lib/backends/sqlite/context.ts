@@ -23,6 +23,7 @@ import { Pacer } from './pacer';
 import { sqliteGroupSettingsPlans } from './group-settings-plans';
 import { sqlitePlans } from './plans';
 import { sqliteRetentionPlans } from './retention-plans';
+import { sqliteWaitingPlans } from './waiting-plans';
 
 /** Settings of a {@link SqliteBackend}; built by `typeormBackend` / `sqliteBackend`. */
 export interface SqliteBackendSettings {
@@ -76,6 +77,7 @@ export class SqliteContext {
   readonly retention = sqliteRetentionPlans(this.tables);
   readonly removal = groupRemovalPlans(this.tables, 'sqlite');
   readonly groupSettings = sqliteGroupSettingsPlans(this.tables);
+  readonly waiting = sqliteWaitingPlans(this.tables);
   /** In-process wake-ups: SQLite has no notifications, so only this process's writes wake its waiters. */
   readonly board = new WakeBoard();
   /** Lets other operations in between a long job's chunks (trim, purge). */

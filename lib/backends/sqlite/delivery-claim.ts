@@ -34,7 +34,8 @@ export function claimRound(
     const p = ctx.plans;
     // A candidate carries its lease once claimed (a parked delayed event gets none, nor one dead-lettered:
     // `expiredOn`, the attempt its lease expired on, the group's last: see docs/adr/035-every-delivery-ends.md).
-    type Candidate = { sequence: number; fresh: boolean; parkAt?: number; expiredOn?: number; lease?: Lease };
+    // `passed`: a delayed event cancelled in every group (cancelDelayed): the cursor passes it as done, no row.
+    type Candidate = { sequence: number; fresh: boolean; parkAt?: number; passed?: boolean; expiredOn?: number; lease?: Lease };
     // Judged by maxAttempts as stored now, read only when an expired lease is a candidate (a change made by
     // any process decides at once: docs/adr/047-changing-a-group-in-place.md); the caller's copy otherwise.
     let maxAttempts: number | undefined;
@@ -63,8 +64,12 @@ export function claimRound(
       const fresh = seqs.filter((c) => c.fresh);
       if (fresh.length && cursor <= pos.delayed_to) {
         const delayed = ctx.stmt(p.delayedIn).all(stream, partition, cursor, fresh[fresh.length - 1].sequence, now);
-        const parkAt = new Map(delayed.map((d) => [d.sequence, d.deliver_at]));
-        for (const c of fresh) c.parkAt = parkAt.get(c.sequence);
+        const found = new Map(delayed.map((d) => [d.sequence, d]));
+        for (const c of fresh) {
+          const d = found.get(c.sequence);
+          if (d && d.cancelled_at !== null) c.passed = true;
+          else if (d) c.parkAt = d.deliver_at;
+        }
       }
       if (seqs.length) queues.push({ partition, cursor, seqs });
     }
@@ -129,8 +134,12 @@ export function claimRound(
         // Fresh events are leased in runs (one statement each; a single run without delayed events), delayed ones parked.
         let run = 0;
         fresh.forEach((c, i) => {
-          const ends = i === fresh.length - 1 || fresh[i + 1].parkAt !== undefined;
-          if (c.parkAt !== undefined) {
+          const ends = i === fresh.length - 1 || fresh[i + 1].parkAt !== undefined || fresh[i + 1].passed === true;
+          if (c.passed) {
+            // Cancelled: taken as an ack would leave it (no row below the cursor), in its place of the limit.
+            parked++;
+            run = i + 1;
+          } else if (c.parkAt !== undefined) {
             ctx.stmt(p.parkDelayed).run(stream, group, partition, c.sequence, c.parkAt);
             parked++;
             run = i + 1;
@@ -142,7 +151,7 @@ export function claimRound(
         });
         for (const row of ctx.rawStmt(p.eventRunRaw).all(stream, partition, first, last)) {
           const i = (row as RawEventRow)[1] - first;
-          if (fresh[i].parkAt === undefined) fresh[i].lease = lease(ids[i], 1, eventFromRaw(stream, partition, row));
+          if (fresh[i].parkAt === undefined && !fresh[i].passed) fresh[i].lease = lease(ids[i], 1, eventFromRaw(stream, partition, row));
         }
         ctx.stmt(p.moveCursor).run(last + 1, stream, group, partition);
       }

@@ -19,6 +19,7 @@ import type {
   AppendedEvents,
   Backend,
   BackendDescription,
+  CancelDelayedRequest,
   CreateGroupRequest,
   FetchedLeases,
   FetchRequest,
@@ -27,9 +28,11 @@ import type {
   ReadRequest,
   RenewResult,
   ReplayRequest,
+  RescheduleRequest,
   ResolvedStart,
   SettleOp,
   SettleResult,
+  SkipRequest,
   TransactionalAck,
   TrimRequest,
   UpdateGroupRequest,
@@ -50,6 +53,7 @@ import { checkOptions, type SqliteBackendOptions } from './options';
 import * as recovery from './recovery';
 import * as registry from './registry';
 import * as retention from './retention';
+import * as waiting from './waiting';
 
 export type { SqliteBackendSettings } from './context';
 export type { SqliteBackendOptions } from './options';
@@ -218,6 +222,18 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   }
   updateGroup(req: UpdateGroupRequest): Promise<GroupConfig> {
     return groupSettings.updateGroup(this.ctx, req);
+  }
+
+  // ---------------------------------------------------------------- waiting.ts
+
+  skip(req: SkipRequest): Promise<SettleResult[]> {
+    return waiting.skip(this.ctx, req);
+  }
+  reschedule(req: RescheduleRequest): Promise<SettleResult[]> {
+    return waiting.reschedule(this.ctx, req);
+  }
+  cancelDelayed(req: CancelDelayedRequest): Promise<number> {
+    return waiting.cancelDelayed(this.ctx, req);
   }
 
   // ---------------------------------------------------------------- log.ts

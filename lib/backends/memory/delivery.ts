@@ -94,6 +94,14 @@ function claim(req: FetchRequest, s: MemStream, g: MemGroup, p: number, seq: num
     round.parked++;
     return;
   }
+  if (d && d.state === 'available' && d.attempt === 0 && s.log[p].get(seq)!.cancelled) {
+    // An offer, re-opened since, of an event cancelled in every group (ADR 048): ended, never leased.
+    d.state = 'acked';
+    part.open.delete(seq);
+    advance(part);
+    round.parked++;
+    return;
+  }
   if (!d) {
     d = { sequence: seq, state: 'available', attempt: 0, leaseId: null, consumerId: null, leasedAt: 0, expiresAt: 0, availableAt: 0 };
     part.deliveries.set(seq, d);

@@ -17,6 +17,7 @@ import type {
   AppendedEvents,
   Backend,
   BackendDescription,
+  CancelDelayedRequest,
   CreateGroupRequest,
   FetchedLeases,
   FetchRequest,
@@ -25,9 +26,11 @@ import type {
   ReadRequest,
   RenewResult,
   ReplayRequest,
+  RescheduleRequest,
   ResolvedStart,
   SettleOp,
   SettleResult,
+  SkipRequest,
   TransactionalAck,
   TrimRequest,
   UpdateGroupRequest,
@@ -54,6 +57,7 @@ import { pgPlans } from './plans';
 import * as recovery from './recovery';
 import * as registry from './registry';
 import * as retention from './retention';
+import * as waiting from './waiting';
 
 export type { PostgresBackendOptions } from './options';
 
@@ -263,6 +267,18 @@ export interface PostgresBackendSettings {
   }
   updateGroup(req: UpdateGroupRequest): Promise<GroupConfig> {
     return groupSettings.updateGroup(this.ctx, req);
+  }
+
+  // ---------------------------------------------------------------- waiting.ts
+
+  skip(req: SkipRequest): Promise<SettleResult[]> {
+    return waiting.skip(this.ctx, req);
+  }
+  reschedule(req: RescheduleRequest): Promise<SettleResult[]> {
+    return waiting.reschedule(this.ctx, req);
+  }
+  cancelDelayed(req: CancelDelayedRequest): Promise<number> {
+    return waiting.cancelDelayed(this.ctx, req);
   }
 
   // ---------------------------------------------------------------- the log (log.ts)

@@ -6,6 +6,7 @@ import type { ReplayRequest, ResolvedStart } from '../backend';
 import { groupInfoOf, lagOf, toDeadLetter } from '../sql/rows';
 import { query } from '../sql/statement';
 import type { PostgresContext } from './context';
+import { skipsOf } from './waiting';
 import { loadGroup } from './registry';
 import { partitionMarks, startAfters } from './starts';
 
@@ -98,7 +99,7 @@ export async function groupInfo(ctx: PostgresContext, stream: string, group: str
   // The config as stored now: another process may have changed it (updateGroup).
   const config = await loadGroup(ctx, stream, group);
   if (!config) throw RheoError.groupNotFound(stream, group);
-  return groupInfoOf(stream, group, rows, dead.n, ctx.rememberGroup(config), now);
+  return { ...groupInfoOf(stream, group, rows, dead.n, ctx.rememberGroup(config), now), skipped: await skipsOf(ctx, stream, group) };
 }
 
 export async function deadLetters(

@@ -35,7 +35,19 @@ export function claimRound(
     // A candidate carries its lease once claimed (a parked delayed event gets none, nor one dead-lettered:
     // `expiredOn`, the attempt its lease expired on, the group's last: see docs/adr/035-every-delivery-ends.md).
     // `passed`: a delayed event cancelled in every group (cancelDelayed): the cursor passes it as done, no row.
-    type Candidate = { sequence: number; fresh: boolean; parkAt?: number; passed?: boolean; expiredOn?: number; lease?: Lease };
+    // `passed`: a fresh delayed event cancelled in every group (cancelDelayed): the cursor passes it as done, no row;
+    // `void`: a due offer of one at attempt 0 (re-opened since the cancel): ended as an ack ends it.
+    type Candidate = {
+      sequence: number;
+      fresh: boolean;
+      parkAt?: number;
+      passed?: boolean;
+      void?: boolean;
+      expiredOn?: number;
+      lease?: Lease;
+    };
+    const voided = (partition: number, r: { sequence: number; attempt: number }, delayedTo: number) =>
+      r.attempt === 0 && r.sequence <= delayedTo && ctx.stmt(ctx.waiting.cancelledAt).get(stream, partition, r.sequence) !== undefined;
     // Judged by maxAttempts as stored now, read only when an expired lease is a candidate (a change made by
     // any process decides at once: docs/adr/047-changing-a-group-in-place.md); the caller's copy otherwise.
     let maxAttempts: number | undefined;
@@ -53,11 +65,12 @@ export function claimRound(
       if (g.ordering === 'partition') {
         const busy = ctx.stmt(p.liveLeases).get(stream, group, partition, tt, now)!.n > 0;
         const head = ctx.stmt(p.firstOpen).get(stream, group, partition, tt);
-        if (!busy && head && head.due_at <= now) seqs.push({ sequence: head.sequence, fresh: false, expiredOn: last(head) });
+        if (!busy && head && head.due_at <= now)
+          seqs.push({ sequence: head.sequence, fresh: false, expiredOn: last(head), void: voided(partition, head, pos.delayed_to) });
         else if (!busy && !head && cursor <= pos.hwm) seqs.push({ sequence: cursor, fresh: true });
       } else {
         for (const r of ctx.stmt(p.due).all(stream, group, partition, tt, now, req.limit)) {
-          seqs.push({ sequence: r.sequence, fresh: false, expiredOn: last(r) });
+          seqs.push({ sequence: r.sequence, fresh: false, expiredOn: last(r), void: voided(partition, r, pos.delayed_to) });
         }
         for (let s = cursor; s <= pos.hwm && seqs.length < req.limit; s++) seqs.push({ sequence: s, fresh: true });
       }
@@ -113,6 +126,11 @@ export function claimRound(
       const fresh = cs.filter((c) => c.fresh);
       for (const c of cs) {
         if (c.fresh) continue;
+        if (c.void) {
+          ctx.stmt(p.ack).run(stream, group, partition, c.sequence);
+          parked++;
+          continue;
+        }
         if (c.expiredOn !== undefined) {
           const key = [stream, group, partition, c.sequence] as const;
           const reason = leaseExpiredReason(c.expiredOn, storedMax());

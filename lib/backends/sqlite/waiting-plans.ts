@@ -55,6 +55,9 @@ export function sqliteWaitingPlans(t: TableNames) {
     cancel: `UPDATE ${t.events} SET cancelled_at = ? WHERE stream = ? AND partition = ? AND sequence = ?`,
     /** Count skips on the group's row; no row changed when the group is gone. */
     recordSkips: `UPDATE ${t.groups} SET skipped = skipped + ?, skip_reason = ?, skipped_at = ? WHERE stream = ? AND name = ?`,
+    /** A row only when the event was cancelled in every group (the claim's check of a due offer at attempt 0). */
+    cancelledAt: returning<{ cancelled_at: DbInt }>(`
+      SELECT cancelled_at FROM ${t.events} WHERE stream = ? AND partition = ? AND sequence = ? AND cancelled_at IS NOT NULL`),
     skips: returning<DbSkips>(`SELECT skipped, skip_reason, skipped_at FROM ${t.groups} WHERE stream = ? AND name = ?`),
   };
 }

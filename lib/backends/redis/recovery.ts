@@ -4,6 +4,7 @@ import type { ReplayRequest, ResolvedStart } from '../backend';
 import { copyGroupConfig } from '../copies';
 import { eventFromEntry, parseDeadRecord } from './codec';
 import type { RedisContext } from './context';
+import { skipsOf } from './waiting';
 import { tidy } from './delivery';
 import { firstAtOrAfter } from './log-scan';
 import { configOf, getGroup, partitionsOf, startArgs } from './registry';
@@ -196,6 +197,7 @@ export async function groupInfo(ctx: RedisContext, stream: string, group: string
     deadLetters: dead,
     oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
     config: copyGroupConfig(config),
+    skipped: await skipsOf(ctx, stream, group),
     ...(ctx.durabilityWarnings.length > 0 ? { warnings: [...ctx.durabilityWarnings] } : {}),
   };
 }

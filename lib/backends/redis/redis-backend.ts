@@ -6,6 +6,7 @@ import type {
   AppendedEvents,
   Backend,
   BackendDescription,
+  CancelDelayedRequest,
   CreateGroupRequest,
   FetchedLeases,
   FetchRequest,
@@ -14,9 +15,11 @@ import type {
   ReadRequest,
   RenewResult,
   ReplayRequest,
+  RescheduleRequest,
   ResolvedStart,
   SettleOp,
   SettleResult,
+  SkipRequest,
   TrimRequest,
   UpdateGroupRequest,
   WaitRequest,
@@ -35,6 +38,7 @@ import { checkOptions, type RedisBackendOptions, type RedisDurability, type Redi
 import * as recovery from './recovery';
 import * as registry from './registry';
 import * as retention from './retention';
+import * as waiting from './waiting';
 
 export type { RedisBackendOptions, RedisDurability } from './options';
 
@@ -180,6 +184,18 @@ export class RedisBackend implements Backend {
   }
   updateGroup(req: UpdateGroupRequest): Promise<GroupConfig> {
     return groupSettings.updateGroup(this.ctx, req);
+  }
+
+  // ---------------------------------------------------------------- waiting.ts
+
+  skip(req: SkipRequest): Promise<SettleResult[]> {
+    return waiting.skip(this.ctx, req);
+  }
+  reschedule(req: RescheduleRequest): Promise<SettleResult[]> {
+    return waiting.reschedule(this.ctx, req);
+  }
+  cancelDelayed(req: CancelDelayedRequest): Promise<number> {
+    return waiting.cancelDelayed(this.ctx, req);
   }
 
   // log.ts

@@ -41,6 +41,9 @@ async function onDataSource<T>(options: ConstructorParameters<typeof DataSource>
 }
 
 const sqliteFile = join(dir, 'v2.db');
+/** The versions after 2 this release applies (3, delayed events, and any later one), the same on both dialects. */
+const LATER = PG_SCHEMA.map((v) => v.version).filter((v) => v > 2);
+const LATEST = LATER[LATER.length - 1];
 const DIALECTS: Dialect[] = [
   {
     name: 'postgres',
@@ -49,8 +52,9 @@ const DIALECTS: Dialect[] = [
       onDataSource({ type: 'postgres', url: PG_URL, poolSize: 1 }, (ds) => ds.query(statement.replace(/:s\./g, `"${schema}".`), params)),
     async toVersion2() {
       const t = pgTables(schema);
-      for (const statement of PG_SCHEMA[2].down!(t, schema)) await this.sql(statement);
-      await this.sql(`DELETE FROM :s.rheo_schema_version WHERE version = 3`);
+      // Every later version first (newest first), then version 3's own down.
+      for (const v of [...PG_SCHEMA.slice(2)].reverse()) for (const statement of v.down!(t, schema)) await this.sql(statement);
+      await this.sql(`DELETE FROM :s.rheo_schema_version WHERE version >= 3`);
     },
     async delayColumns() {
       const rows = await this.sql(
@@ -67,8 +71,8 @@ const DIALECTS: Dialect[] = [
     sql: (statement, params) =>
       onDataSource({ type: 'better-sqlite3', database: sqliteFile }, (ds) => ds.query(statement.replace(/:s\./g, ''), params)),
     async toVersion2() {
-      for (const statement of SQLITE_SCHEMA[2].down!(sqliteTables(), '')) await this.sql(statement);
-      await this.sql(`DELETE FROM rheo_schema_version WHERE version = 3`);
+      for (const v of [...SQLITE_SCHEMA.slice(2)].reverse()) for (const statement of v.down!(sqliteTables(), '')) await this.sql(statement);
+      await this.sql(`DELETE FROM rheo_schema_version WHERE version >= 3`);
     },
     async delayColumns() {
       const rows = await this.sql(
@@ -128,7 +132,7 @@ describe.each(DIALECTS)('$name: upgrade from schema version 2 to 3 (delayed even
     await expect(none.init()).rejects.toMatchObject({
       code: 'failed',
       message: expect.stringContaining(
-        "the rheo tables are at schema version 2, and this nestjs-rheo needs version 3 with install: 'none'",
+        `the rheo tables are at schema version 2, and this nestjs-rheo needs version ${LATEST} with install: 'none'`,
       ),
     });
     await none.close();
@@ -139,8 +143,12 @@ describe.each(DIALECTS)('$name: upgrade from schema version 2 to 3 (delayed even
     const backend = d.open(clock, 'auto');
     rheo = new Rheo(backend);
     await rheo.init();
-    expect(backend.describe?.().installed).toEqual([3]);
-    expect((await d.sql(`SELECT version FROM :s.rheo_schema_version ORDER BY version`)).map((r) => Number(r.version))).toEqual([1, 2, 3]);
+    expect(backend.describe?.().installed).toEqual(LATER);
+    expect((await d.sql(`SELECT version FROM :s.rheo_schema_version ORDER BY version`)).map((r) => Number(r.version))).toEqual([
+      1,
+      2,
+      ...LATER,
+    ]);
     expect(await d.delayColumns()).toEqual(['delayed_to', 'deliver_at']);
     const events = [...(await rheo.read('orders', { partition: 0 })), ...(await rheo.read('orders', { partition: 1 }))];
     expect(events).toEqual(before.events);

@@ -88,6 +88,7 @@ const MIGRATION_NAMES: Readonly<Record<number, string>> = {
   1: 'RheoCreateTables1764374400000',
   2: 'RheoFlatCost1796083200000',
   3: 'RheoDelayedEvents1798761600000',
+  5: 'RheoSkipRescheduleCancel1801440000000',
 };
 
 interface Dialect {
@@ -186,6 +187,7 @@ function migrationOf(version: number, schema: string): TypeormMigrationClass {
 export function rheoMigrations(options: RheoMigrationsOptions = {}): TypeormMigrationClass[] {
   checkKeys('', checkObject('options', options), SCHEMA_ONLY);
   const schema = options.schema === undefined ? 'public' : checkSchemaName('schema', options.schema);
-  const versions = Math.max(latestVersion(PG_SCHEMA), latestVersion(SQLITE_SCHEMA));
-  return Array.from({ length: versions }, (_, i) => migrationOf(i + 1, schema));
+  // Every version either dialect has, in order.
+  const versions = [...new Set([...PG_SCHEMA, ...SQLITE_SCHEMA].map((v) => v.version))].sort((a, b) => a - b);
+  return versions.map((version) => migrationOf(version, schema));
 }

@@ -55,6 +55,7 @@ const TIERS = {
       'test/sql/upgrade-sqlite.spec.ts',
       'test/sql/nest-batch.e2e.spec.ts',
       'test/cli/group-set.spec.ts',
+      'test/cli/waiting.spec.ts',
     ],
   },
   postgres: {

@@ -1,5 +1,5 @@
 // The LOG lines of the admin actions (redrive, replay, reset, trim,
-// purgeDeadLetters, updateGroup), with what each changed: an operator reading the log sees
+// purgeDeadLetters, updateGroup, skip, reschedule, cancelDelayed), with what each changed: an operator reading the log sees
 // who rewound what. Framework-free, so RheoAdmin (CLI, dashboard) and
 // RheoClient write the same words. Called after the action succeeded, with
 // options already validated by the facade.
@@ -54,4 +54,19 @@ export function updateGroupLine(stream: string, group: string, changes: GroupCha
   if (changes.maxAttempts !== undefined) parts.push(`maxAttempts ${changes.maxAttempts}`);
   for (const [k, v] of Object.entries(changes.retry ?? {})) if (v !== undefined) parts.push(`retry.${k} ${v}`);
   return `Changed the settings of ${stream}/${group}: ${parts.join(', ')}`;
+}
+
+/** A skip: how many of the ids asked were skipped, and why. */
+export function skipLine(stream: string, group: string, asked: number, done: number, reason: string | undefined): string {
+  return `Skipped ${done} of ${asked} delivery(ies) of ${stream}/${group}${reason === undefined ? '' : ` (${reason})`}`;
+}
+
+/** A reschedule: how many of the ids asked were made due, and when. */
+export function rescheduleLine(stream: string, group: string, asked: number, done: number, when: string): string {
+  return `Rescheduled ${done} of ${asked} delivery(ies) of ${stream}/${group} to ${when}`;
+}
+
+/** A cancelDelayed: the event, and in how many groups it was still to run. */
+export function cancelDelayedLine(stream: string, eventId: string, groups: number, reason: string | undefined): string {
+  return `Cancelled delayed event ${eventId} of ${stream} in ${groups} group(s)${reason === undefined ? '' : ` (${reason})`}`;
 }

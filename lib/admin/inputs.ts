@@ -19,6 +19,9 @@ const INPUT_KEYS = {
   trim: keySet('a trim option', ['force', 'confirm']),
   purgeDeadLetters: keySet('a purgeDeadLetters option', ['before', 'all']),
   updateGroup: keySet('an updateGroup option', ['maxAttempts', 'retry', 'confirm']),
+  skip: keySet('a skip option', ['eventIds', 'reason', 'confirm']),
+  reschedule: keySet('a reschedule option', ['eventIds', 'deliverAt', 'delayMs', 'confirm']),
+  cancelDelayed: keySet('a cancelDelayed option', ['reason', 'confirm']),
 } as const;
 
 /** An admin operation's input object (named `field` in errors): a plain object of its known keys only. */

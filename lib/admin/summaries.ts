@@ -26,6 +26,11 @@ export function groupSummary(info: GroupInfo, consumer: string | undefined): Gro
     maxAttempts: info.config.maxAttempts,
     ordering: info.config.ordering,
     partitions: info.lag.partitions.map(({ partition, frontier, highWatermark, lag }) => ({ partition, frontier, highWatermark, lag })),
+    skipped: {
+      count: info.skipped.count,
+      lastReason: info.skipped.lastReason,
+      lastAt: info.skipped.lastAt === null ? null : info.skipped.lastAt.toISOString(),
+    },
     warnings: [...(info.warnings ?? [])],
   };
   if (consumer !== undefined) summary.consumer = consumer;

@@ -6,6 +6,7 @@ import { actionCommands } from './commands/actions';
 import { eventCommands } from './commands/events';
 import { groupCommands } from './commands/group';
 import { inspectCommands } from './commands/inspect';
+import { waitingCommands } from './commands/waiting';
 import type { Io } from './output';
 
 /** This package's version, from the nearest package.json named nestjs-rheo above this file (dist/cli/… when installed). */
@@ -47,5 +48,6 @@ export function createProgram(io: Io): Command {
   actionCommands(program, io);
   eventCommands(program, io);
   groupCommands(program, io);
+  waitingCommands(program, io);
   return program;
 }

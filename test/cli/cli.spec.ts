@@ -174,6 +174,7 @@ describe.each(stores(dir))('rheo on $name', (store) => {
       { partition: 0, frontier: 2, highWatermark: 2, lag: 0 },
       { partition: 1, frontier: 1, highWatermark: 1, lag: 0 },
     ],
+    skipped: { count: 0, lastReason: null, lastAt: null },
   };
   const audit = {
     ...billing,
@@ -209,6 +210,7 @@ describe.each(stores(dir))('rheo on $name', (store) => {
     expect(infoJson).toEqual({ ...billing, warnings: groups[1].warnings });
     expect(info.code).toBe(0);
     expect(info.stdout).toMatch(/^dead letters +1$/m);
+    expect(info.stdout).toMatch(/^skipped +0$/m);
     expect(info.stdout).toMatch(/^PARTITION +FRONTIER +HIGH WATERMARK +LAG\n +0 +2 +2 +0\n +1 +1 +1 +0\n/m);
     expect(groupsTable.stdout).toMatch(/^billing +0 +0 +1 +- +5 +none$/m);
   });

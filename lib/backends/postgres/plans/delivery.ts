@@ -255,10 +255,15 @@ function storedMaxAttempts(t: TableNames): string {
  * events without a delay reads nothing more than before (ADR 028).
  */
 function parkAt(t: TableNames, partition: string, sequence: string, delayedTo: string): string {
+  // FOR KEY SHARE: a locking read returns the event row's newest version, so a cancel (which holds the row
+  // FOR UPDATE until it commits) committed after this statement's snapshot is seen all the same, and one
+  // under way waits for this claim (then finds what it wrote): a claim never leases an event cancelled
+  // before it read it. Only delayed events are returned, so only they are locked.
   return `CASE WHEN ${sequence} <= ${delayedTo} THEN (
-          SELECT CASE WHEN x.cancelled_at IS NOT NULL THEN ${CANCELLED} ELSE x.deliver_at END FROM ${t.events} x
-          WHERE x.stream = $1 AND x.sequence = ${sequence} AND x.partition = ${partition}
-            AND (x.deliver_at > $4 OR x.cancelled_at IS NOT NULL)) END`;
+          SELECT CASE WHEN x.cancelled_at IS NOT NULL THEN ${CANCELLED} WHEN x.deliver_at > $4 THEN x.deliver_at END
+          FROM ${t.events} x
+          WHERE x.stream = $1 AND x.sequence = ${sequence} AND x.partition = ${partition} AND x.deliver_at IS NOT NULL
+          FOR KEY SHARE) END`;
 }
 
 /**

@@ -276,8 +276,8 @@ const CANCELLED = '-1';
 
 /**
  * Whether due delivery `d` offers an event cancelled in every group: one at attempt
- * 0 (parked by a claim whose snapshot predates the cancel, or re-opened by a replay
- * or redrive since) of a delayed event, so at or below the partition's delayed_to.
+ * 0 (re-opened by a replay or redrive since the cancel) of a delayed event, so at or
+ * below the partition's delayed_to.
  * The claim ends it instead of leasing it. Every other delivery reads nothing more.
  */
 function cancelledOffer(t: TableNames, d: string, delayedTo: string): string {

@@ -198,6 +198,32 @@ export function waitingCases(ctx: ConformanceContext): void {
       expect((await ctx.rheo.groupInfo(stream, 'b')).skipped.count).toBe(0);
     });
 
+    it('a skip racing claims: each due delivery is either leased or skipped, never both, and the skipped never come back', async () => {
+      const stream = await setup(20);
+      const first = await fetchAll(stream);
+      for (const l of first) await ctx.rheo.nack(l, { delayMs: 0 });
+      const ids = first.map((l) => l.event.id);
+      const [claimed, more, skipped] = await Promise.all([
+        fetchAll(stream, 'g', 7),
+        fetchAll(stream, 'g', 7),
+        ctx.rheo.skip(stream, 'g', ids, { reason: 'race' }),
+      ]);
+      const leased = new Set([...claimed, ...more].map((l) => l.event.id));
+      const done = new Set(ids.filter((_, i) => skipped[i].ok));
+      for (const [i, r] of skipped.entries()) {
+        if (r.ok) expect(leased.has(ids[i])).toBe(false);
+        else {
+          expect(r.error.code).toBe('lease_held');
+          expect(leased.has(ids[i])).toBe(true);
+        }
+      }
+      expect(leased.size + done.size).toBeLessThanOrEqual(20);
+      ctx.clock.advance(LEASE_MS);
+      const later = await drain(ctx, stream, 'g');
+      for (const l of later) expect(done.has(l.event.id)).toBe(false);
+      expect((await ctx.rheo.groupInfo(stream, 'g')).skipped.count).toBe(done.size);
+    });
+
     it('refuses bad input naming the field, changing nothing', async () => {
       const stream = await setup(1);
       const [lease] = await fetchAll(stream);

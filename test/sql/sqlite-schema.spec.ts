@@ -40,11 +40,12 @@ describe('sqlite schema versions', () => {
     await rheo.init();
     await rheo.close();
     expect(await versions(file)).toEqual(ALL);
-    expect(ALL.slice(0, 3)).toEqual([
+    expect(ALL.slice(0, 5)).toEqual([
       { version: 1, name: 'initial' },
       { version: 2, name: 'dead-letters-retention' },
       { version: 3, name: 'delayed-events' },
       { version: 4, name: 'pause-groups' },
+      { version: 5, name: 'skip-reschedule-cancel' },
     ]);
     expect(await tables(file)).toEqual([
       'rheo_dead_letters',

@@ -66,6 +66,10 @@ export type {
   RedriveOptions,
   GroupPause,
   PauseGroupOptions,
+  GroupSkips,
+  SkipOptions,
+  RescheduleOptions,
+  CancelDelayedOptions,
 } from './core/types';
 // For handlers and callers: the errors they catch and the outcomes they throw or return.
 export { RheoError, isRheoError, type RheoErrorCode } from './core/errors';

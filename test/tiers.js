@@ -56,6 +56,7 @@ const TIERS = {
       'test/sql/nest-batch.e2e.spec.ts',
       'test/cli/group-set.spec.ts',
       'test/cli/pause.spec.ts',
+      'test/cli/waiting.spec.ts',
     ],
   },
   postgres: {

@@ -1,5 +1,6 @@
 // The LOG lines of the admin actions (redrive, replay, reset, trim,
-// purgeDeadLetters, updateGroup, pauseGroup, resumeGroup), with what each changed: an operator reading the log sees
+// purgeDeadLetters, updateGroup, pauseGroup, resumeGroup,
+// skip, reschedule, cancelDelayed), with what each changed: an operator reading the log sees
 // who rewound what. Framework-free, so RheoAdmin (CLI, dashboard) and
 // RheoClient write the same words. Called after the action succeeded, with
 // options already validated by the facade.
@@ -68,4 +69,19 @@ export function pauseLine(stream: string, group: string, pause: GroupPause): str
 /** A resume, and whether a pause was holding the group back (an `until` may have passed already). */
 export function resumeLine(stream: string, group: string, wasPaused: boolean): string {
   return wasPaused ? `Resumed ${stream}/${group}` : `Resumed ${stream}/${group} (it was not paused)`;
+}
+
+/** A skip: how many of the ids asked were skipped, and why. */
+export function skipLine(stream: string, group: string, asked: number, done: number, reason: string | undefined): string {
+  return `Skipped ${done} of ${asked} delivery(ies) of ${stream}/${group}${reason === undefined ? '' : ` (${reason})`}`;
+}
+
+/** A reschedule: how many of the ids asked were made due, and when. */
+export function rescheduleLine(stream: string, group: string, asked: number, done: number, when: string): string {
+  return `Rescheduled ${done} of ${asked} delivery(ies) of ${stream}/${group} to ${when}`;
+}
+
+/** A cancelDelayed: the event, and in how many groups it was still to run. */
+export function cancelDelayedLine(stream: string, eventId: string, groups: number, reason: string | undefined): string {
+  return `Cancelled delayed event ${eventId} of ${stream} in ${groups} group(s)${reason === undefined ? '' : ` (${reason})`}`;
 }

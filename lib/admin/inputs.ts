@@ -21,6 +21,9 @@ const INPUT_KEYS = {
   updateGroup: keySet('an updateGroup option', ['maxAttempts', 'retry', 'confirm']),
   pauseGroup: keySet('a pauseGroup option', ['until', 'reason', 'by', 'confirm']),
   resumeGroup: keySet('a resumeGroup option', ['confirm']),
+  skip: keySet('a skip option', ['eventIds', 'reason', 'confirm']),
+  reschedule: keySet('a reschedule option', ['eventIds', 'deliverAt', 'delayMs', 'confirm']),
+  cancelDelayed: keySet('a cancelDelayed option', ['reason', 'confirm']),
 } as const;
 
 /** An admin operation's input object (named `field` in errors): a plain object of its known keys only. */

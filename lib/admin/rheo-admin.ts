@@ -17,11 +17,24 @@ import type {
   PurgeDeadLettersOptions,
   RedriveOptions,
   ReplayOptions,
+  RescheduleOptions,
   ResetOptions,
   StreamInfo,
 } from '../core/types';
 import { checkName, checkObject } from '../core/validate';
-import { pauseLine, purgeLine, redriveLine, replayLine, resetLine, resumeLine, trimLine, updateGroupLine } from './admin-log';
+import {
+  cancelDelayedLine,
+  pauseLine,
+  purgeLine,
+  redriveLine,
+  replayLine,
+  rescheduleLine,
+  resetLine,
+  resumeLine,
+  skipLine,
+  trimLine,
+  updateGroupLine,
+} from './admin-log';
 import { fromLag, readHighWatermarks } from './high-watermarks';
 import { checkInput, parseStart, parseTime, parseUntil, requireConfirm } from './inputs';
 import { deadLetterSummary, eventSummary, groupSummary, pauseSummary, streamSummary } from './summaries';
@@ -38,6 +51,10 @@ import type {
   RheoAdminOperations,
   StreamSummary,
   UpdateGroupInput,
+  CancelDelayedInput,
+  RescheduleInput,
+  SkipInput,
+  WaitingResultSummary,
 } from './types';
 
 /** A consumer this process runs, as the dashboard shows it beside its group. */
@@ -255,6 +272,39 @@ export class RheoAdmin implements RheoAdminOperations {
     return { resumed };
   }
 
+  async skip(stream: string, group: string, options: SkipInput): Promise<WaitingResultSummary> {
+    checkInput('skip', 'options', options);
+    requireConfirm(options.confirm, 'skip settles the deliveries without running the handler');
+    const ids = options.eventIds;
+    const results = await this.rheo.skip(stream, group, ids, options.reason === undefined ? {} : { reason: options.reason });
+    const summary = waitingSummary(ids, results);
+    this.logged(skipLine(stream, group, ids.length, summary.done, options.reason));
+    return summary;
+  }
+
+  async reschedule(stream: string, group: string, options: RescheduleInput): Promise<WaitingResultSummary> {
+    checkInput('reschedule', 'options', options);
+    requireConfirm(options.confirm, 'reschedule moves when every process of the group may run the deliveries');
+    const ids = options.eventIds;
+    const when: RescheduleOptions =
+      options.deliverAt !== undefined
+        ? { deliverAt: parseTime('deliverAt', options.deliverAt), ...(options.delayMs === undefined ? {} : { delayMs: options.delayMs }) }
+        : { delayMs: options.delayMs };
+    const results = await this.rheo.reschedule(stream, group, ids, when);
+    const summary = waitingSummary(ids, results);
+    const at = when.deliverAt ? when.deliverAt.toISOString() : `${String(when.delayMs)} ms from now`;
+    this.logged(rescheduleLine(stream, group, ids.length, summary.done, at));
+    return summary;
+  }
+
+  async cancelDelayed(stream: string, eventId: string, options: CancelDelayedInput): Promise<{ groups: number }> {
+    checkInput('cancelDelayed', 'options', options);
+    requireConfirm(options.confirm, 'cancelDelayed stops every group from running the event');
+    const groups = await this.rheo.cancelDelayed(stream, eventId, options.reason === undefined ? {} : { reason: options.reason });
+    this.logged(cancelDelayedLine(stream, eventId, groups, options.reason));
+    return { groups };
+  }
+
   async purgeDeadLetters(stream: string, group: string, options: { before?: string | Date; all?: boolean }): Promise<{ purged: number }> {
     checkInput('purgeDeadLetters', 'options', options);
     const all = options.all === true;
@@ -315,4 +365,17 @@ function firstAfter(sorted: StreamInfo[], name: string): number {
     else hi = mid;
   }
   return lo;
+}
+
+/** Per id of a skip or reschedule, JSON-ready: the refusal as its code and message. */
+function waitingSummary(ids: string[], results: Awaited<ReturnType<Rheo['skip']>>): WaitingResultSummary {
+  let done = 0;
+  const out = results.map((r, i): WaitingResultSummary['results'][number] => {
+    if (r.ok) {
+      done++;
+      return { eventId: ids[i], ok: true };
+    }
+    return { eventId: ids[i], ok: false, code: r.error.code, message: r.error.message };
+  });
+  return { done, results: out };
 }

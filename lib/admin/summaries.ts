@@ -27,6 +27,11 @@ export function groupSummary(info: GroupInfo, consumer: string | undefined): Gro
     retry: { ...info.config.retry },
     ordering: info.config.ordering,
     partitions: info.lag.partitions.map(({ partition, frontier, highWatermark, lag }) => ({ partition, frontier, highWatermark, lag })),
+    skipped: {
+      count: info.skipped.count,
+      lastReason: info.skipped.lastReason,
+      lastAt: info.skipped.lastAt === null ? null : info.skipped.lastAt.toISOString(),
+    },
     warnings: [...(info.warnings ?? [])],
     paused: info.paused ? pauseSummary(info.paused) : null,
   };

@@ -31,6 +31,8 @@ export interface GroupSummary {
   ordering: string;
   /** Per partition: frontier, high watermark, lag. */
   partitions: Array<{ partition: number; frontier: number; highWatermark: number; lag: number }>;
+  /** The group's skips (GroupInfo.skipped), the time as ISO. */
+  skipped: { count: number; lastReason: string | null; lastAt: string | null };
   /** Store conditions that put the group's data at risk (GroupInfo.warnings). */
   warnings: string[];
   /** The pause holding the group back (`Rheo#pauseGroup`), or null when it claims as usual. */
@@ -138,6 +140,15 @@ export interface RheoAdminOperations {
   /** Let the group claim again (`Rheo#resumeGroup`); needs `confirm: true`. `resumed` says whether a pause was holding it. */
   resumeGroup(stream: string, group: string, options: { confirm: boolean }): Promise<{ resumed: boolean }>;
   /**
+   * Settle waiting deliveries of a group as handled, the handler never run (`Rheo#skip`,
+   * docs/adr/048-skip-reschedule-cancel.md); needs `confirm: true`. Per id, in order.
+   */
+  skip(stream: string, group: string, options: SkipInput): Promise<WaitingResultSummary>;
+  /** Make waiting deliveries of a group due at another time (`Rheo#reschedule`); needs `confirm: true`. Per id, in order. */
+  reschedule(stream: string, group: string, options: RescheduleInput): Promise<WaitingResultSummary>;
+  /** Cancel a delayed event in every group of its stream (`Rheo#cancelDelayed`); needs `confirm: true`. */
+  cancelDelayed(stream: string, eventId: string, options: CancelDelayedInput): Promise<{ groups: number }>;
+  /**
    * Events of a stream, optionally filtered (Query.where), in (sequence, partition)
    * order: without `cursor` the latest `limit`, with one those after it. `next` is
    * a position per partition, never null: poll with it to follow the stream.
@@ -150,6 +161,34 @@ export interface RheoAdminOperations {
     stream: string,
     input: { payload: JsonValue; key?: string; type?: string; id?: string; metadata?: EventMetadata },
   ): Promise<EventSummary>;
+}
+
+/** What {@link RheoAdminOperations.skip} takes. */
+export interface SkipInput {
+  eventIds: string[];
+  reason?: string;
+  confirm: boolean;
+}
+
+/** What {@link RheoAdminOperations.reschedule} takes: exactly one of `deliverAt` (ISO) and `delayMs`. */
+export interface RescheduleInput {
+  eventIds: string[];
+  deliverAt?: string | Date;
+  delayMs?: number;
+  confirm: boolean;
+}
+
+/** What {@link RheoAdminOperations.cancelDelayed} takes. */
+export interface CancelDelayedInput {
+  reason?: string;
+  confirm: boolean;
+}
+
+/** Per id of a skip or reschedule, in order: done, or the refusal's code and message. JSON-ready. */
+export interface WaitingResultSummary {
+  /** How many were skipped (or rescheduled). */
+  done: number;
+  results: Array<{ eventId: string; ok: true } | { eventId: string; ok: false; code: string; message: string }>;
 }
 
 /** What {@link RheoAdminOperations.updateGroup} takes: the changes, and the confirmation. */

@@ -117,6 +117,37 @@ export interface PauseGroupRequest {
   by: string | null;
 }
 
+/**
+ * Deliveries of a group an operator settles as handled without running the handler
+ * (`skip`, docs/adr/048-skip-reschedule-cancel.md): ids checked (at most MAX_BATCH,
+ * no repeats) by the facade; `reason` as given, or null.
+ */
+export interface SkipRequest {
+  stream: string;
+  group: string;
+  ids: string[];
+  reason: string | null;
+}
+
+/**
+ * Deliveries of a group made due at another time (`reschedule`): at `deliverAt`,
+ * or `delayMs` after now by the backend's clock (exactly one of them is set).
+ */
+export interface RescheduleRequest {
+  stream: string;
+  group: string;
+  ids: string[];
+  deliverAt: Date | null;
+  delayMs: number | null;
+}
+
+/** A delayed event cancelled in every group of its stream (`cancelDelayed`); `reason` as given, or null. */
+export interface CancelDelayedRequest {
+  stream: string;
+  id: string;
+  reason: string | null;
+}
+
 export interface FetchRequest {
   stream: string;
   group: string;
@@ -314,6 +345,40 @@ export interface Backend {
    * (or settled) answers `stale_lease` and changes nothing. Per-lease results.
    */
   release(leases: Lease<unknown>[]): Promise<SettleResult[]>;
+
+  /**
+   * Settle waiting deliveries of a group as handled without running the handler
+   * (docs/adr/048-skip-reschedule-cancel.md). A delivery waits when it was offered
+   * (or parked, a delayed event the cursor passed) and no live lease holds it: a
+   * retry not yet due, a parked delayed event, a released or expired lease. Each is
+   * ended as an ack ends it (the frontier walks past it; in an `ordering:
+   * 'partition'` group the partition's next event is free, and waiting consumers
+   * are woken) and counted in `groupInfo.skipped` with `reason`. Per id, in order:
+   * `{ ok: true }`, or an error changing nothing for that id: `lease_held` (a live
+   * lease; the message names its expiry), `invalid_argument` (field `ids`) for an
+   * id the stream does not hold (or trimmed), an event not yet offered to the group
+   * (nothing waits: the cursor has not reached it), or one already settled (acked,
+   * dead-lettered, skipped). A stale holder's later settle answers `stale_lease`.
+   */
+  skip(request: SkipRequest): Promise<SettleResult[]>;
+  /**
+   * Make waiting deliveries of a group (as {@link skip} means it) due at another
+   * time, their attempt unchanged; a past time makes them due at once (waiting
+   * consumers are woken). Per-id results and errors as {@link skip}'s.
+   */
+  reschedule(request: RescheduleRequest): Promise<SettleResult[]>;
+  /**
+   * Cancel a delayed event in every group of its stream at once: each group where it
+   * waits (parked, or a retry) has it skipped, reason `reason`; each group whose
+   * cursor has not reached it yet never offers it (the claim that reaches it passes
+   * it as done, because the cancellation is stored on the event), and is counted as
+   * skipped now; groups that settled it already are untouched. Refused whole, with
+   * nothing changed, when a group holds a live lease on it (`lease_held`), when the
+   * stream has no such event (`invalid_argument`, field `id`) or when it is not a
+   * delayed event (same). Returns in how many groups it was still to run; a second
+   * cancel of the same event returns 0.
+   */
+  cancelDelayed(request: CancelDelayedRequest): Promise<number>;
 
   /** Re-open deliveries; returns how many events were re-opened (or rewound over). */
   replay(request: ReplayRequest): Promise<number>;

@@ -7,6 +7,7 @@ import { eventCommands } from './commands/events';
 import { groupCommands } from './commands/group';
 import { inspectCommands } from './commands/inspect';
 import { pauseCommands } from './commands/pause';
+import { waitingCommands } from './commands/waiting';
 import type { Io } from './output';
 
 /** This package's version, from the nearest package.json named nestjs-rheo above this file (dist/cli/… when installed). */
@@ -49,5 +50,6 @@ export function createProgram(io: Io): Command {
   eventCommands(program, io);
   groupCommands(program, io);
   pauseCommands(program, io);
+  waitingCommands(program, io);
   return program;
 }

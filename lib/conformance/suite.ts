@@ -25,6 +25,7 @@ import { retentionCases } from './cases/retention';
 import { retryCases } from './cases/retry';
 import { transactionalAckCases } from './cases/transactional-ack';
 import { updateGroupCases } from './cases/update-group';
+import { waitingCases } from './cases/waiting';
 import { wakeUpCases } from './cases/wake-ups';
 import type { ConformanceContext } from './context';
 
@@ -98,6 +99,7 @@ export function runConformance(target: ConformanceTarget): void {
     deleteGroupCases(ctx);
     updateGroupCases(ctx);
     pauseCases(ctx);
+    waitingCases(ctx);
     releaseTurnCases(ctx);
     if (ctx.waits) wakeUpCases(ctx);
     if (ctx.caps.mechanisms.transactionalAck && ctx.caps.mechanisms.transactionalAppend) transactionalAckCases(ctx);

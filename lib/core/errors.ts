@@ -8,6 +8,7 @@ export const RHEO_ERROR_CODES = [
   'already_exists',
   'stale_lease',
   'receipt_mismatch',
+  'lease_held',
   'invalid_argument',
   'payload_too_large',
   'confirm_required',
@@ -70,6 +71,18 @@ export class RheoError extends Error {
   /** The `stale_lease` error of an operation (`ack`, `renew`, `release`, ...) whose lease the store no longer holds. */
   static staleLease(operation: string): RheoError {
     return new RheoError('stale_lease', `${operation}: the lease is no longer held (expired, settled or replaced)`);
+  }
+
+  /**
+   * The `lease_held` error of an operator's change (skip, reschedule, cancelDelayed)
+   * of a delivery in flight: a live lease, held until `expiresAt`, which the change
+   * would otherwise run beside (docs/adr/048-skip-reschedule-cancel.md).
+   */
+  static leaseHeld(operation: string, eventId: string, group: string, expiresAt: Date): RheoError {
+    return new RheoError(
+      'lease_held',
+      `${operation}: event "${eventId}" is in flight in group "${group}": its lease is held until ${expiresAt.toISOString()} (settle it, or retry after then)`,
+    );
   }
 
   /** The `receipt_mismatch` error of an operation whose lease's receipt is not the delivery's. */

@@ -13,6 +13,7 @@ import type { FetchOptions, NackOptions, RejectOptions, SettleRequest } from './
 import type {
   AppendInput,
   AppendOptions,
+  CancelDelayedOptions,
   DeadLetter,
   DeleteGroupOptions,
   GroupChanges,
@@ -29,9 +30,11 @@ import type {
   Query,
   RedriveOptions,
   ReplayOptions,
+  RescheduleOptions,
   ResetOptions,
   Retention,
   RheoEvent,
+  SkipOptions,
   StreamInfo,
   TrimOptions,
   TrimResult,
@@ -44,6 +47,7 @@ import * as pause from './facade/pause';
 import * as recovery from './facade/recovery';
 import * as registry from './facade/registry';
 import * as retention from './facade/retention';
+import * as waiting from './facade/waiting';
 
 export type { FetchOptions, NackOptions, RejectOptions, SettleRequest } from './delivery-requests';
 
@@ -163,6 +167,46 @@ export class Rheo {
    */
   resumeGroup(stream: string, group: string): Promise<boolean> {
     return pause.resumeGroup(this.ctx, stream, group);
+  }
+
+  // ---------------------------------------------------------------- waiting deliveries: skip, reschedule, cancel
+
+  /**
+   * Settle waiting deliveries of a group as handled, without running the handler
+   * (docs/adr/048-skip-reschedule-cancel.md): a retry not yet due, a parked delayed
+   * event, a released or expired lease. The frontier passes each as it passes an
+   * ack (lag drops once the events before it are done), an `ordering: 'partition'`
+   * group's partition moves on to its next event, and `groupInfo(...).skipped`
+   * counts it with `reason`. Per id, in order, `{ ok: true }` or the reason that id
+   * was left alone: `lease_held` for a delivery in flight (the message names when
+   * its lease expires), `invalid_argument` for an id the stream does not hold, an
+   * event the group has not been offered yet, or one it has settled already. At
+   * most 10,000 ids, each once. `group_not_found` when there is none.
+   */
+  skip(stream: string, group: string, ids: string[], options: SkipOptions = {}): Promise<SettleResult[]> {
+    return waiting.skip(this.ctx, stream, group, ids, options);
+  }
+
+  /**
+   * Make waiting deliveries of a group (as {@link skip} means it) due at
+   * `deliverAt`, or `delayMs` from now by the store's clock, at most a year ahead;
+   * their attempt is unchanged. Per-id results as {@link skip}'s.
+   */
+  reschedule(stream: string, group: string, ids: string[], options: RescheduleOptions): Promise<SettleResult[]> {
+    return waiting.reschedule(this.ctx, stream, group, ids, options);
+  }
+
+  /**
+   * Cancel a delayed event in every group of its stream: no group ever runs it,
+   * including groups whose cursor has not reached it yet. Where it waits it is
+   * skipped with `reason`; a group holding a live lease on it refuses the whole
+   * cancel (`lease_held`, nothing changed). Returns in how many groups it was still
+   * to run (0 when every group had settled it, or it was cancelled already).
+   * `invalid_argument` (field `id`) for an id the stream does not hold or an event
+   * without a delay.
+   */
+  cancelDelayed(stream: string, id: string, options: CancelDelayedOptions = {}): Promise<number> {
+    return waiting.cancelDelayed(this.ctx, stream, id, options);
   }
 
   // ---------------------------------------------------------------- log: append, read, query

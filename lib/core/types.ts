@@ -219,6 +219,8 @@ export interface GroupInfo {
    * process is held back: never paused, resumed, or past its `until`.
    */
   paused: GroupPause | null;
+  /** The deliveries an operator skipped (`skip`, `cancelDelayed`): how many, and the last one's reason and time. */
+  skipped: GroupSkips;
   /**
    * Conditions of the store that put the group's data at risk, in words an
    * operator can act on (a Redis server that can lose acknowledged writes or
@@ -344,4 +346,37 @@ export interface PauseGroupOptions {
   reason?: string;
   /** Who, shown beside the reason (at most 256 characters). */
   by?: string;
+}
+
+/**
+ * The skips of a group (docs/adr/048-skip-reschedule-cancel.md): deliveries settled
+ * as handled without running the handler, by `skip` or `cancelDelayed`.
+ */
+export interface GroupSkips {
+  /** How many deliveries were skipped since the group was created (a reset keeps it). */
+  count: number;
+  /** The last skip's reason as given, or null (none given, or nothing skipped yet). */
+  lastReason: string | null;
+  /** When the last skip was made, by the store's clock, or null when nothing was skipped. */
+  lastAt: Date | null;
+}
+
+/** The options of `Rheo#skip`. */
+export interface SkipOptions {
+  /** Why, shown in groupInfo and the CLI (at most 1,000 characters). */
+  reason?: string;
+}
+
+/** The options of `Rheo#reschedule`: exactly one of them. */
+export interface RescheduleOptions {
+  /** Offer the deliveries again at this time (at most a year ahead of now; a past time: at once). */
+  deliverAt?: Date;
+  /** Offer the deliveries again this many ms from now, by the store's clock (0 to a year). */
+  delayMs?: number;
+}
+
+/** The options of `Rheo#cancelDelayed`. */
+export interface CancelDelayedOptions {
+  /** Why, recorded as the skip reason of every group it ends in (at most 1,000 characters). */
+  reason?: string;
 }

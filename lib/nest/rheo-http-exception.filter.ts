@@ -15,6 +15,7 @@ export const RHEO_ERROR_HTTP_STATUS: Readonly<Record<RheoErrorCode, number>> = O
   already_exists: 409,
   stale_lease: 409,
   receipt_mismatch: 409,
+  lease_held: 409,
   payload_too_large: 413,
   confirm_required: 428,
   backend_unavailable: 503,

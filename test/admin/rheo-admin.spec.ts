@@ -98,6 +98,7 @@ describe.each(CLOCKED_BACKENDS)('RheoAdmin on $name', ({ make }) => {
           { partition: 0, frontier: 2, highWatermark: 2, lag: 0 },
           { partition: 1, frontier: 0, highWatermark: 1, lag: 1 },
         ],
+        skipped: { count: 0, lastReason: null, lastAt: null },
         warnings: [],
         paused: null,
         consumer: 'running',
@@ -116,6 +117,7 @@ describe.each(CLOCKED_BACKENDS)('RheoAdmin on $name', ({ make }) => {
           { partition: 0, frontier: 0, highWatermark: 2, lag: 2 },
           { partition: 1, frontier: 0, highWatermark: 1, lag: 1 },
         ],
+        skipped: { count: 0, lastReason: null, lastAt: null },
         warnings: [],
         paused: null,
       };

@@ -176,6 +176,7 @@ describe.each(stores(dir))('rheo on $name', (store) => {
       { partition: 1, frontier: 1, highWatermark: 1, lag: 0 },
     ],
     paused: null,
+    skipped: { count: 0, lastReason: null, lastAt: null },
   };
   const audit = {
     ...billing,
@@ -212,6 +213,7 @@ describe.each(stores(dir))('rheo on $name', (store) => {
     expect(info.code).toBe(0);
     expect(info.stdout).toMatch(/^dead letters +1$/m);
     expect(info.stdout).toMatch(/^retry +1000 ms x2 up to 60000 ms$/m);
+    expect(info.stdout).toMatch(/^skipped +0$/m);
     expect(info.stdout).toMatch(/^PARTITION +FRONTIER +HIGH WATERMARK +LAG\n +0 +2 +2 +0\n +1 +1 +1 +0\n/m);
     expect(groupsTable.stdout).toMatch(/^billing +0 +0 +1 +- +5 +none +no$/m);
   });

@@ -26,6 +26,7 @@ const STATUS: Record<RheoErrorCode, number> = {
   already_exists: 409,
   stale_lease: 409,
   receipt_mismatch: 409,
+  lease_held: 409,
   payload_too_large: 413,
   confirm_required: 428,
   backend_unavailable: 503,

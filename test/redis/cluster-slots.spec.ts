@@ -106,6 +106,11 @@ describe('redis key layout and cluster slots', () => {
       await rheo.pauseGroup(STREAM, GROUP, { reason: 'slots', by: 'test' });
       await rheo.fetch(STREAM, GROUP);
       await rheo.resumeGroup(STREAM, GROUP);
+      // Skip, reschedule, cancelDelayed (the answers do not matter here: the scripts run whatever they find).
+      await rheo.skip(STREAM, GROUP, [leases[5].event.id, leases[6].event.id], { reason: 'obsolete' });
+      await rheo.reschedule(STREAM, GROUP, [leases[7].event.id], { delayMs: 0 });
+      const reminder = await rheo.append(STREAM, { payload: 'reminder', delayMs: 60_000 });
+      await rheo.cancelDelayed(STREAM, reminder.id, { reason: 'cancelled' });
       await rheo.reset(STREAM, GROUP, { confirm: true, start: 'end' });
       // Retention: set, trim (unforced, then forced past lagging groups), purge by time (with the
       // time index rebuilt from the dead letters, as for data of layout 1), purge all, a turn.
@@ -138,8 +143,13 @@ describe('redis key layout and cluster slots', () => {
     // Every script ran with its keys declared, all in one slot: the stream's, or a cross-stream script's own key.
     expect(scriptCalls.length).toBeGreaterThanOrEqual(20);
     const turn = `${prefix}:turn:${escapeName(`trim:${STREAM}`)}`;
-    // claimTurn and releaseTurn on the turn's key.
-    expect(scriptCalls.filter((keys) => keys.some((k) => crossStream.has(k)))).toEqual([[`${prefix}:layout`], [turn], [turn]]);
+    // The layout at start and before the first delayed event (layout 3), then claimTurn and releaseTurn on the turn's key.
+    expect(scriptCalls.filter((keys) => keys.some((k) => crossStream.has(k)))).toEqual([
+      [`${prefix}:layout`],
+      [`${prefix}:layout`],
+      [turn],
+      [turn],
+    ]);
     // Every script of the registry ran (a new script is covered by adding its call above).
     expect([...scriptsRun].sort()).toEqual(Object.keys(SCRIPTS).sort());
     for (const keys of scriptCalls) {

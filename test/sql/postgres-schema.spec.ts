@@ -9,6 +9,10 @@ import { dropSchema, freshSchema, pgDataSource, PG_URL } from './pg-helpers';
 
 let admin: DataSource;
 const schemas: string[] = [];
+/** Every version this release records, the latest, and one a newer release would record. */
+const ALL = PG_SCHEMA.map((v) => v.version);
+const LATEST = ALL[ALL.length - 1];
+const FUTURE = LATEST + 1;
 
 beforeAll(async () => {
   admin = await pgDataSource(2);
@@ -63,6 +67,7 @@ describe('postgres schema versions', () => {
       [2, 'flat-cost'],
       [3, 'delayed-events'],
       [4, 'pause-groups'],
+      [5, 'skip-reschedule-cancel'],
     ]);
     const again = postgresBackend({ url: PG_URL, schema: s, poolSize: 1 });
     await again.init();
@@ -75,7 +80,7 @@ describe('postgres schema versions', () => {
     const sources = await Promise.all(Array.from({ length: 4 }, () => pgDataSource(1)));
     try {
       await Promise.all(sources.map((d) => typeormBackend({ dataSource: d, schema: s }).init()));
-      expect(await versions(s)).toEqual([1, 2, 3, 4]);
+      expect(await versions(s)).toEqual(ALL);
       expect(await admin.query(`SELECT event_id, reason, attempt, dead_at FROM "${s}".rheo_dead_letters`)).toEqual([
         { event_id: 'e1', reason: 'poison', attempt: 1, dead_at: '7' },
       ]);
@@ -94,7 +99,7 @@ describe('postgres schema versions', () => {
     const err = await refusal(new Rheo(postgresBackend({ url: PG_URL, schema: s, install: 'none', poolSize: 1 })).init());
     expect(err.code).toBe('failed');
     expect(err.message).toBe(
-      "the rheo tables are at schema version 1, and this nestjs-rheo needs version 4 with install: 'none': " +
+      `the rheo tables are at schema version 1, and this nestjs-rheo needs version ${LATEST} with install: 'none': ` +
         "run rheoMigrations() (or start once with install: 'auto')",
     );
     expect(await admin.query(`SELECT to_regclass($1) AS t`, [`"${s}".rheo_schema_version`])).toEqual([{ t: null }]);
@@ -106,15 +111,15 @@ describe('postgres schema versions', () => {
     const current = postgresBackend({ url: PG_URL, schema: s, poolSize: 1 });
     await current.init();
     await current.close();
-    await admin.query(`INSERT INTO "${s}".rheo_schema_version VALUES (5, 'from-the-future', 0)`);
+    await admin.query(`INSERT INTO "${s}".rheo_schema_version VALUES (${FUTURE}, 'from-the-future', 0)`);
     for (const install of ['auto', 'none'] as const) {
       const err = await refusal(new Rheo(postgresBackend({ url: PG_URL, schema: s, install, poolSize: 1 })).createStream('y'));
       expect(err.code).toBe('failed');
       expect(err.message).toBe(
-        'the rheo tables are at schema version 5, which is newer than this nestjs-rheo knows (4): upgrade nestjs-rheo',
+        `the rheo tables are at schema version ${FUTURE}, which is newer than this nestjs-rheo knows (${LATEST}): upgrade nestjs-rheo`,
       );
     }
-    expect(await versions(s)).toEqual([1, 2, 3, 4, 5]);
+    expect(await versions(s)).toEqual([...ALL, FUTURE]);
     expect(await admin.query(`SELECT count(*)::int AS n FROM "${s}".rheo_streams`)).toEqual([{ n: 0 }]);
   });
 
@@ -136,12 +141,14 @@ describe('postgres schema versions', () => {
     const d = make(rheoMigrations({ schema: s }));
     await d.initialize();
     try {
+      // Every version after 1, in version order (TypeORM orders them by the timestamp that ends the name).
       expect((await d.runMigrations()).map((m) => m.name)).toEqual([
         'RheoFlatCost1796083200000',
         'RheoDelayedEvents1798761600000',
         'RheoPauseGroups1801440000000',
+        'RheoSkipRescheduleCancel1803859200000',
       ]);
-      expect(await versions(s)).toEqual([1, 2, 3, 4]);
+      expect(await versions(s)).toEqual(ALL);
       const r = new Rheo(typeormBackend({ dataSource: d, schema: s, install: 'none' }));
       await r.createStream('m');
       expect((await r.append('m', { payload: 1 })).sequence).toBe(1);
@@ -168,8 +175,8 @@ describe('postgres schema versions', () => {
     });
     await d.initialize();
     try {
-      expect(await d.runMigrations()).toHaveLength(4);
-      expect(await versions(s)).toEqual([1, 2, 3, 4]);
+      expect(await d.runMigrations()).toHaveLength(ALL.length);
+      expect(await versions(s)).toEqual(ALL);
       const r = new Rheo(typeormBackend({ dataSource: d, schema: s, install: 'none' }));
       expect((await r.read('kept')).map((e) => e.payload)).toEqual(['still here']);
       await r.close();

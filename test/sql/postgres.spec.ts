@@ -309,6 +309,7 @@ describe('postgres backend', () => {
           { version: 2, name: 'flat-cost' },
           { version: 3, name: 'delayed-events' },
           { version: 4, name: 'pause-groups' },
+          { version: 5, name: 'skip-reschedule-cancel' },
         ]);
         const r = new Rheo(backends[3]);
         await r.createStream('x');
@@ -337,12 +338,14 @@ describe('postgres backend', () => {
           'RheoFlatCost1796083200000',
           'RheoDelayedEvents1798761600000',
           'RheoPauseGroups1801440000000',
+          'RheoSkipRescheduleCancel1803859200000',
         ]);
         expect(await d.query(`SELECT version FROM "${s}".rheo_schema_version ORDER BY version`)).toEqual([
           { version: 1 },
           { version: 2 },
           { version: 3 },
           { version: 4 },
+          { version: 5 },
         ]);
         const r = new Rheo(typeormBackend({ dataSource: d, schema: s, install: 'none' }));
         await r.createStream('m');
@@ -356,6 +359,21 @@ describe('postgres backend', () => {
         const [poison] = await r.fetch('m', 'g');
         await r.reject(poison, { reason: 'bad' });
         await r.close();
+
+        // Version 5's down drops the cancel and skip columns, and leaves version 4.
+        await d.undoLastMigration();
+        expect(await d.query(`SELECT version FROM "${s}".rheo_schema_version ORDER BY version`)).toEqual([
+          { version: 1 },
+          { version: 2 },
+          { version: 3 },
+          { version: 4 },
+        ]);
+        const skipColumns = await d.query(
+          `SELECT column_name FROM information_schema.columns
+           WHERE table_schema = $1 AND column_name IN ('cancelled_at', 'skipped', 'skip_reason', 'skipped_at')`,
+          [s],
+        );
+        expect(skipColumns).toEqual([]);
 
         // Version 4's down drops the pause columns, and leaves version 3.
         await d.undoLastMigration();

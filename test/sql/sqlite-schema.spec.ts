@@ -5,6 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { Rheo, sqliteBackend } from '../../lib';
+import { SQLITE_SCHEMA } from '../../lib/backends/sqlite/schema';
+
+/** Every version this release has, as recorded; the latest; one a newer release would record. */
+const ALL = SQLITE_SCHEMA.map((v) => ({ version: v.version, name: v.name }));
+const LATEST = ALL[ALL.length - 1].version;
+const FUTURE = LATEST + 1;
 
 const dir = mkdtempSync(join(tmpdir(), 'rheo-sqlite-schema-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -33,11 +39,13 @@ describe('sqlite schema versions', () => {
     const rheo = new Rheo(sqliteBackend({ database: file }));
     await rheo.init();
     await rheo.close();
-    expect(await versions(file)).toEqual([
+    expect(await versions(file)).toEqual(ALL);
+    expect(ALL.slice(0, 5)).toEqual([
       { version: 1, name: 'initial' },
       { version: 2, name: 'dead-letters-retention' },
       { version: 3, name: 'delayed-events' },
       { version: 4, name: 'pause-groups' },
+      { version: 5, name: 'skip-reschedule-cancel' },
     ]);
     expect(await tables(file)).toEqual([
       'rheo_dead_letters',
@@ -54,7 +62,7 @@ describe('sqlite schema versions', () => {
     const again = new Rheo(sqliteBackend({ database: file }));
     await again.init();
     await again.close();
-    expect(await versions(file)).toHaveLength(4);
+    expect(await versions(file)).toHaveLength(ALL.length);
   });
 
   it("install 'auto' is safe when several backends start on one empty file at once", async () => {
@@ -62,7 +70,7 @@ describe('sqlite schema versions', () => {
     const rheos = Array.from({ length: 4 }, () => new Rheo(sqliteBackend({ database: file })));
     await Promise.all(rheos.map((r) => r.init()));
     await Promise.all(rheos.map((r) => r.close()));
-    expect(await versions(file)).toHaveLength(4);
+    expect(await versions(file)).toHaveLength(ALL.length);
   });
 
   it("install 'none' refuses a file without the tables, and creates nothing", async () => {
@@ -72,7 +80,7 @@ describe('sqlite schema versions', () => {
       code: 'failed',
       field: 'database',
       message: expect.stringContaining(
-        `the rheo tables are not installed in file ${file}, and this nestjs-rheo needs version 4 with install: 'none'`,
+        `the rheo tables are not installed in file ${file}, and this nestjs-rheo needs version ${LATEST} with install: 'none'`,
       ),
     });
     await rheo.close();
@@ -101,22 +109,20 @@ describe('sqlite schema versions', () => {
     const made = new Rheo(sqliteBackend({ database: file }));
     await made.createStream('kept');
     await made.close();
-    await onFile(file, (ds) => ds.query(`INSERT INTO rheo_schema_version (version, name, applied_at) VALUES (5, 'from-the-future', 0)`));
+    await onFile(file, (ds) =>
+      ds.query(`INSERT INTO rheo_schema_version (version, name, applied_at) VALUES (${FUTURE}, 'from-the-future', 0)`),
+    );
     for (const install of ['auto', 'none'] as const) {
       const rheo = new Rheo(sqliteBackend({ database: file, install }));
       await expect(rheo.init()).rejects.toMatchObject({
         code: 'failed',
-        message: expect.stringContaining('schema version 5, which is newer than this nestjs-rheo knows (4): upgrade nestjs-rheo'),
+        message: expect.stringContaining(
+          `schema version ${FUTURE}, which is newer than this nestjs-rheo knows (${LATEST}): upgrade nestjs-rheo`,
+        ),
       });
       await rheo.close();
     }
-    expect(await versions(file)).toEqual([
-      { version: 1, name: 'initial' },
-      { version: 2, name: 'dead-letters-retention' },
-      { version: 3, name: 'delayed-events' },
-      { version: 4, name: 'pause-groups' },
-      { version: 5, name: 'from-the-future' },
-    ]);
+    expect(await versions(file)).toEqual([...ALL, { version: FUTURE, name: 'from-the-future' }]);
     expect(await onFile(file, (ds) => ds.query(`SELECT name FROM rheo_streams`))).toEqual([{ name: 'kept' }]);
   });
 

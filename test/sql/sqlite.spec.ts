@@ -102,7 +102,7 @@ describe('sqlite backend', () => {
     const d = new DataSource({ type: 'better-sqlite3', database: file, migrations: rheoMigrations() });
     await d.initialize();
     try {
-      expect((await d.runMigrations()).length).toBe(4);
+      expect((await d.runMigrations()).length).toBe(rheoMigrations().length);
       const r = new Rheo(typeormBackend({ dataSource: d, install: 'none' }));
       expect((await r.read('kept')).map((e) => e.payload)).toEqual(['still here']);
       expect((await r.append('kept', { payload: 'more' })).sequence).toBe(2);
@@ -129,10 +129,15 @@ describe('sqlite backend', () => {
         { version: 2, name: 'dead-letters-retention' },
         { version: 3, name: 'delayed-events' },
         { version: 4, name: 'pause-groups' },
+        { version: 5, name: 'skip-reschedule-cancel' },
       ]);
       await r.close();
-      // Each version's down undoes it: version 4's drops the pause columns, version 3's the delay columns,
-      // version 2's leaves version 1's tables, version 1's leaves nothing.
+      // Each version's down undoes it: version 5's drops the cancel and skip columns, version 4's the pause
+      // columns, version 3's the delay columns, version 2's leaves version 1's tables, version 1's leaves nothing.
+      await d.undoLastMigration();
+      expect(await d.query(`SELECT name FROM pragma_table_info('rheo_events') WHERE name = 'cancelled_at'`)).toEqual([]);
+      expect(await d.query(`SELECT name FROM pragma_table_info('rheo_groups') WHERE name LIKE 'skip%'`)).toEqual([]);
+      expect(await d.query(`SELECT version FROM rheo_schema_version ORDER BY version`)).toHaveLength(4);
       await d.undoLastMigration();
       expect(await d.query(`SELECT name FROM pragma_table_info('rheo_group_partitions') WHERE name = 'paused_to'`)).toEqual([]);
       expect(await d.query(`SELECT version FROM rheo_schema_version ORDER BY version`)).toHaveLength(3);

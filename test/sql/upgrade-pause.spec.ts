@@ -1,8 +1,8 @@
 // Schema version 3 -> 4 (pausing a group, docs/adr/046-pausing-a-group.md) on both
-// dialects. The version-3 tables are made by this release and taken back by
-// version 4's own `down` (which drops exactly the five pause columns): nothing a
-// group without a pause writes differs between the versions, so that is the data
-// a version-3 release leaves. Opened with install 'none' it is refused; with
+// dialects. The version-3 tables are made by this release and taken back by the
+// `down` of every later version, newest first (version 4's drops exactly the five
+// pause columns): nothing a group without a pause (or a skip) writes differs
+// between the versions, so that is the data a version-3 release leaves. Opened with install 'none' it is refused; with
 // 'auto' it is upgraded in place: the existing groups are not paused, their old
 // lease settles and claims go on, and then a pause holds and a resume lifts it.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -20,13 +20,16 @@ const T0 = Date.UTC(2026, 11, 1);
 const dir = mkdtempSync(join(tmpdir(), 'rheo-upgrade-pause-'));
 const schema = freshSchema('v3to4');
 const PAUSE_COLUMNS = ['pause_reason', 'paused_at', 'paused_by', 'paused_to', 'paused_until'];
+/** The versions after 3 (version 4 and whatever came later), and the latest. */
+const LATER = PG_SCHEMA.map((v) => v.version).filter((v) => v > 3);
+const LATEST = LATER[LATER.length - 1];
 
 interface Dialect {
   name: string;
   open(clock: ManualClock, install: 'auto' | 'none'): Backend;
   /** Run raw SQL on the store (its own connection). */
   sql(statement: string, params?: unknown[]): Promise<Array<Record<string, unknown>>>;
-  /** Version 4's down and the removal of its record: the tables as version 3 left them. */
+  /** The downs of version 4 and later (newest first) and the removal of their records: the tables as version 3 left them. */
   toVersion3(): Promise<void>;
   /** The pause columns present now, sorted. */
   pauseColumns(): Promise<string[]>;
@@ -50,8 +53,9 @@ const DIALECTS: Dialect[] = [
     sql: (statement, params) =>
       onDataSource({ type: 'postgres', url: PG_URL, poolSize: 1 }, (ds) => ds.query(statement.replace(/:s\./g, `"${schema}".`), params)),
     async toVersion3() {
-      for (const statement of PG_SCHEMA[3].down!(pgTables(schema), schema)) await this.sql(statement);
-      await this.sql(`DELETE FROM :s.rheo_schema_version WHERE version = 4`);
+      for (const v of [...PG_SCHEMA.slice(3)].reverse())
+        for (const statement of v.down!(pgTables(schema), schema)) await this.sql(statement);
+      await this.sql(`DELETE FROM :s.rheo_schema_version WHERE version > 3`);
     },
     async pauseColumns() {
       const rows = await this.sql(
@@ -68,8 +72,8 @@ const DIALECTS: Dialect[] = [
     sql: (statement, params) =>
       onDataSource({ type: 'better-sqlite3', database: sqliteFile }, (ds) => ds.query(statement.replace(/:s\./g, ''), params)),
     async toVersion3() {
-      for (const statement of SQLITE_SCHEMA[3].down!(sqliteTables(), '')) await this.sql(statement);
-      await this.sql(`DELETE FROM rheo_schema_version WHERE version = 4`);
+      for (const v of [...SQLITE_SCHEMA.slice(3)].reverse()) for (const statement of v.down!(sqliteTables(), '')) await this.sql(statement);
+      await this.sql(`DELETE FROM rheo_schema_version WHERE version > 3`);
     },
     async pauseColumns() {
       const rows = await this.sql(
@@ -125,20 +129,23 @@ describe.each(DIALECTS)('$name: upgrade from schema version 3 to 4 (pausing a gr
     await expect(none.init()).rejects.toMatchObject({
       code: 'failed',
       message: expect.stringContaining(
-        "the rheo tables are at schema version 3, and this nestjs-rheo needs version 4 with install: 'none'",
+        `the rheo tables are at schema version 3, and this nestjs-rheo needs version ${LATEST} with install: 'none'`,
       ),
     });
     await none.close();
     expect(await d.pauseColumns()).toEqual([]);
   });
 
-  it("install 'auto' applies version 4 alone: the groups are not paused, and their answers stay the same", async () => {
+  it("install 'auto' applies version 4 and the later ones: the groups are not paused, and their answers stay the same", async () => {
     const backend = d.open(clock, 'auto');
     rheo = new Rheo(backend);
     await rheo.init();
-    expect(backend.describe?.().installed).toEqual([4]);
+    expect(backend.describe?.().installed).toEqual(LATER);
     expect((await d.sql(`SELECT version FROM :s.rheo_schema_version ORDER BY version`)).map((r) => Number(r.version))).toEqual([
-      1, 2, 3, 4,
+      1,
+      2,
+      3,
+      ...LATER,
     ]);
     expect(await d.pauseColumns()).toEqual(PAUSE_COLUMNS);
     for (const group of ['billing', 'audit']) expect((await rheo.groupInfo('orders', group)).paused).toBeNull();

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { Lease, ManualClock, postgresBackend, Rheo } from '../../lib';
 import { runConformance } from '../../lib/backend';
-import { PG_SCHEMA } from '../../lib/backends/postgres/schema';
+import { PG_SCHEMA, PG_SCHEMA_VERSION } from '../../lib/backends/postgres/schema';
 import { pgTables } from '../../lib/backends/sql/names';
 import { dropSchema, freshSchema, pgDataSource, PG_URL } from './pg-helpers';
 
@@ -57,6 +57,7 @@ describe('postgres: upgrade from schema version 1 (written by the version-1 code
       { version: 2, name: 'flat-cost' },
       { version: 3, name: 'delayed-events' },
       { version: 4, name: 'pause-groups' },
+      { version: 5, name: 'skip-reschedule-cancel' },
     ]);
     expect(await admin.query(`SELECT count(*)::int AS n FROM "${schema}".rheo_deliveries WHERE state = 'dead'`)).toEqual([{ n: 0 }]);
     expect(await admin.query(`SELECT event_id, reason FROM "${schema}".rheo_dead_letters ORDER BY partition, sequence`)).toEqual([
@@ -135,6 +136,6 @@ describe('postgres: the version-1 data after the conformance suite ran on the up
     ]);
     expect((await rheo.lag('orders', 'billing')).lag).toBe(0);
     expect((await rheo.listGroups('orders')).map((g) => g.group)).toEqual(['billing', 'late', 'later', 'shipping']);
-    expect(await admin.query(`SELECT max(version) AS v FROM "${schema}".rheo_schema_version`)).toEqual([{ v: 4 }]);
+    expect(await admin.query(`SELECT max(version) AS v FROM "${schema}".rheo_schema_version`)).toEqual([{ v: PG_SCHEMA_VERSION }]);
   });
 });

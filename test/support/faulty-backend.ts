@@ -2,7 +2,10 @@
 // (the memory backend in the runtime tests); a fault only replaces the answer,
 // and for settles it can do so after the write really happened underneath.
 import type {
+  CancelDelayedRequest,
   PauseGroupRequest,
+  RescheduleRequest,
+  SkipRequest,
   UpdateGroupRequest,
   Backend,
   CreateGroupRequest,
@@ -266,6 +269,15 @@ export class FaultyBackend implements Backend {
   }
   resumeGroup(stream: string, group: string) {
     return this.inner.resumeGroup(stream, group);
+  }
+  skip(request: SkipRequest) {
+    return this.inner.skip(request);
+  }
+  reschedule(request: RescheduleRequest) {
+    return this.inner.reschedule(request);
+  }
+  cancelDelayed(request: CancelDelayedRequest) {
+    return this.inner.cancelDelayed(request);
   }
   getStream(stream: string) {
     return this.inner.getStream(stream);

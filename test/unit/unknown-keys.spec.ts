@@ -166,6 +166,14 @@ describe('the facade refuses unknown keys and changes nothing', () => {
     ['redrive all', () => rheo.redrive('s', 'g', { all: true, bogus: 1 } as never), 'options.bogus', ['all']],
     ['trim options', () => rheo.trim('s', { force: true, bogus: 1 } as never), 'options.bogus', ['force']],
     ['purgeDeadLetters options', () => rheo.purgeDeadLetters('s', 'g', { all: true, bogus: 1 } as never), 'options.bogus', ['all']],
+    ['skip options', () => rheo.skip('s', 'g', [lease.event.id], { reason: 'r', bogus: 1 } as never), 'options.bogus', ['reason']],
+    [
+      'reschedule options',
+      () => rheo.reschedule('s', 'g', [lease.event.id], { delayMs: 0, delay: 1 } as never),
+      'options.delay',
+      ['deliverAt', 'delayMs'],
+    ],
+    ['cancelDelayed options', () => rheo.cancelDelayed('s', lease.event.id, { reasn: 'r' } as never), 'options.reasn', ['reason']],
     [
       'setRetention',
       () => rheo.setRetention('s', { maxEvents: 1, bogus: 1 } as never),
@@ -221,6 +229,10 @@ describe('the facade refuses unknown keys and changes nothing', () => {
     await rheo.deadLetters('s', 'all-keys', { limit: 1, after: l2.event.id });
     await rheo.countDeadLetters('s', 'g', { since: new Date(0) });
     await rheo.trim('s', { force: false });
+    await rheo.skip('s', 'all-keys', [l.event.id], { reason: 'r' });
+    await rheo.reschedule('s', 'g', [], { deliverAt: new Date(0) });
+    const delayed = await rheo.append('s', { payload: {}, delayMs: 1000 });
+    await rheo.cancelDelayed('s', delayed.id, { reason: 'r' });
   });
 });
 
@@ -373,6 +385,19 @@ describe('the admin service', () => {
     ['reset', () => admin.reset('s', 'g', { confirm: true, bogus: 1 } as never), 'options.bogus', ['start', 'confirm']],
     ['trim', () => admin.trim('s', { bogus: 1 } as never), 'options.bogus', ['force', 'confirm']],
     ['purgeDeadLetters', () => admin.purgeDeadLetters('s', 'g', { all: true, bogus: 1 } as never), 'options.bogus', ['before', 'all']],
+    [
+      'skip',
+      () => admin.skip('s', 'g', { eventIds: [], confirm: true, bogus: 1 } as never),
+      'options.bogus',
+      ['eventIds', 'reason', 'confirm'],
+    ],
+    [
+      'reschedule',
+      () => admin.reschedule('s', 'g', { eventIds: [], delayMs: 0, confirm: true, bogus: 1 } as never),
+      'options.bogus',
+      ['eventIds', 'deliverAt', 'delayMs', 'confirm'],
+    ],
+    ['cancelDelayed', () => admin.cancelDelayed('s', 'e', { confirm: true, bogus: 1 } as never), 'options.bogus', ['reason', 'confirm']],
   ])('%s', async (_label, call, field, valid) => {
     const before = await snapshot();
     expectRefused(await caughtAsync(call), field, valid);

@@ -51,6 +51,8 @@ export interface MemGroup {
   nextPartition: number;
   /** Set by pauseGroup, cleared by resumeGroup; one past its `until` holds nothing back (see pause.ts). */
   pause?: GroupPause;
+  /** The deliveries skipped (skip, cancelDelayed): how many, the last one's reason and time (ms). */
+  skips: { count: number; lastReason: string | null; lastAt: number | null };
 }
 
 export interface MemStream {

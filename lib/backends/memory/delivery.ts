@@ -94,12 +94,29 @@ function claim(req: FetchRequest, s: MemStream, g: MemGroup, p: number, seq: num
     round.parked++;
     return;
   }
+  if (d && d.state === 'available' && d.attempt === 0 && s.log[p].get(seq)!.cancelled) {
+    // An offer, re-opened since, of an event cancelled in every group (ADR 048): ended, never leased.
+    d.state = 'acked';
+    part.open.delete(seq);
+    advance(part);
+    round.parked++;
+    return;
+  }
   if (!d) {
     d = { sequence: seq, state: 'available', attempt: 0, leaseId: null, consumerId: null, leasedAt: 0, expiresAt: 0, availableAt: 0 };
     part.deliveries.set(seq, d);
     part.open.add(seq);
     if (seq >= part.cursor) part.cursor = seq + 1;
-    const deliverAt = s.log[p].get(seq)!.deliverAt;
+    const stored = s.log[p].get(seq)!;
+    if (stored.cancelled) {
+      // A delayed event cancelled in every group (cancelDelayed, ADR 048): passed as done, never leased.
+      d.state = 'acked';
+      part.open.delete(seq);
+      advance(part);
+      round.parked++;
+      return;
+    }
+    const deliverAt = stored.deliverAt;
     if (deliverAt !== undefined && deliverAt > now) {
       // Parked: due at its deliverAt like a nack's delay, holding the frontier until it is settled.
       d.availableAt = deliverAt;

@@ -15,6 +15,7 @@ import type {
   AppendedEvents,
   Backend,
   BackendDescription,
+  CancelDelayedRequest,
   CreateGroupRequest,
   FetchedLeases,
   FetchRequest,
@@ -24,9 +25,11 @@ import type {
   ReadRequest,
   RenewResult,
   ReplayRequest,
+  RescheduleRequest,
   ResolvedStart,
   SettleOp,
   SettleResult,
+  SkipRequest,
   TrimRequest,
   UpdateGroupRequest,
   WaitRequest,
@@ -42,6 +45,7 @@ import { checkOptions, type MemoryBackendOptions } from './options';
 import * as recovery from './recovery';
 import * as registry from './registry';
 import * as retention from './retention';
+import * as waiting from './waiting';
 
 export type { MemoryBackendOptions } from './options';
 
@@ -123,6 +127,16 @@ export class MemoryBackend implements Backend {
   }
   resumeGroup(stream: string, group: string): Promise<boolean> {
     return pause.resumeGroup(this.ctx, stream, group);
+  }
+
+  skip(req: SkipRequest): Promise<SettleResult[]> {
+    return waiting.skip(this.ctx, req);
+  }
+  reschedule(req: RescheduleRequest): Promise<SettleResult[]> {
+    return waiting.reschedule(this.ctx, req);
+  }
+  cancelDelayed(req: CancelDelayedRequest): Promise<number> {
+    return waiting.cancelDelayed(this.ctx, req);
   }
 
   append(stream: string, events: NewEvent[]): Promise<AppendedEvents> {

@@ -12,6 +12,8 @@ export interface StoredEvent {
   payload: string;
   /** A delayed event's deliverAt, ms; absent on events without a delay. */
   deliverAt?: number;
+  /** Set by cancelDelayed: a claim that reaches the event passes it as done, in every group (ADR 048). */
+  cancelled?: true;
 }
 
 /**

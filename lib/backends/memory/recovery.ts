@@ -118,6 +118,7 @@ export async function groupInfo(ctx: MemoryContext, stream: string, group: strin
     oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
     config: copyGroupConfig(g.config),
     paused: activePause(g, now),
+    skipped: { count: g.skips.count, lastReason: g.skips.lastReason, lastAt: g.skips.lastAt === null ? null : new Date(g.skips.lastAt) },
   };
 }
 

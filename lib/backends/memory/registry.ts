@@ -44,7 +44,14 @@ export async function createGroup(ctx: MemoryContext, req: CreateGroupRequest): 
   const s = streamOf(ctx, req.stream);
   if (s.groups.has(req.group)) throw RheoError.groupExists(req.stream, req.group);
   const config = newGroupConfig(req, ctx.clock.now());
-  s.groups.set(req.group, { config, parts: startParts(s, req.start), dead: new Map(), deadOrder: null, nextPartition: 0 });
+  s.groups.set(req.group, {
+    config,
+    parts: startParts(s, req.start),
+    dead: new Map(),
+    deadOrder: null,
+    nextPartition: 0,
+    skips: { count: 0, lastReason: null, lastAt: null },
+  });
   return copyGroupConfig(config);
 }
 

@@ -18,6 +18,7 @@ import type {
   AppendedEvents,
   Backend,
   BackendDescription,
+  CancelDelayedRequest,
   CreateGroupRequest,
   FetchedLeases,
   FetchRequest,
@@ -27,9 +28,11 @@ import type {
   ReadRequest,
   RenewResult,
   ReplayRequest,
+  RescheduleRequest,
   ResolvedStart,
   SettleOp,
   SettleResult,
+  SkipRequest,
   TransactionalAck,
   TrimRequest,
   UpdateGroupRequest,
@@ -57,6 +60,7 @@ import { pgPlans } from './plans';
 import * as recovery from './recovery';
 import * as registry from './registry';
 import * as retention from './retention';
+import * as waiting from './waiting';
 
 export type { PostgresBackendOptions } from './options';
 
@@ -276,6 +280,18 @@ export interface PostgresBackendSettings {
 
   resumeGroup(stream: string, group: string): Promise<boolean> {
     return pause.resumeGroup(this.ctx, stream, group);
+  }
+
+  // ---------------------------------------------------------------- waiting.ts
+
+  skip(req: SkipRequest): Promise<SettleResult[]> {
+    return waiting.skip(this.ctx, req);
+  }
+  reschedule(req: RescheduleRequest): Promise<SettleResult[]> {
+    return waiting.reschedule(this.ctx, req);
+  }
+  cancelDelayed(req: CancelDelayedRequest): Promise<number> {
+    return waiting.cancelDelayed(this.ctx, req);
   }
 
   // ---------------------------------------------------------------- the log (log.ts)

@@ -6,6 +6,7 @@ import type { ReplayRequest, ResolvedStart } from '../backend';
 import { groupInfoOf, lagOf, pauseOf, toDeadLetter, toGroup } from '../sql/rows';
 import { query } from '../sql/statement';
 import type { PostgresContext } from './context';
+import { skipsOf } from './waiting';
 import { partitionMarks, startAfters } from './starts';
 
 export async function replay(ctx: PostgresContext, req: ReplayRequest): Promise<number> {
@@ -97,7 +98,8 @@ export async function groupInfo(ctx: PostgresContext, stream: string, group: str
   // The config and the pause as stored now: another process may have changed them (updateGroup, pauseGroup).
   const [stored] = await ctx.q(ctx.plans.registry.getGroup, [stream, group], 'read', 'groupInfo');
   if (!stored) throw RheoError.groupNotFound(stream, group);
-  return groupInfoOf(stream, group, rows, dead.n, ctx.rememberGroup(toGroup(stored)), pauseOf(stored, now), now);
+  const info = groupInfoOf(stream, group, rows, dead.n, ctx.rememberGroup(toGroup(stored)), now);
+  return { ...info, paused: pauseOf(stored, now), skipped: await skipsOf(ctx, stream, group) };
 }
 
 export async function deadLetters(

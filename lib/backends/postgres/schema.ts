@@ -254,6 +254,31 @@ const V4: SchemaVersion = {
 };
 
 /**
+ * Version 5: skip, reschedule and cancelDelayed (docs/adr/048-skip-reschedule-cancel.md).
+ * - Per event, `cancelled_at`: set by cancelDelayed (NULL otherwise). The claim
+ *   reads it where it reads deliver_at (fresh events at or below the partition's
+ *   delayed_to), and passes a cancelled event as done, writing no delivery: so no
+ *   fresh event ever has a delivery row, whether a group's cursor reached the
+ *   event before or after the cancel.
+ * - Per group, `skipped`, `skip_reason`, `skipped_at`: what groupInfo tells of the
+ *   group's skips.
+ * Nullable columns and a constant default: adding them rewrites nothing.
+ */
+const V5: SchemaVersion = {
+  version: 5,
+  name: 'skip-reschedule-cancel',
+  up: (t) => [
+    `ALTER TABLE ${t.events} ADD COLUMN IF NOT EXISTS cancelled_at bigint`,
+    `ALTER TABLE ${t.groups} ADD COLUMN IF NOT EXISTS skipped bigint NOT NULL DEFAULT 0,
+       ADD COLUMN IF NOT EXISTS skip_reason text, ADD COLUMN IF NOT EXISTS skipped_at bigint`,
+  ],
+  down: (t) => [
+    `ALTER TABLE ${t.groups} DROP COLUMN IF EXISTS skipped_at, DROP COLUMN IF EXISTS skip_reason, DROP COLUMN IF EXISTS skipped`,
+    `ALTER TABLE ${t.events} DROP COLUMN IF EXISTS cancelled_at`,
+  ],
+};
+
+/**
  * Give rheo_events the primary key `key` (as pg_get_constraintdef writes it after
  * PRIMARY KEY) unless it has it already, so that running a version twice, as a
  * host switching from install 'auto' to migrations does, rebuilds nothing.
@@ -268,7 +293,7 @@ function primaryKey(t: TableNames, key: string): string {
 }
 
 /** Every version, in order. The last one is what this release reads and writes. */
-export const PG_SCHEMA: readonly SchemaVersion[] = [V1, V2, V3, V4];
+export const PG_SCHEMA: readonly SchemaVersion[] = [V1, V2, V3, V4, V5];
 
 /** The version this release needs. */
 export const PG_SCHEMA_VERSION = PG_SCHEMA[PG_SCHEMA.length - 1].version;

@@ -78,6 +78,8 @@ async function claim(
   for (const p of parts) keys.push(k.log(p), g.leased(p), g.available(p));
   // Where a claim files a lease that expired on the last attempt (scripts/fetch.ts).
   keys.push(g.dead, g.deadOrder, g.deadTimes);
+  // The stream's cancelled delayed events (cancelDelayed): read only for delayed entries.
+  keys.push(k.cancelled);
   const now = ctx.clock.now();
   const call = (want: number): ScriptCall => ({ name: 'fetch', keys, args: [now, want, req.leaseMs, newId(), ...parts] });
   const first = call(Math.min(FETCH_PER_CALL, req.limit));

@@ -51,6 +51,13 @@ export class StreamKeys {
   get groups(): string {
     return `${this.base}:groups`;
   }
+  /**
+   * HASH: `<partition>:<sequence>` -> ms, the delayed events cancelled in every group
+   * (cancelDelayed, docs/adr/048-skip-reschedule-cancel.md): fetch passes them as done.
+   */
+  get cancelled(): string {
+    return `${this.base}:cx`;
+  }
   /** STREAM (MAXLEN 1): bumped by every write that may create work; `wait()` blocks on it. */
   get wake(): string {
     return `${this.base}:wake`;

@@ -4,6 +4,7 @@ import type { ReplayRequest, ResolvedStart } from '../backend';
 import { copyGroupConfig } from '../copies';
 import { eventFromEntry, parseDeadRecord } from './codec';
 import type { RedisContext } from './context';
+import { skipsOf } from './waiting';
 import { tidy } from './delivery';
 import { firstAtOrAfter } from './log-scan';
 import { activePause } from './pause';
@@ -198,6 +199,7 @@ export async function groupInfo(ctx: RedisContext, stream: string, group: string
     oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
     config: copyGroupConfig(config),
     paused,
+    skipped: await skipsOf(ctx, stream, group),
     ...(ctx.durabilityWarnings.length > 0 ? { warnings: [...ctx.durabilityWarnings] } : {}),
   };
 }

@@ -17,6 +17,7 @@ import type {
   AppendedEvents,
   Backend,
   BackendDescription,
+  CancelDelayedRequest,
   CreateGroupRequest,
   FetchedLeases,
   FetchRequest,
@@ -26,9 +27,11 @@ import type {
   ReadRequest,
   RenewResult,
   ReplayRequest,
+  RescheduleRequest,
   ResolvedStart,
   SettleOp,
   SettleResult,
+  SkipRequest,
   TrimRequest,
   UpdateGroupRequest,
   WaitRequest,
@@ -48,6 +51,7 @@ import { checkOptions, type RedisBackendOptions, type RedisDurability, type Redi
 import * as recovery from './recovery';
 import * as registry from './registry';
 import * as retention from './retention';
+import * as waiting from './waiting';
 
 export type { RedisBackendOptions, RedisDurability } from './options';
 
@@ -201,6 +205,18 @@ export class RedisBackend implements Backend {
   }
   resumeGroup(stream: string, group: string): Promise<boolean> {
     return pause.resumeGroup(this.ctx, stream, group);
+  }
+
+  // ---------------------------------------------------------------- waiting.ts
+
+  skip(req: SkipRequest): Promise<SettleResult[]> {
+    return waiting.skip(this.ctx, req);
+  }
+  reschedule(req: RescheduleRequest): Promise<SettleResult[]> {
+    return waiting.reschedule(this.ctx, req);
+  }
+  cancelDelayed(req: CancelDelayedRequest): Promise<number> {
+    return waiting.cancelDelayed(this.ctx, req);
   }
 
   // log.ts

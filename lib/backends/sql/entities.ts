@@ -68,6 +68,8 @@ export function rheoEntities(options: RheoEntitiesOptions = {}): TypeormEntitySc
         payload: { type: 'text' },
         // A delayed event's deliverAt (ms), null for any other (schema 3).
         deliver_at: big(false, true),
+        // When cancelDelayed cancelled the delayed event in every group (ms), null otherwise (schema 5).
+        cancelled_at: big(false, true),
       },
       [{ name: 'rheo_events_stream_id_key', columns: ['stream', 'id'] }],
     ),
@@ -85,6 +87,10 @@ export function rheoEntities(options: RheoEntitiesOptions = {}): TypeormEntitySc
       paused_until: big(false, true),
       pause_reason: text(false, true),
       paused_by: text(false, true),
+      // The group's skips (schema 5): how many, the last one's reason and time (ms).
+      skipped: big(),
+      skip_reason: text(false, true),
+      skipped_at: big(false, true),
     }),
     entity('groupPartitions', {
       stream: text(true),

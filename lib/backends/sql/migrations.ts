@@ -89,6 +89,7 @@ const MIGRATION_NAMES: Readonly<Record<number, string>> = {
   2: 'RheoFlatCost1796083200000',
   3: 'RheoDelayedEvents1798761600000',
   4: 'RheoPauseGroups1801440000000',
+  5: 'RheoSkipRescheduleCancel1803859200000',
 };
 
 interface Dialect {
@@ -187,6 +188,7 @@ function migrationOf(version: number, schema: string): TypeormMigrationClass {
 export function rheoMigrations(options: RheoMigrationsOptions = {}): TypeormMigrationClass[] {
   checkKeys('', checkObject('options', options), SCHEMA_ONLY);
   const schema = options.schema === undefined ? 'public' : checkSchemaName('schema', options.schema);
-  const versions = Math.max(latestVersion(PG_SCHEMA), latestVersion(SQLITE_SCHEMA));
-  return Array.from({ length: versions }, (_, i) => migrationOf(i + 1, schema));
+  // Every version either dialect has, in order.
+  const versions = [...new Set([...PG_SCHEMA, ...SQLITE_SCHEMA].map((v) => v.version))].sort((a, b) => a - b);
+  return versions.map((version) => migrationOf(version, schema));
 }

@@ -208,9 +208,8 @@ export function groupInfoOf(
   rows: DbPartitionState[],
   deadLetters: DbInt,
   config: GroupConfig,
-  paused: GroupPause | null,
   now: number,
-): GroupInfo {
+): Omit<GroupInfo, 'paused' | 'skipped'> {
   const oldest = rows.reduce<number | null>((m, r) => (r.oldest_ts === null ? m : Math.min(m ?? Infinity, Number(r.oldest_ts))), null);
   return {
     stream,
@@ -220,7 +219,6 @@ export function groupInfoOf(
     deadLetters: Number(deadLetters),
     oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
     config: copyGroupConfig(config),
-    paused,
   };
 }
 

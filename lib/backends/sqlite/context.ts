@@ -24,6 +24,7 @@ import { sqliteGroupSettingsPlans } from './group-settings-plans';
 import { sqlitePausePlans } from './pause-plans';
 import { sqlitePlans } from './plans';
 import { sqliteRetentionPlans } from './retention-plans';
+import { sqliteWaitingPlans } from './waiting-plans';
 
 /** Settings of a {@link SqliteBackend}; built by `typeormBackend` / `sqliteBackend`. */
 export interface SqliteBackendSettings {
@@ -78,6 +79,7 @@ export class SqliteContext {
   readonly removal = groupRemovalPlans(this.tables, 'sqlite');
   readonly groupSettings = sqliteGroupSettingsPlans(this.tables);
   readonly pause = sqlitePausePlans(this.tables);
+  readonly waiting = sqliteWaitingPlans(this.tables);
   /** In-process wake-ups: SQLite has no notifications, so only this process's writes wake its waiters. */
   readonly board = new WakeBoard();
   /** Lets other operations in between a long job's chunks (trim, purge). */

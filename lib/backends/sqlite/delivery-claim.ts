@@ -38,7 +38,20 @@ export function claimRound(
     const p = ctx.plans;
     // A candidate carries its lease once claimed (a parked delayed event gets none, nor one dead-lettered:
     // `expiredOn`, the attempt its lease expired on, the group's last: see docs/adr/035-every-delivery-ends.md).
-    type Candidate = { sequence: number; fresh: boolean; parkAt?: number; expiredOn?: number; lease?: Lease };
+    // `passed`: a delayed event cancelled in every group (cancelDelayed): the cursor passes it as done, no row.
+    // `passed`: a fresh delayed event cancelled in every group (cancelDelayed): the cursor passes it as done, no row;
+    // `void`: a due offer of one at attempt 0 (re-opened since the cancel): ended as an ack ends it.
+    type Candidate = {
+      sequence: number;
+      fresh: boolean;
+      parkAt?: number;
+      passed?: boolean;
+      void?: boolean;
+      expiredOn?: number;
+      lease?: Lease;
+    };
+    const voided = (partition: number, r: { sequence: number; attempt: number }, delayedTo: number) =>
+      r.attempt === 0 && r.sequence <= delayedTo && ctx.stmt(ctx.waiting.cancelledAt).get(stream, partition, r.sequence) !== undefined;
     // Judged by maxAttempts as stored now, read only when an expired lease is a candidate (a change made by
     // any process decides at once: docs/adr/047-changing-a-group-in-place.md); the caller's copy otherwise.
     let maxAttempts: number | undefined;
@@ -61,19 +74,24 @@ export function claimRound(
       if (g.ordering === 'partition') {
         const busy = ctx.stmt(p.liveLeases).get(stream, group, partition, tt, now)!.n > 0;
         const head = ctx.stmt(p.firstOpen).get(stream, group, partition, tt);
-        if (!busy && head && head.due_at <= now) seqs.push({ sequence: head.sequence, fresh: false, expiredOn: last(head) });
+        if (!busy && head && head.due_at <= now)
+          seqs.push({ sequence: head.sequence, fresh: false, expiredOn: last(head), void: voided(partition, head, pos.delayed_to) });
         else if (!busy && !head && cursor <= pos.hwm) seqs.push({ sequence: cursor, fresh: true });
       } else {
         for (const r of ctx.stmt(p.due).all(stream, group, partition, tt, now, req.limit)) {
-          seqs.push({ sequence: r.sequence, fresh: false, expiredOn: last(r) });
+          seqs.push({ sequence: r.sequence, fresh: false, expiredOn: last(r), void: voided(partition, r, pos.delayed_to) });
         }
         for (let s = cursor; s <= pos.hwm && seqs.length < req.limit; s++) seqs.push({ sequence: s, fresh: true });
       }
       const fresh = seqs.filter((c) => c.fresh);
       if (fresh.length && cursor <= pos.delayed_to) {
         const delayed = ctx.stmt(p.delayedIn).all(stream, partition, cursor, fresh[fresh.length - 1].sequence, now);
-        const parkAt = new Map(delayed.map((d) => [d.sequence, d.deliver_at]));
-        for (const c of fresh) c.parkAt = parkAt.get(c.sequence);
+        const found = new Map(delayed.map((d) => [d.sequence, d]));
+        for (const c of fresh) {
+          const d = found.get(c.sequence);
+          if (d && d.cancelled_at !== null) c.passed = true;
+          else if (d) c.parkAt = d.deliver_at;
+        }
       }
       if (seqs.length) queues.push({ partition, cursor, seqs });
     }
@@ -117,6 +135,11 @@ export function claimRound(
       const fresh = cs.filter((c) => c.fresh);
       for (const c of cs) {
         if (c.fresh) continue;
+        if (c.void) {
+          ctx.stmt(p.ack).run(stream, group, partition, c.sequence);
+          parked++;
+          continue;
+        }
         if (c.expiredOn !== undefined) {
           const key = [stream, group, partition, c.sequence] as const;
           const reason = leaseExpiredReason(c.expiredOn, storedMax());
@@ -138,8 +161,12 @@ export function claimRound(
         // Fresh events are leased in runs (one statement each; a single run without delayed events), delayed ones parked.
         let run = 0;
         fresh.forEach((c, i) => {
-          const ends = i === fresh.length - 1 || fresh[i + 1].parkAt !== undefined;
-          if (c.parkAt !== undefined) {
+          const ends = i === fresh.length - 1 || fresh[i + 1].parkAt !== undefined || fresh[i + 1].passed === true;
+          if (c.passed) {
+            // Cancelled: taken as an ack would leave it (no row below the cursor), in its place of the limit.
+            parked++;
+            run = i + 1;
+          } else if (c.parkAt !== undefined) {
             ctx.stmt(p.parkDelayed).run(stream, group, partition, c.sequence, c.parkAt);
             parked++;
             run = i + 1;
@@ -151,7 +178,7 @@ export function claimRound(
         });
         for (const row of ctx.rawStmt(p.eventRunRaw).all(stream, partition, first, last)) {
           const i = (row as RawEventRow)[1] - first;
-          if (fresh[i].parkAt === undefined) fresh[i].lease = lease(ids[i], 1, eventFromRaw(stream, partition, row));
+          if (fresh[i].parkAt === undefined && !fresh[i].passed) fresh[i].lease = lease(ids[i], 1, eventFromRaw(stream, partition, row));
         }
         ctx.stmt(p.moveCursor).run(last + 1, stream, group, partition);
       }

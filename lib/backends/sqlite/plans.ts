@@ -53,10 +53,12 @@ export interface DbCursorAndHwm {
   trimmed_to: number;
   delayed_to: number;
 }
-/** A delayed event not yet due, and when it is (delayedIn). */
+/** A delayed event not yet due, and when it is, or one cancelled in every group (delayedIn). */
 export interface DbDelayed {
   sequence: number;
   deliver_at: number;
+  /** Set by cancelDelayed (docs/adr/048-skip-reschedule-cancel.md): the claim passes the event as done. */
+  cancelled_at: number | null;
 }
 /** A group partition's cursor and the partition's trim point (cursor). */
 export interface DbCursor {
@@ -204,8 +206,8 @@ export function sqlitePlans(t: TableNames) {
       SELECT ?, ?, ?, ? + j.key, 'leased', 1, j.value, ?, ?, ? FROM json_each(?) j`,
     /** The delayed events of a run of fresh events that are not due yet: a claim parks them (parkDelayed). */
     delayedIn: returning<DbDelayed>(`
-      SELECT sequence, deliver_at FROM ${t.events}
-      WHERE stream = ? AND partition = ? AND sequence BETWEEN ? AND ? AND deliver_at > ? ORDER BY sequence`),
+      SELECT sequence, deliver_at, cancelled_at FROM ${t.events}
+      WHERE stream = ? AND partition = ? AND sequence BETWEEN ? AND ? AND (deliver_at > ? OR cancelled_at IS NOT NULL) ORDER BY sequence`),
     /** Park a delayed event the cursor passes before its time: available at attempt 0, due at its deliver_at (ADR 028). */
     parkDelayed: `
       INSERT INTO ${t.deliveries} (stream, group_name, partition, sequence, state, attempt, due_at) VALUES (?, ?, ?, ?, 'available', 0, ?)`,

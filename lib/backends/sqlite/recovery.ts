@@ -6,6 +6,7 @@ import type { DeadLetter, GroupInfo, Lag } from '../../core/types';
 import type { ReplayRequest, ResolvedStart } from '../backend';
 import { type DbPartitionState, groupInfoOf, lagOf, pauseOf, toDeadLetter, toGroup } from '../sql/rows';
 import type { SqliteContext } from './context';
+import { skipsOf } from './waiting';
 import { startAfters } from './group-start';
 import { lastBefore } from './time-lookup';
 
@@ -104,7 +105,8 @@ export async function groupInfo(ctx: SqliteContext, stream: string, group: strin
   const now = ctx.clock.now();
   const rows = await state(ctx, stream, group, now);
   const dead = (await ctx.locked('read', 'groupInfo', () => ctx.stmt(ctx.plans.deadCount).get(stream, group)))!;
-  return groupInfoOf(stream, group, rows, dead.n, config, pauseOf(stored, now), now);
+  const info = groupInfoOf(stream, group, rows, dead.n, config, now);
+  return { ...info, paused: pauseOf(stored, now), skipped: await skipsOf(ctx, stream, group) };
 }
 
 export async function deadLetters(ctx: SqliteContext, stream: string, group: string, limit: number, after?: string): Promise<DeadLetter[]> {

@@ -196,8 +196,33 @@ const V4: SchemaVersion = {
   ],
 };
 
+/**
+ * Version 5: skip, reschedule and cancelDelayed (docs/adr/048-skip-reschedule-cancel.md),
+ * as on PostgreSQL. Per event, `cancelled_at`: set by cancelDelayed (NULL otherwise);
+ * a claim reads it with deliver_at, only at or below the partition's delayed_to, and
+ * passes a cancelled event as done. Per group, `skipped`, `skip_reason` and
+ * `skipped_at`: what groupInfo tells of the group's skips. Nullable columns and a
+ * constant default: adding them rewrites nothing.
+ */
+const V5: SchemaVersion = {
+  version: 5,
+  name: 'skip-reschedule-cancel',
+  up: (t) => [
+    `ALTER TABLE ${t.events} ADD COLUMN cancelled_at INTEGER`,
+    `ALTER TABLE ${t.groups} ADD COLUMN skipped INTEGER NOT NULL DEFAULT 0`,
+    `ALTER TABLE ${t.groups} ADD COLUMN skip_reason TEXT`,
+    `ALTER TABLE ${t.groups} ADD COLUMN skipped_at INTEGER`,
+  ],
+  down: (t) => [
+    `ALTER TABLE ${t.groups} DROP COLUMN skipped_at`,
+    `ALTER TABLE ${t.groups} DROP COLUMN skip_reason`,
+    `ALTER TABLE ${t.groups} DROP COLUMN skipped`,
+    `ALTER TABLE ${t.events} DROP COLUMN cancelled_at`,
+  ],
+};
+
 /** Every version, in order. The last one is what this release reads and writes. */
-export const SQLITE_SCHEMA: readonly SchemaVersion[] = [V1, V2, V3, V4];
+export const SQLITE_SCHEMA: readonly SchemaVersion[] = [V1, V2, V3, V4, V5];
 
 /** Where the applied versions are recorded (created before the first version is recorded). */
 export function sqliteSchemaVersionTable(t: TableNames): string {

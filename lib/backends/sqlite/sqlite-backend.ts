@@ -20,6 +20,7 @@ import type {
   AppendedEvents,
   Backend,
   BackendDescription,
+  CancelDelayedRequest,
   CreateGroupRequest,
   FetchedLeases,
   FetchRequest,
@@ -29,9 +30,11 @@ import type {
   ReadRequest,
   RenewResult,
   ReplayRequest,
+  RescheduleRequest,
   ResolvedStart,
   SettleOp,
   SettleResult,
+  SkipRequest,
   TransactionalAck,
   TrimRequest,
   UpdateGroupRequest,
@@ -53,6 +56,7 @@ import * as pause from './pause';
 import * as recovery from './recovery';
 import * as registry from './registry';
 import * as retention from './retention';
+import * as waiting from './waiting';
 
 export type { SqliteBackendSettings } from './context';
 export type { SqliteBackendOptions } from './options';
@@ -230,6 +234,18 @@ export class SqliteBackend extends SqlBackendBase implements Backend {
   }
   resumeGroup(stream: string, group: string): Promise<boolean> {
     return pause.resumeGroup(this.ctx, stream, group);
+  }
+
+  // ---------------------------------------------------------------- waiting.ts
+
+  skip(req: SkipRequest): Promise<SettleResult[]> {
+    return waiting.skip(this.ctx, req);
+  }
+  reschedule(req: RescheduleRequest): Promise<SettleResult[]> {
+    return waiting.reschedule(this.ctx, req);
+  }
+  cancelDelayed(req: CancelDelayedRequest): Promise<number> {
+    return waiting.cancelDelayed(this.ctx, req);
   }
 
   // ---------------------------------------------------------------- log.ts

@@ -109,6 +109,7 @@ export function inspectCommands(program: Command, io: Io): void {
           ['ordering', g.ordering],
           ['paused', g.paused ? 'yes' : 'no'],
           ...(g.paused ? pauseFields(g.paused) : []),
+          ['skipped', skipped(g.skipped)],
         ]);
         io.out(`${summary}\n${table(g.partitions, PARTITION_COLUMNS, '')}${warnings(g)}`);
       }),
@@ -139,4 +140,10 @@ export function inspectCommands(program: Command, io: Io): void {
         io.out(table(page.items, columns, `No dead letters in ${stream}/${group}.`) + more);
       }),
     );
+}
+
+/** A group's skips in a line: how many, and the last one's reason and time. */
+function skipped(s: GroupSummary['skipped']): string {
+  if (s.count === 0) return '0';
+  return `${s.count} (last ${s.lastAt ?? '-'}${s.lastReason === null ? '' : `: ${s.lastReason}`})`;
 }

@@ -257,9 +257,35 @@ function storedMaxAttempts(t: TableNames): string {
  * events without a delay reads nothing more than before (ADR 028).
  */
 function parkAt(t: TableNames, partition: string, sequence: string, delayedTo: string): string {
+  // FOR KEY SHARE: a locking read returns the event row's newest version, so a cancel (which holds the row
+  // FOR UPDATE until it commits) committed after this statement's snapshot is seen all the same, and one
+  // under way waits for this claim (then finds what it wrote): a claim never leases an event cancelled
+  // before it read it. Only delayed events are returned, so only they are locked.
   return `CASE WHEN ${sequence} <= ${delayedTo} THEN (
-          SELECT x.deliver_at FROM ${t.events} x
-          WHERE x.stream = $1 AND x.sequence = ${sequence} AND x.partition = ${partition} AND x.deliver_at > $4) END`;
+          SELECT CASE WHEN x.cancelled_at IS NOT NULL THEN ${CANCELLED} WHEN x.deliver_at > $4 THEN x.deliver_at END
+          FROM ${t.events} x
+          WHERE x.stream = $1 AND x.sequence = ${sequence} AND x.partition = ${partition} AND x.deliver_at IS NOT NULL
+          FOR KEY SHARE) END`;
+}
+
+/**
+ * The park time {@link parkAt} gives a fresh event cancelled in every group
+ * (cancelDelayed, docs/adr/048-skip-reschedule-cancel.md): the claim passes it as
+ * done (the cursor moves past it, no delivery row is written). No real park time
+ * is negative: parkAt gives only times after now.
+ */
+const CANCELLED = '-1';
+
+/**
+ * Whether due delivery `d` offers an event cancelled in every group: one at attempt
+ * 0 (re-opened by a replay or redrive since the cancel) of a delayed event, so at or
+ * below the partition's delayed_to.
+ * The claim ends it instead of leasing it. Every other delivery reads nothing more.
+ */
+function cancelledOffer(t: TableNames, d: string, delayedTo: string): string {
+  return `(${d}.attempt = 0 AND ${d}.sequence <= ${delayedTo} AND EXISTS (
+            SELECT 1 FROM ${t.events} x
+            WHERE x.stream = $1 AND x.sequence = ${d}.sequence AND x.partition = ${d}.partition AND x.cancelled_at IS NOT NULL))`;
 }
 
 /**
@@ -349,42 +375,44 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boolean): st
     mode === 'any'
       ? `
       due AS (
-        SELECT d.partition, d.sequence, 0 AS fresh, d.row_id, d.dead
+        SELECT d.partition, d.sequence, 0 AS fresh, d.row_id, d.dead, d.void
         FROM served s CROSS JOIN LATERAL (
-          SELECT d.partition, d.sequence, d.ctid AS row_id, ${expiredOnLast(t, 'd')} AS dead FROM ${t.deliveries} d
+          SELECT d.partition, d.sequence, d.ctid AS row_id, ${expiredOnLast(t, 'd')} AS dead,
+                 ${cancelledOffer(t, 'd', 's.delayed_to')} AS void FROM ${t.deliveries} d
           WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = s.partition
             AND d.sequence >= s.low AND d.due_at <= $4
           ORDER BY d.sequence LIMIT $5
           FOR UPDATE SKIP LOCKED
         ) d
       ), candidates AS (
-        SELECT partition, sequence, fresh, row_id, NULL::bigint AS park_at, dead FROM due
+        SELECT partition, sequence, fresh, row_id, NULL::bigint AS park_at, dead, void FROM due
         UNION ALL
-        SELECT s.partition, q.sequence, 1, NULL::tid, ${parkAt(t, 's.partition', 'q.sequence', 's.delayed_to')}, false FROM served s
+        SELECT s.partition, q.sequence, 1, NULL::tid, ${parkAt(t, 's.partition', 'q.sequence', 's.delayed_to')}, false, false FROM served s
         CROSS JOIN LATERAL generate_series(s.cursor, LEAST(s.hwm, s.cursor + $5 - 1)) AS q(sequence)
       )`
       : `
       heads AS (
-        SELECT s.partition, s.cursor, s.hwm, s.delayed_to, o.sequence AS open_seq, o.due_at, o.state, o.row_id, o.dead,
+        SELECT s.partition, s.cursor, s.hwm, s.delayed_to, o.sequence AS open_seq, o.due_at, o.state, o.row_id, o.dead, o.void,
                EXISTS (SELECT 1 FROM ${t.deliveries} l
                         WHERE l.stream = $1 AND l.group_name = $2 AND l.partition = s.partition
                           AND l.sequence >= s.low AND l.state = 'leased' AND l.due_at > $4) AS busy
         FROM served s LEFT JOIN LATERAL (
-          SELECT d.sequence, d.due_at, d.state, d.ctid AS row_id, ${expiredOnLast(t, 'd')} AS dead FROM ${t.deliveries} d
+          SELECT d.sequence, d.due_at, d.state, d.ctid AS row_id, ${expiredOnLast(t, 'd')} AS dead,
+                 ${cancelledOffer(t, 'd', 's.delayed_to')} AS void FROM ${t.deliveries} d
           WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = s.partition AND d.sequence >= s.low
           ORDER BY d.sequence LIMIT 1
         ) o ON true
       ), candidates AS (
-        SELECT partition, open_seq AS sequence, 0 AS fresh, row_id, NULL::bigint AS park_at, dead FROM heads
+        SELECT partition, open_seq AS sequence, 0 AS fresh, row_id, NULL::bigint AS park_at, dead, void FROM heads
         WHERE NOT busy AND open_seq IS NOT NULL AND due_at <= $4
         UNION ALL
-        SELECT h.partition, h.cursor, 1, NULL::tid, ${parkAt(t, 'h.partition', 'h.cursor', 'h.delayed_to')}, false FROM heads h
+        SELECT h.partition, h.cursor, 1, NULL::tid, ${parkAt(t, 'h.partition', 'h.cursor', 'h.delayed_to')}, false, false FROM heads h
         WHERE NOT h.busy AND h.open_seq IS NULL AND h.cursor <= h.hwm
       )`;
   return `
       WITH ${served},${candidates},
       chosen AS (
-        SELECT $1::text AS stream, $2::text AS group_name, partition, sequence, fresh, row_id, park_at, dead,
+        SELECT $1::text AS stream, $2::text AS group_name, partition, sequence, fresh, row_id, park_at, dead, void,
                row_number() OVER (ORDER BY turn, (partition - $6 + $7) % $7) AS pos
         FROM (
           SELECT c.*, row_number() OVER (PARTITION BY c.partition ORDER BY c.fresh, c.sequence) AS turn FROM candidates c
@@ -396,8 +424,16 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boolean): st
         SET state = 'leased', attempt = d.attempt + 1, lease_id = $10::text || '.' || c.pos, consumer_id = $8,
             leased_at = $4, due_at = $4 + $9
         FROM chosen c
-        WHERE c.fresh = 0 AND NOT c.dead AND d.ctid = c.row_id AND d.due_at <= $4
+        WHERE c.fresh = 0 AND NOT c.dead AND NOT c.void AND d.ctid = c.row_id AND d.due_at <= $4
         RETURNING d.partition, d.sequence, d.attempt, d.lease_id
+      ), voided AS (
+        -- An offer of an event cancelled in every group (cancelDelayed, ADR 048): ended as an ack ends it, never leased.
+        DELETE FROM ${t.deliveries} d USING chosen c
+        WHERE c.fresh = 0 AND c.void AND d.ctid = c.row_id AND d.due_at <= $4
+        RETURNING d.partition, d.sequence, 0 AS attempt, NULL::text AS lease_id
+      ), passed AS (
+        -- A fresh event cancelled in every group: the cursor passes it as done, and no row is written for it.
+        SELECT partition, sequence, 0 AS attempt, NULL::text AS lease_id FROM chosen WHERE fresh = 1 AND park_at = ${CANCELLED}
       ), expired AS (
         -- A lease that expired on the group's last attempt: dead-lettered, not leased again (ADR 035).
         DELETE FROM ${t.deliveries} d USING chosen c
@@ -417,7 +453,7 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boolean): st
         SELECT $1, $2, partition, sequence, CASE WHEN park_at IS NULL THEN 'leased' ELSE 'available' END,
                CASE WHEN park_at IS NULL THEN 1 ELSE 0 END, CASE WHEN park_at IS NULL THEN $10::text || '.' || pos END,
                CASE WHEN park_at IS NULL THEN $8 END, CASE WHEN park_at IS NULL THEN $4 END, COALESCE(park_at, $4 + $9)
-        FROM chosen WHERE fresh = 1${
+        FROM chosen WHERE fresh = 1 AND park_at IS DISTINCT FROM ${CANCELLED}${
           // See "Fresh deliveries" above: the fast claim inserts without the arbiter; the guarded one keeps it.
           guarded ? '\n        ON CONFLICT DO NOTHING' : ''
         }
@@ -444,7 +480,8 @@ function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boolean): st
       -- last attempt, from the dead letter this claim filed (the caller reports it: Backend.fetch, FetchedLeases).
       SELECT l.attempt, l.lease_id, COALESCE(e.id, b.event_id) AS id, l.partition, l.sequence, ${EVENT_BODY_COLUMNS},
              CASE WHEN l.lease_id IS NULL AND b.event_id IS NOT NULL THEN ${storedMaxAttempts(t)} END AS max_attempts
-      FROM (SELECT * FROM leased UNION ALL SELECT * FROM opened UNION ALL SELECT * FROM expired) l
+      FROM (SELECT * FROM leased UNION ALL SELECT * FROM opened UNION ALL SELECT * FROM expired
+            UNION ALL SELECT * FROM voided UNION ALL SELECT * FROM passed) l
       JOIN chosen c ON c.partition = l.partition AND c.sequence = l.sequence
       LEFT JOIN ${t.events} e ON e.stream = $1 AND e.partition = l.partition AND e.sequence = l.sequence AND l.lease_id IS NOT NULL
       LEFT JOIN buried b ON b.partition = l.partition AND b.sequence = l.sequence AND l.lease_id IS NULL

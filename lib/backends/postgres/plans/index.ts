@@ -1,6 +1,6 @@
 // Every SQL statement of the PostgreSQL backend, in plan modules by contract
 // section (pg-boss's plans.js style): registry.ts, log.ts, delivery.ts, recovery.ts,
-// retention.ts, coordination.ts, group-settings.ts and pause.ts; the query compiler is in ../query-plan.ts,
+// retention.ts, coordination.ts, group-settings.ts, pause.ts and waiting.ts; the query compiler is in ../query-plan.ts,
 // the DDL in ../schema.ts. Values are always bound parameters; the only spliced
 // text is the table identifiers, built from a validated, quoted schema name
 // (sql/names.ts).
@@ -32,6 +32,7 @@ import { pausePlans } from './pause';
 import { recoveryPlans } from './recovery';
 import { registryPlans } from './registry';
 import { retentionPlans } from './retention';
+import { waitingPlans } from './waiting';
 
 /** The statements of every section, on the tables of one schema. */
 export function pgPlans(t: TableNames) {
@@ -45,6 +46,7 @@ export function pgPlans(t: TableNames) {
     coordination: coordinationPlans(t),
     groupSettings: groupSettingsPlans(t),
     pause: pausePlans(t),
+    waiting: waitingPlans(t),
     /** deleteGroup's statements and releaseTurn's, shared with SQLite. */
     removal: groupRemovalPlans(t, 'postgres'),
   };

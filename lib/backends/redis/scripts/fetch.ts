@@ -17,10 +17,13 @@
  * A redelivery whose lease expired on the group's last attempt (`maxAttempts` of
  * cfg) is dead-lettered instead of leased, as settle dead-letters (docs/adr/035):
  * it takes its place of the limit like a parked event, and reports `pending` when
- * it is at frontier + 1 (the backend's tidy walks the frontier past it).
+ * it is at frontier + 1 (the backend's tidy walks the frontier past it). A delayed
+ * event cancelled in every group (`cx`, docs/adr/048-skip-reschedule-cancel.md) met
+ * fresh, or due at attempt 0 (a re-open since the cancel), is made terminal instead
+ * of leased or parked, taking its place of the limit the same way.
  * A paused group (docs/adr/046-pausing-a-group.md: cfg field `pu`, the pause's until
  * or '-', read in the HMGET of the positions) claims nothing while `pu` is '-' or
- * after now: the call answers `paused` and writes nothing.
+ * after now: the call answers `paused` and writes nothing (nor reads `cx`).
  *
  * KEYS[1]     meta    HASH    the stream's meta (hw:<p>, lw:<p>, dz:<p>)
  * KEYS[2]     cfg     HASH    the group's config (ord, pu), positions (f:, c:, rw:), rr (incremented)
@@ -32,6 +35,8 @@
  * KEYS[5+3n]  dead    HASH    dead letters by event id (n: how many partitions; written only when a claim dead-letters)
  * KEYS[6+3n]  deadz   ZSET    dead letters in (partition, sequence) order
  * KEYS[7+3n]  deadt   ZSET    dead letters by the time they were dead-lettered
+ * KEYS[8+3n]  cx      HASH    the stream's cancelled delayed events, <p>:<seq> (cancelDelayed): read only
+ *                             for a delayed entry met fresh, or offered again at attempt 0
  *
  * ARGV[1]    now          ms, from the backend's clock
  * ARGV[2]    limit        at most this many claims (the backend sends at most 100)
@@ -39,8 +44,8 @@
  * ARGV[4]    leaseIdBase  lease n of this call gets the id `<leaseIdBase>.<n>`
  * ARGV[5+j]  partition    the partition of slot j
  *
- * Returns { wakeId, 'paused' } when the group is paused, else { wakeId ('0-0' when none), pending (1 when a frontier walk or a rewind is
- * left unfinished: the backend runs tidy, then fetches again if nothing was claimed),
+ * Returns { wakeId, 'paused' } when the group is paused, else { wakeId ('0-0' when none),
+ * pending (1 when a frontier walk or a rewind is left unfinished: the backend runs tidy, then fetches again if nothing was claimed),
  * parked (delayed events parked, and expired leases dead-lettered: the backend claims again for their places),
  * then, only when something was leased or dead-lettered: strings, then one row per lease,
  * then, only when something was dead-lettered: dead }, JSON texts the backend parses
@@ -238,10 +243,14 @@ for n, pick in ipairs(picks) do
   local e = q.entries[seq]
   local fields = e and e[2]
   local parkAt = nil
+  local void = false
   if seq >= q.c0 and seq <= dzs[q.j] and fields then
-    -- A delayed event (entry field w) not due yet is parked, not leased.
+    -- A delayed event (entry field w) not due yet is parked, not leased; one cancelled in every group is passed.
     for i = 1, #fields, 2 do
-      if fields[i] == 'w' and tonumber(fields[i + 1]) > now then parkAt = fields[i + 1] end
+      if fields[i] == 'w' then
+        if redis.call('HEXISTS', KEYS[8 + 3 * np], k) == 1 then void = true
+        elseif tonumber(fields[i + 1]) > now then parkAt = fields[i + 1] end
+      end
     end
   end
   local expiredOn = nil
@@ -250,7 +259,9 @@ for n, pick in ipairs(picks) do
     if rec then
       local st, att = parseRecord(rec)
       attempt = att + 1
-      if st == 'L' then
+      if st == 'A' and att == 0 and seq <= dzs[q.j] and redis.call('HEXISTS', KEYS[8 + 3 * np], k) == 1 then
+        void = true
+      elseif st == 'L' then
         -- Read only for an expired lease: a claim of fresh events and retries never needs it.
         maxAttempts = maxAttempts or tonumber(redis.call('HGET', KEYS[2], 'maxAttempts') or '0')
         if maxAttempts > 0 and att >= maxAttempts then expiredOn = att end
@@ -268,7 +279,11 @@ for n, pick in ipairs(picks) do
   end
   if not fields then return rheoError('failed:log:' .. q.p .. ':' .. seq) end
   records[#records + 1] = k
-  if expiredOn then
+  if void then
+    records[#records + 1] = terminalRecord(0)
+    if seq == fs[q.j] + 1 then pending = 1 end
+    parked = parked + 1
+  elseif expiredOn then
     records[#records + 1] = terminalRecord(expiredOn)
     buried[#buried + 1] = { q.p, seq, expiredOn, entryField(e, 'i') or '', string.sub(e[1], 3) }
     if seq == fs[q.j] + 1 then pending = 1 end

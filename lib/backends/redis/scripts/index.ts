@@ -34,6 +34,7 @@
  * ops by the caller. See docs/adr/014-redis-bounded-scripts.md.
  */
 import { APPEND } from './append';
+import { CANCEL_DELAYED } from './cancel-delayed';
 import { CLAIM_TURN } from './claim-turn';
 import { COUNT_DEAD_LETTERS } from './count-dead-letters';
 import { CREATE_GROUP } from './create-group';
@@ -51,10 +52,12 @@ import { RELEASE_TURN } from './release-turn';
 import { RENEW } from './renew';
 import { REOPEN } from './reopen';
 import { REPLAY } from './replay';
+import { RESCHEDULE } from './reschedule';
 import { RESET } from './reset';
 import { RESUME_GROUP } from './resume-group';
 import { SET_RETENTION } from './set-retention';
 import { SETTLE } from './settle';
+import { SKIP } from './skip';
 import { TIDY } from './tidy';
 import { TRIM } from './trim';
 import { UPDATE_GROUP } from './update-group';
@@ -85,6 +88,9 @@ export const SCRIPTS = {
   updateGroup: UPDATE_GROUP,
   pauseGroup: PAUSE_GROUP,
   resumeGroup: RESUME_GROUP,
+  skip: SKIP,
+  reschedule: RESCHEDULE,
+  cancelDelayed: CANCEL_DELAYED,
   layout: LAYOUT,
 } as const;
 

@@ -18,6 +18,7 @@ import { REOPEN_ONE } from './reopen-one';
 import { RETENTION } from './retention';
 import { START } from './start';
 import { TRIM_POINT } from './trim-point';
+import { WAITING } from './waiting';
 import { WAKE } from './wake';
 
 /** Every include a script may use. */
@@ -35,6 +36,7 @@ export const INCLUDES = [
   RETENTION,
   START,
   TRIM_POINT,
+  WAITING,
   WAKE,
 ] as const;
 

@@ -1,0 +1,35 @@
+/**
+ * `waitingOf(meta, ids, cfg, dl, id, now)`: where one group stands on event `id`
+ * (skip and reschedule, docs/adr/048-skip-reschedule-cancel.md): its partition,
+ * sequence and the attempt of its waiting delivery (a record that no live lease
+ * holds: available, or leased and expired at `now`); or nil and the code of why
+ * not: 'not_in_stream' (no such id in `ids`, or at or below the trim point),
+ * 'not_offered' (at or above the group's cursor), 'settled' (no record below the
+ * cursor, or a terminal one), 'lease_held:<expiresAt>' (a live lease). Reads the
+ * group's positions through `position` (positions include), so a caller that
+ * moves a frontier saves it with `saveFrontiers`.
+ */
+import { include } from '../loader';
+
+export const WAITING = include(
+  'waiting',
+  { needs: ['record', 'positions'] },
+  `
+-- Where the group stands on event id: p, seq, attempt of its waiting delivery, or nil and a code.
+local function waitingOf(meta, ids, cfg, dl, id, now)
+  local pos = redis.call('HGET', ids, id)
+  if not pos then return nil, 'not_in_stream' end
+  local p, seq = string.match(pos, '^(%d+):(%d+)$')
+  seq = tonumber(seq)
+  local lw = tonumber(redis.call('HGET', meta, 'lw:' .. p) or '0')
+  if seq <= lw then return nil, 'not_in_stream' end
+  local s = position(cfg, p)
+  if seq >= math.max(s.c, lw + 1) then return nil, 'not_offered' end
+  local rec = redis.call('HGET', dl, p .. ':' .. seq)
+  if not rec or isTerminal(rec) then return nil, 'settled' end
+  local st, att, _, ex = parseRecord(rec)
+  if st == 'L' and ex > now then return nil, 'lease_held:' .. ex end
+  return p, seq, att
+end
+`,
+);

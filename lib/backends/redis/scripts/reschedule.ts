@@ -1,0 +1,50 @@
+/**
+ * reschedule: make waiting deliveries of one group (includes/waiting.ts) due at
+ * another time, their attempt kept (docs/adr/048-skip-reschedule-cancel.md): an
+ * available record, out of the leased set, into the available set at `due`. The
+ * backend sends at most SKIP_PER_CALL ids per call.
+ *
+ * KEYS[1]     meta    HASH    the stream's meta (existence, lw:<p>)
+ * KEYS[2]     cfg     HASH    the group's config (c:<p>)
+ * KEYS[3]     dl      HASH    delivery records (written)
+ * KEYS[4]     ids     HASH    event id -> <partition>:<sequence>
+ * KEYS[5]     wake    STREAM  bumped when something was made due at once
+ * KEYS[6+2p]  leased  ZSET    partition p's leased set (rescheduled ones removed), for every partition p
+ * KEYS[7+2p]  avail   ZSET    partition p's available set (rescheduled ones added at due)
+ *
+ * ARGV[1]    now  ms, from the backend's clock
+ * ARGV[2]    due  ms, when the deliveries may be claimed again
+ * ARGV[3..]  ids  event ids
+ *
+ * Returns per id 'ok' or a code of waitingOf.
+ * Errors:
+ *   RHEO:stream_not_found  no meta hash -> RheoError stream_not_found (explained)
+ *   RHEO:group_not_found   no cfg hash -> RheoError group_not_found (explained)
+ */
+import { script } from './includes';
+
+export const RESCHEDULE = script(
+  { uses: ['error', 'check-group', 'record', 'waiting', 'wake'] },
+  `
+local now, due = tonumber(ARGV[1]), tonumber(ARGV[2])
+local gone = missing(KEYS[1], KEYS[2])
+if gone then return rheoError(gone) end
+local out = {}
+local n = 0
+for i = 3, #ARGV do
+  local p, b, att = waitingOf(KEYS[1], KEYS[4], KEYS[2], KEYS[3], ARGV[i], now)
+  if not p then
+    out[#out + 1] = b
+  else
+    local j = tonumber(p)
+    redis.call('ZREM', KEYS[6 + 2 * j], b)
+    redis.call('ZADD', KEYS[7 + 2 * j], due, b)
+    redis.call('HSET', KEYS[3], p .. ':' .. b, availableRecord(att))
+    n = n + 1
+    out[#out + 1] = 'ok'
+  end
+end
+if n > 0 and due <= now then wake(KEYS[5]) end
+return out
+`,
+);

@@ -1,0 +1,70 @@
+/**
+ * skip: settle waiting deliveries of one group as handled without running the
+ * handler (docs/adr/048-skip-reschedule-cancel.md). Per id, its waiting delivery
+ * (includes/waiting.ts) is made terminal as an ack makes it: out of the leased and
+ * available sets, a terminal record, and, at frontier + 1, the frontier walks past
+ * it (bounded by `budget` records for the call; a walk cut short is finished by
+ * tidy). The skips are counted in cfg (`sk`, and `skr` the reason, `ska` the time).
+ * The backend sends at most SKIP_PER_CALL ids per call.
+ *
+ * KEYS[1]     meta    HASH    the stream's meta (existence, lw:<p>)
+ * KEYS[2]     cfg     HASH    the group's config: f:<p> (written), c:<p>, sk, skr, ska (written)
+ * KEYS[3]     dl      HASH    delivery records (written)
+ * KEYS[4]     ids     HASH    event id -> <partition>:<sequence>
+ * KEYS[5]     wake    STREAM  bumped when something was skipped (an ordered partition is free)
+ * KEYS[6+2p]  leased  ZSET    partition p's leased set (skipped ones removed), for every partition p
+ * KEYS[7+2p]  avail   ZSET    partition p's available set (skipped ones removed)
+ *
+ * ARGV[1]    now     ms, from the backend's clock
+ * ARGV[2]    budget  records the frontier walk may look at in this call
+ * ARGV[3]    reason  the skip's reason ('' = none)
+ * ARGV[4..]  ids     event ids
+ *
+ * Returns per id 'ok' or a code of waitingOf ('not_in_stream', 'not_offered', 'settled',
+ * 'lease_held:<expiresAt>'), then one more element: 1 when a frontier walk was cut short.
+ * Errors:
+ *   RHEO:stream_not_found  no meta hash -> RheoError stream_not_found (explained)
+ *   RHEO:group_not_found   no cfg hash -> RheoError group_not_found (explained)
+ */
+import { script } from './includes';
+
+export const SKIP = script(
+  { uses: ['error', 'check-group', 'record', 'positions', 'frontier', 'waiting', 'wake'] },
+  `
+local now, budget = tonumber(ARGV[1]), tonumber(ARGV[2])
+local gone = missing(KEYS[1], KEYS[2])
+if gone then return rheoError(gone) end
+local out, done = {}, {}
+local n, cut = 0, false
+for i = 4, #ARGV do
+  local p, b, att = waitingOf(KEYS[1], KEYS[4], KEYS[2], KEYS[3], ARGV[i], now)
+  if not p then
+    out[#out + 1] = b
+  else
+    local j = tonumber(p)
+    redis.call('ZREM', KEYS[6 + 2 * j], b)
+    redis.call('ZREM', KEYS[7 + 2 * j], b)
+    redis.call('HSET', KEYS[3], p .. ':' .. b, terminalRecord(att))
+    done[p] = true
+    n = n + 1
+    out[#out + 1] = 'ok'
+  end
+end
+-- Walk each frontier that now has a terminal record at frontier + 1 (one budget for the call).
+for p in pairs(done) do
+  local s = position(KEYS[2], p)
+  local more
+  s.f, budget, more = walkFrontier(KEYS[3], p, s.f, s.c, budget)
+  if more then cut = true end
+end
+saveFrontiers(KEYS[2])
+if n > 0 then
+  redis.call('HINCRBY', KEYS[2], 'sk', n)
+  redis.call('HSET', KEYS[2], 'ska', now)
+  if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], 'skr', ARGV[3]) else redis.call('HDEL', KEYS[2], 'skr') end
+  wake(KEYS[5])
+end
+out[#out + 1] = cut and 1 or 0
+return out
+`,
+);

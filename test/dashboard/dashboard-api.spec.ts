@@ -2,6 +2,7 @@ import { type CanActivate, type ExecutionContext, Injectable, Module } from '@ne
 import { Test } from '@nestjs/testing';
 import { memoryBackend, Rheo, RheoDashboardModule, type RheoDashboardOptions, RheoError, RheoModule } from '../../lib';
 import { DEFAULT_RETRY } from '../../lib/core/backoff';
+import { MAX_BATCH } from '../../lib/core/limits';
 import { ACTION, type Adapter, call, type DashboardApp, serveDashboard } from './apps';
 
 // The dashboard's JSON API and its security, on both HTTP adapters, over the
@@ -106,12 +107,22 @@ describe.each<Adapter>(['express', 'fastify'])('dashboard JSON API on %s', (adap
         ['reset', { confirm: GROUP }],
         ['pause', { confirm: true }],
         ['resume', { confirm: true }],
+        ['skip', { eventIds: [s.deadId], confirm: true }],
+        ['reschedule', { eventIds: [s.deadId], delayMs: 0, confirm: true }],
+        ['cancel-delayed', { eventId: s.deadId, confirm: true }],
       ] as const) {
-        const res = await call(s.url, `${GROUPS}/${GROUP}/${path}`, { method: 'POST', body, headers: ACTION });
+        // A delayed event's cancel is the stream's route, the others the group's.
+        const route = path === 'cancel-delayed' ? `/rheo/api/streams/${STREAM}/${path}` : `${GROUPS}/${GROUP}/${path}`;
+        const res = await call(s.url, route, { method: 'POST', body, headers: ACTION });
         expect(res.status).toBe(403);
         expect(res.body).toMatchObject({ message: expect.stringContaining('read-only') });
       }
-      expect((await call(s.url, `${GROUPS}/${GROUP}`)).body).toMatchObject({ deadLetters: 1, lag: 4, paused: null });
+      expect((await call(s.url, `${GROUPS}/${GROUP}`)).body).toMatchObject({
+        deadLetters: 1,
+        lag: 4,
+        paused: null,
+        skipped: { count: 0, lastReason: null, lastAt: null },
+      });
     });
 
     it('answers 400 with the field for bad input, 404 for a stream that does not exist', async () => {
@@ -301,6 +312,103 @@ describe.each<Adapter>(['express', 'fastify'])('dashboard JSON API on %s', (adap
       expect(await call(s.url, `${groups}/nope/resume`, { method: 'POST', body: { confirm: true }, headers: ACTION })).toMatchObject({
         status: 404,
       });
+    });
+
+    it('skips and reschedules per id (done, lease_held naming the expiry, settled or unknown), refusing bad input whole', async () => {
+      const rheo = s.app.get(Rheo);
+      await rheo.createGroup(STREAM, 'ledger', { start: 'end' });
+      for (let n = 0; n < 4; n++) await rheo.append(STREAM, { key: 'same', payload: { n } });
+      const [waiting, held, settled, moved] = await rheo.fetch(STREAM, 'ledger', { limit: 4, leaseMs: 600_000 });
+      await rheo.nack(waiting, { delayMs: 600_000 });
+      await rheo.ack(settled);
+      await rheo.nack(moved, { delayMs: 600_000 });
+      const ledger = `${groups}/ledger`;
+      const post = (path: string, body: unknown, headers: Record<string, string> = ACTION) =>
+        call(s.url, `${ledger}/${path}`, { method: 'POST', body, headers });
+
+      // Refused whole, nothing changed: no header, unconfirmed, unknown key, bad shapes, too many ids.
+      expect(await post('skip', { eventIds: [waiting.event.id], confirm: true }, {})).toMatchObject({ status: 403 });
+      expect(await post('skip', { eventIds: [waiting.event.id] })).toMatchObject({
+        status: 428,
+        body: { error: 'confirm_required', field: 'confirm' },
+      });
+      expect(await post('skip', { eventIds: [waiting.event.id], confirm: true, why: 'x' })).toMatchObject({
+        status: 400,
+        body: { message: expect.stringContaining('why') },
+      });
+      expect(await post('skip', { eventIds: [], confirm: true })).toMatchObject({ status: 400, body: { field: 'eventIds' } });
+      expect(await post('skip', { eventIds: [waiting.event.id], reason: 7, confirm: true })).toMatchObject({
+        status: 400,
+        body: { field: 'reason' },
+      });
+      expect(await post('skip', { eventIds: [waiting.event.id], reason: 'x'.repeat(1001), confirm: true })).toMatchObject({
+        status: 400,
+        body: { field: 'reason' },
+      });
+      const tooMany = Array.from({ length: MAX_BATCH + 1 }, (_, i) => `e${i}`);
+      expect(await post('skip', { eventIds: tooMany, confirm: true })).toMatchObject({ status: 400, body: { field: 'eventIds' } });
+      expect(await post('skip', { eventIds: [waiting.event.id, waiting.event.id], confirm: true })).toMatchObject({
+        status: 400,
+        body: { field: 'ids[1]' },
+      });
+      expect(await post('reschedule', { eventIds: [moved.event.id], confirm: true })).toMatchObject({
+        status: 400,
+        body: { field: 'delayMs' },
+      });
+      expect(
+        await post('reschedule', { eventIds: [moved.event.id], delayMs: 1, deliverAt: '2030-01-01T00:00:00Z', confirm: true }),
+      ).toMatchObject({ status: 400, body: { field: 'delayMs' } });
+      expect(await post('reschedule', { eventIds: [moved.event.id], deliverAt: 'soon', confirm: true })).toMatchObject({
+        status: 400,
+        body: { field: 'deliverAt' },
+      });
+      expect(await post('reschedule', { eventIds: [moved.event.id], delayMs: -1, confirm: true })).toMatchObject({
+        status: 400,
+        body: { field: 'delayMs' },
+      });
+      expect((await rheo.groupInfo(STREAM, 'ledger')).skipped.count).toBe(0);
+
+      const ids = [waiting.event.id, held.event.id, settled.event.id, 'no-such-event'];
+      const skipped = await post('skip', { eventIds: ids, reason: 'quote expired', confirm: true });
+      expect(skipped.status).toBe(200);
+      expect(skipped.body).toEqual({
+        done: 1,
+        results: [
+          { eventId: waiting.event.id, ok: true },
+          { eventId: held.event.id, ok: false, code: 'lease_held', message: expect.stringContaining(held.expiresAt.toISOString()) },
+          { eventId: settled.event.id, ok: false, code: 'invalid_argument', message: expect.any(String) },
+          { eventId: 'no-such-event', ok: false, code: 'invalid_argument', message: expect.any(String) },
+        ],
+      });
+      const info = (await call(s.url, ledger)).body as { skipped: { count: number; lastReason: string; lastAt: string }; lag: number };
+      expect(info.skipped).toEqual({ count: 1, lastReason: 'quote expired', lastAt: expect.any(String) });
+
+      // Made due now, its attempt kept: the next fetch has it (the other waiting one is 10 min away).
+      const now = await post('reschedule', { eventIds: [moved.event.id], delayMs: 0, confirm: true });
+      expect(now).toMatchObject({ status: 200, body: { done: 1, results: [{ eventId: moved.event.id, ok: true }] } });
+      const [again] = await rheo.fetch(STREAM, 'ledger', { limit: 4 });
+      expect({ id: again.event.id, attempt: again.attempt }).toEqual({ id: moved.event.id, attempt: 2 });
+      const refused = await post('reschedule', { eventIds: [again.event.id], deliverAt: '2000-01-01T00:00:00Z', confirm: true });
+      expect(refused.body).toMatchObject({ done: 0, results: [{ eventId: again.event.id, ok: false, code: 'lease_held' }] });
+      await rheo.ack(again);
+      await rheo.ack(held);
+    });
+
+    it('cancels a delayed event in every group of the stream, refusing it unconfirmed or unknown', async () => {
+      const rheo = s.app.get(Rheo);
+      const cancel = (body: unknown) =>
+        call(s.url, `/ops/events/api/streams/${STREAM}/cancel-delayed`, { method: 'POST', body, headers: ACTION });
+      const later = await rheo.append(STREAM, { payload: { remind: true }, delayMs: 3_600_000 });
+      expect(await cancel({ eventId: later.id })).toMatchObject({ status: 428 });
+      expect(await cancel({ eventId: later.id, confirm: true, why: 'x' })).toMatchObject({ status: 400 });
+      expect(await cancel({ confirm: true })).toMatchObject({ status: 400, body: { field: 'eventId' } });
+      expect(await cancel({ eventId: 'no-such-event', confirm: true })).toMatchObject({ status: 400, body: { field: 'id' } });
+      const groupsBefore = (await rheo.listGroups(STREAM)).length;
+      expect(await cancel({ eventId: later.id, reason: 'order cancelled', confirm: true })).toMatchObject({
+        status: 200,
+        body: { groups: groupsBefore },
+      });
+      expect(await cancel({ eventId: later.id, confirm: true })).toMatchObject({ status: 200, body: { groups: 0 } });
     });
   });
 

@@ -1,5 +1,6 @@
-// The gate of the dashboard's actions (redrive, replay, reset, pause, resume), after the user's
-// guard: refused on a read-only dashboard, and refused without the custom header.
+// The gate of the dashboard's actions (redrive, replay, reset, pause, resume, skip,
+// reschedule, cancel-delayed), after the user's guard: refused on a read-only
+// dashboard, and refused without the custom header.
 // A plain HTML form or a cross-site <img>/<form> cannot set a header, and a
 // cross-origin fetch that sets one needs a CORS preflight the app does not grant:
 // that is the dashboard's CSRF defence (docs/adr/027).

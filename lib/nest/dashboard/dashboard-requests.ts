@@ -3,8 +3,9 @@
 // field (answered 400); names, ids, sequences and times are checked by the admin
 // service and the facade behind it, the same as for the CLI.
 import { RheoError } from '../../core/errors';
+import { MAX_BATCH } from '../../core/limits';
 import { checkKeys, checkObject, keySet } from '../../core/validate';
-import type { PauseGroupInput, RheoAdminOperations } from '../../admin/types';
+import type { CancelDelayedInput, PauseGroupInput, RescheduleInput, RheoAdminOperations, SkipInput } from '../../admin/types';
 
 export type RedriveTarget = Parameters<RheoAdminOperations['redrive']>[2];
 export type ReplayFrom = Parameters<RheoAdminOperations['replay']>[2];
@@ -94,7 +95,7 @@ export function resetBody(value: unknown, group: string): { start?: string; conf
   return b.start === undefined ? { confirm: true } : { start: b.start, confirm: true };
 }
 
-/** `confirm: true`, which a pause and a resume need as the CLI's --confirm: a script must say it means it. */
+/** `confirm: true`, which a pause, a resume, a skip, a reschedule and a cancel need as the CLI's --confirm: a script must say it means it. */
 function confirmed(b: Record<string, unknown>, what: string): true {
   if (b.confirm !== true) throw new RheoError('confirm_required', `${what}: confirm it (confirm: true)`, { field: 'confirm' });
   return true;
@@ -119,4 +120,52 @@ export function resumeBody(value: unknown): { confirm: true } {
   const b = body(value);
   only(b, ['confirm']);
   return { confirm: confirmed(b, 'resuming lets every process claim the events of the group again') };
+}
+
+/** `eventIds`: 1 to MAX_BATCH strings (each id's form, and repeats, are the facade's to check). */
+function eventIds(value: unknown): string[] {
+  if (!Array.isArray(value) || value.length === 0 || value.some((id) => typeof id !== 'string')) {
+    throw RheoError.invalid('eventIds', 'must be a non-empty array of event ids');
+  }
+  if (value.length > MAX_BATCH) throw RheoError.invalid('eventIds', `must hold at most ${MAX_BATCH} event ids (it holds ${value.length})`);
+  return value as string[];
+}
+
+/** An optional `reason` (its length is the facade's to bound, refused, never cut). */
+function reasonOf(b: Record<string, unknown>): { reason?: string } {
+  if (b.reason === undefined) return {};
+  if (typeof b.reason !== 'string') throw RheoError.invalid('reason', 'must be a string');
+  return { reason: b.reason };
+}
+
+/** `{ eventIds: [...], reason?, confirm: true }`. */
+export function skipBody(value: unknown): SkipInput {
+  const b = body(value);
+  only(b, ['eventIds', 'reason', 'confirm']);
+  const confirm = confirmed(b, 'skipping settles the deliveries without running the handler');
+  return { eventIds: eventIds(b.eventIds), ...reasonOf(b), confirm };
+}
+
+/** `{ eventIds: [...], deliverAt: ISO time } | { eventIds: [...], delayMs: N }`, with `confirm: true`. */
+export function rescheduleBody(value: unknown): RescheduleInput {
+  const b = body(value);
+  only(b, ['eventIds', 'deliverAt', 'delayMs', 'confirm']);
+  const confirm = confirmed(b, 'rescheduling moves when every process of the group may run the deliveries');
+  const ids = eventIds(b.eventIds);
+  if ((b.deliverAt === undefined) === (b.delayMs === undefined)) throw RheoError.invalid('delayMs', 'or deliverAt: give exactly one');
+  if (b.deliverAt !== undefined) {
+    if (typeof b.deliverAt !== 'string') throw RheoError.invalid('deliverAt', 'must be an ISO 8601 time');
+    return { eventIds: ids, deliverAt: b.deliverAt, confirm };
+  }
+  if (typeof b.delayMs !== 'number') throw RheoError.invalid('delayMs', 'must be an integer (ms)');
+  return { eventIds: ids, delayMs: b.delayMs, confirm };
+}
+
+/** `{ eventId, reason?, confirm: true }`: a delayed event, cancelled in every group of the stream. */
+export function cancelDelayedBody(value: unknown): { eventId: string; input: CancelDelayedInput } {
+  const b = body(value);
+  only(b, ['eventId', 'reason', 'confirm']);
+  const confirm = confirmed(b, 'cancelling a delayed event stops every group of the stream from running it');
+  if (typeof b.eventId !== 'string') throw RheoError.invalid('eventId', 'must be an event id');
+  return { eventId: b.eventId, input: { ...reasonOf(b), confirm } };
 }

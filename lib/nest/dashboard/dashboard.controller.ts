@@ -18,14 +18,25 @@ import {
   UseFilters,
   UseGuards,
 } from '@nestjs/common';
-import type { DeadLetterPage, GroupPauseSummary, GroupSummary, Overview, StreamSummary } from '../../admin/types';
+import type { DeadLetterPage, GroupPauseSummary, GroupSummary, Overview, StreamSummary, WaitingResultSummary } from '../../admin/types';
 import { RheoHttpExceptionFilter } from '../rheo-http-exception.filter';
 import { DashboardActionGuard } from './action.guard';
 import { dashboardScript } from './assets/dashboard-script';
 import { DASHBOARD_STYLE } from './assets/dashboard-style';
 import { renderDashboardPage } from './assets/dashboard-page';
 import type { ResolvedDashboardOptions } from './dashboard-options';
-import { deadLetterQuery, overviewQuery, pauseBody, redriveBody, replayBody, resetBody, resumeBody } from './dashboard-requests';
+import {
+  cancelDelayedBody,
+  deadLetterQuery,
+  overviewQuery,
+  pauseBody,
+  redriveBody,
+  replayBody,
+  rescheduleBody,
+  resetBody,
+  resumeBody,
+  skipBody,
+} from './dashboard-requests';
 import { DASHBOARD_SERVICE, type DashboardService } from './dashboard-service';
 import type { LagHistorySnapshot } from './lag-history';
 
@@ -160,6 +171,31 @@ export function createDashboardController(options: ResolvedDashboardOptions): Ty
     @UseGuards(DashboardActionGuard)
     resume(@Param('stream') stream: string, @Param('group') group: string, @Body() body: unknown): Promise<{ resumed: boolean }> {
       return this.dashboard.admin.resumeGroup(stream, group, resumeBody(body));
+    }
+
+    // Skip and reschedule answer 200 with a result per id, some possibly refused
+    // (lease_held, settled, unknown): the operator sees each, as the CLI prints each.
+    @Post('api/streams/:stream/groups/:group/skip')
+    @HttpCode(200)
+    @UseGuards(DashboardActionGuard)
+    skip(@Param('stream') stream: string, @Param('group') group: string, @Body() body: unknown): Promise<WaitingResultSummary> {
+      return this.dashboard.admin.skip(stream, group, skipBody(body));
+    }
+
+    @Post('api/streams/:stream/groups/:group/reschedule')
+    @HttpCode(200)
+    @UseGuards(DashboardActionGuard)
+    reschedule(@Param('stream') stream: string, @Param('group') group: string, @Body() body: unknown): Promise<WaitingResultSummary> {
+      return this.dashboard.admin.reschedule(stream, group, rescheduleBody(body));
+    }
+
+    // A delayed event is cancelled in every group of its stream, so the route is the stream's.
+    @Post('api/streams/:stream/cancel-delayed')
+    @HttpCode(200)
+    @UseGuards(DashboardActionGuard)
+    cancelDelayed(@Param('stream') stream: string, @Body() body: unknown): Promise<{ groups: number }> {
+      const { eventId, input } = cancelDelayedBody(body);
+      return this.dashboard.admin.cancelDelayed(stream, eventId, input);
     }
   }
 

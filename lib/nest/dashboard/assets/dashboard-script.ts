@@ -19,6 +19,7 @@ export const DASHBOARD_SCRIPT_PARTS: readonly string[] = [
   'chart.js',
   'overview.js',
   'pause.js',
+  'waiting.js',
   'group.js',
   'dashboard.js',
 ];

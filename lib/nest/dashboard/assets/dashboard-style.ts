@@ -43,8 +43,10 @@ button { font: inherit; font-size: 13px; padding: 3px 10px; border-radius: 6px; 
 button:hover { background: #f2f4f7; }
 button.danger { border-color: #fda29b; color: var(--bad); }
 button:disabled { opacity: .5; cursor: not-allowed; }
-input, select { font: inherit; font-size: 13px; padding: 3px 6px; border: 1px solid #d0d5dd; border-radius: 6px; }
+input, select, textarea { font: inherit; font-size: 13px; padding: 3px 6px; border: 1px solid #d0d5dd; border-radius: 6px; }
 .actions { display: flex; flex-wrap: wrap; gap: 24px; margin-top: 8px; }
+.results { margin: 4px 0; padding-left: 20px; font-family: ui-monospace, monospace; font-size: 12px; color: var(--ok); }
+.results .failed { color: var(--bad); }
 .pager { display: flex; align-items: center; gap: 8px; margin-top: 6px; }
 .actions form { display: flex; align-items: center; gap: 6px; }
 .chart { display: block; }

@@ -1,8 +1,8 @@
 // @ts-check
-// One group, opened from the overview: its figures, its pause, lag chart, partitions and
+// One group, opened from the overview: its figures, its pause and skips, lag chart, partitions and
 // dead letters (paged), and the actions when the dashboard allows them.
 /* global el, one, replaceRows, fmtTime, fmtAge, fmtSpan, preview, errorMessage, chart, lagWindowMs, groupPath, postJson, refresh,
-   pauseControls, renderPause */
+   pauseControls, renderPause, waitingControls, renderSkipped */
 /* exported selected, detail, select, renderGroup, renderDeadLetters, act */
 
 const readOnly = document.body.dataset.readOnly === 'true';
@@ -12,8 +12,9 @@ const showPayloads = document.body.dataset.showPayloads === 'true';
 let selected = null;
 /**
  * A group's parts of the page, and the dead letters' paging (`after` of the page shown, those before it).
- * `pause` shows what holds the group back; `resume` is its button (null on a read-only dashboard).
- * @typedef {{ figures: HTMLElement, pause: HTMLElement, resume: HTMLButtonElement | null, chart: HTMLElement, partitions: HTMLElement,
+ * `pause` shows what holds the group back; `resume` is its button (null on a read-only dashboard); `skipped` the group's skips.
+ * @typedef {{ figures: HTMLElement, pause: HTMLElement, resume: HTMLButtonElement | null, skipped: HTMLElement, chart: HTMLElement,
+ *   partitions: HTMLElement,
  *   dead: HTMLElement, pager: HTMLElement, notice: HTMLElement, after: string | null, previous: Array<string | null> }} GroupView
  */
 /** @type {GroupView | null} the open group's */
@@ -31,15 +32,17 @@ function notice(text, failed) {
 }
 
 /**
- * POST an action on the open group, tell how it went, refresh.
+ * POST an action on the open group (or, `ofStream`, on its stream), tell how it went, refresh.
  * @param {(result: any) => string} what the notice for the answer
  * @param {string} path
  * @param {unknown} payload
+ * @param {boolean} [ofStream] the route is the stream's (a delayed event's cancel reaches every group)
  */
-async function act(what, path, payload) {
+async function act(what, path, payload, ofStream) {
   if (!selected) return;
+  const target = ofStream ? '/streams/' + encodeURIComponent(selected.stream) : groupPath(selected.stream, selected.group);
   try {
-    const result = await postJson(groupPath(selected.stream, selected.group) + path, payload);
+    const result = await postJson(target + path, payload);
     notice(what(result), false);
   } catch (e) {
     notice(errorMessage(e), true);
@@ -55,8 +58,9 @@ function redrove(r) {
 /**
  * @param {string} group
  * @param {{ form: HTMLFormElement, resume: HTMLButtonElement }} pause
+ * @param {{ forms: HTMLFormElement[], results: HTMLElement }} waiting
  */
-function actionForms(group, pause) {
+function actionForms(group, pause, waiting) {
   /** @type {number | null} */
   let confirmAll = null;
   const redriveAll = el('button', { type: 'button', class: 'danger', 'data-testid': 'redrive-all', text: 'Redrive all' });
@@ -146,7 +150,11 @@ function actionForms(group, pause) {
       { start: start.value, confirm: confirmText },
     );
   });
-  return el('div', { class: 'actions', 'data-testid': 'actions' }, [redriveAll, replay, reset, pause.form, pause.resume]);
+  return el('div', {}, [
+    el('div', { class: 'actions', 'data-testid': 'actions' }, [redriveAll, replay, reset, pause.form, pause.resume]),
+    el('div', { class: 'actions', 'data-testid': 'waiting-actions' }, waiting.forms),
+    waiting.results,
+  ]);
 }
 
 /**
@@ -160,7 +168,9 @@ function select(stream, group) {
   while (section.firstChild) section.removeChild(section.firstChild);
   const figures = el('p', { 'data-testid': 'group-figures', class: 'muted' });
   const pauseBox = el('p', { 'data-testid': 'pause-state', class: 'paused', hidden: true });
+  const skippedBox = el('p', { 'data-testid': 'skip-state', class: 'muted', hidden: true });
   const pause = readOnly ? null : pauseControls();
+  const waiting = readOnly ? null : waitingControls();
   const chartBox = el('div');
   const partitions = el('tbody');
   const dead = el('tbody');
@@ -172,8 +182,9 @@ function select(stream, group) {
   section.appendChild(el('h2', { text: stream + ' / ' + group }));
   section.appendChild(figures);
   section.appendChild(pauseBox);
+  section.appendChild(skippedBox);
   section.appendChild(noticeBox);
-  if (pause) section.appendChild(actionForms(group, pause));
+  if (pause && waiting) section.appendChild(actionForms(group, pause, waiting));
   section.appendChild(el('h3', { text: 'Lag (up to the last ' + fmtSpan(lagWindowMs) + ')' }));
   section.appendChild(chartBox);
   section.appendChild(el('h3', { text: 'Partitions' }));
@@ -211,6 +222,7 @@ function select(stream, group) {
     figures: figures,
     pause: pauseBox,
     resume: pause ? pause.resume : null,
+    skipped: skippedBox,
     chart: chartBox,
     partitions: partitions,
     dead: dead,
@@ -248,8 +260,11 @@ function renderGroup(view, g, now) {
     ' ms' +
     ' · ordering ' +
     g.ordering +
+    ' · skipped ' +
+    g.skipped.count +
     (g.consumer ? ' · consumer ' + g.consumer : '');
   renderPause(view.pause, view.resume, g.paused);
+  renderSkipped(view.skipped, g.skipped);
   replaceRows(view.chart, [chart(g.stream, g.group, now, true)]);
   replaceRows(
     view.partitions,

@@ -8,7 +8,8 @@ import { launchChromium } from './browser';
 // Chromium, over the memory backend on a manual clock (the store's time moves only
 // when the test says so): the Skip form ends a waiting retry and leaves a delivery in
 // flight alone, naming its lease's expiry; the Reschedule form moves a retry's due
-// time, by a delay or to a time; the view shows the group's skips; a read-only
+// time, by a delay or to a time; Cancel delayed stops every group running a delayed
+// event; the view shows the group's skips; a read-only
 // dashboard has no forms and refuses the routes.
 
 jest.setTimeout(90_000);
@@ -168,6 +169,18 @@ describe('with actions enabled', () => {
     await rheo.ack(again);
   });
 
+  it('cancels a delayed event from the form: no group runs it, and the group counts it skipped', async () => {
+    const later = await rheo.append(STREAM, { payload: { remind: true }, delayMs: 10 * MINUTE });
+    await page.locator('[data-testid=cancel-delayed-id]').fill(later.id);
+    await page.locator('[data-testid=cancel-delayed-reason]').fill('order cancelled');
+    await page.locator('[data-testid=cancel-delayed]').click();
+    await page.locator('[data-testid=notice]', { hasText: `Cancelled ${later.id}: 1 group(s) had it still to run` }).waitFor();
+    expect((await rheo.groupInfo(STREAM, GROUP)).skipped).toMatchObject({ count: 2, lastReason: 'order cancelled' });
+    await until('the view shows the second skip', async () => (await page.locator('[data-testid=skipped-count]').textContent()) === '2');
+    clock.advance(10 * MINUTE);
+    expect(await rheo.fetch(STREAM, GROUP)).toEqual([]);
+  });
+
   it('shows a refused request (no ids, unconfirmed) as a failed notice, changing nothing', async () => {
     await page.locator('[data-testid=reschedule-mode]').selectOption('delay');
     await page.locator('[data-testid=skip-ids]').fill(' , ');
@@ -176,7 +189,7 @@ describe('with actions enabled', () => {
     expect(await page.locator('[data-testid=waiting-results]').isHidden()).toBe(true);
     const path = `/rheo/api/streams/${STREAM}/groups/${GROUP}/skip`;
     expect(await postFromPage(page, path, { eventIds: ['x'] })).toBe(428);
-    expect((await rheo.groupInfo(STREAM, GROUP)).skipped.count).toBe(1);
+    expect((await rheo.groupInfo(STREAM, GROUP)).skipped.count).toBe(2);
   });
 });
 

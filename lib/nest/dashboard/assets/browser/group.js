@@ -58,7 +58,7 @@ function redrove(r) {
 /**
  * @param {string} group
  * @param {{ form: HTMLFormElement, resume: HTMLButtonElement }} pause
- * @param {{ forms: HTMLFormElement[], results: HTMLElement }} waiting
+ * @param {{ forms: HTMLFormElement[] }} waiting
  */
 function actionForms(group, pause, waiting) {
   /** @type {number | null} */
@@ -153,7 +153,6 @@ function actionForms(group, pause, waiting) {
   return el('div', {}, [
     el('div', { class: 'actions', 'data-testid': 'actions' }, [redriveAll, replay, reset, pause.form, pause.resume]),
     el('div', { class: 'actions', 'data-testid': 'waiting-actions' }, waiting.forms),
-    waiting.results,
   ]);
 }
 
@@ -184,6 +183,8 @@ function select(stream, group) {
   section.appendChild(pauseBox);
   section.appendChild(skippedBox);
   section.appendChild(noticeBox);
+  // A skip's or reschedule's answer per id, right under the notice that sums it up.
+  if (waiting) section.appendChild(waiting.results);
   if (pause && waiting) section.appendChild(actionForms(group, pause, waiting));
   section.appendChild(el('h3', { text: 'Lag (up to the last ' + fmtSpan(lagWindowMs) + ')' }));
   section.appendChild(chartBox);

@@ -64,15 +64,7 @@ function showResults(box, verb, s) {
   );
   box.hidden = s.results.length === 0;
   const left = s.results.length - s.done;
-  return (
-    verb[0].toUpperCase() +
-    verb.slice(1) +
-    ' ' +
-    s.done +
-    ' of ' +
-    s.results.length +
-    (left > 0 ? ': ' + left + ' left alone (see below)' : '')
-  );
+  return verb[0].toUpperCase() + verb.slice(1) + ' ' + s.done + ' of ' + s.results.length + (left > 0 ? ': ' + left + ' left alone' : '');
 }
 
 /**

@@ -2,20 +2,15 @@
 // the stored group changes, its deliveries are kept, and what the command refuses
 // changes nothing (exit code 2 for usage and a missing --confirm, 1 for a refusal
 // of the store's or the facade's).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Rheo, sqliteBackend } from '../../lib';
-import { run } from '../../lib/cli/run';
+import { sqliteCli } from './support';
 
 describe('rheo group set', () => {
-  let dir: string;
-  let file: string;
+  const sqlite = sqliteCli('group-set');
+  const { rheoCli } = sqlite;
 
   beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'rheo-group-set-'));
-    file = join(dir, 'rheo.db');
-    const rheo = new Rheo(sqliteBackend({ database: file }));
+    const rheo = new Rheo(sqliteBackend({ database: sqlite.file }));
     await rheo.createStream('orders');
     await rheo.createGroup('orders', 'billing', { maxAttempts: 5 });
     await rheo.append('orders', { payload: { n: 1 } });
@@ -24,21 +19,8 @@ describe('rheo group set', () => {
     await rheo.close();
   });
 
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
-
-  async function rheoCli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-    let out = '';
-    let err = '';
-    const code = await run(['node', 'rheo', '--url', `sqlite:${file}`, ...args], {
-      out: (t) => (out += t),
-      err: (t) => (err += t),
-      errIsTTY: false,
-    });
-    return { code, out, err };
-  }
-
   async function stored() {
-    const rheo = new Rheo(sqliteBackend({ database: file }));
+    const rheo = new Rheo(sqliteBackend({ database: sqlite.file }));
     try {
       const info = await rheo.groupInfo('orders', 'billing');
       return { config: info.config, inflight: info.inflight, lag: info.lag.lag, deadLetters: info.deadLetters };

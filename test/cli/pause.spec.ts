@@ -3,44 +3,26 @@
 // `groups` show it, no claim leases anything while it holds, and what the commands
 // refuse changes nothing (exit code 2 for usage and a missing --confirm, 1 for a
 // refusal of the facade's or the store's).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { type GroupPause, Rheo, sqliteBackend } from '../../lib';
-import { run } from '../../lib/cli/run';
+import { sqliteCli } from './support';
 
 const MINUTE = 60_000;
 
 describe('rheo pause / resume', () => {
-  let dir: string;
-  let file: string;
+  const sqlite = sqliteCli('pause');
+  const { rheoCli } = sqlite;
 
   beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'rheo-pause-'));
-    file = join(dir, 'rheo.db');
-    const rheo = new Rheo(sqliteBackend({ database: file }));
+    const rheo = new Rheo(sqliteBackend({ database: sqlite.file }));
     await rheo.createStream('orders');
     await rheo.createGroup('orders', 'billing');
     await rheo.append('orders', { payload: { n: 1 } });
     await rheo.close();
   });
 
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
-
-  async function rheoCli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-    let out = '';
-    let err = '';
-    const code = await run(['node', 'rheo', '--url', `sqlite:${file}`, ...args], {
-      out: (t) => (out += t),
-      err: (t) => (err += t),
-      errIsTTY: false,
-    });
-    return { code, out, err };
-  }
-
   /** The stored pause, and what a claim of the group leases now. */
   async function stored(): Promise<{ paused: GroupPause | null; claimed: number }> {
-    const rheo = new Rheo(sqliteBackend({ database: file }));
+    const rheo = new Rheo(sqliteBackend({ database: sqlite.file }));
     try {
       const { paused } = await rheo.groupInfo('orders', 'billing');
       const leases = await rheo.fetch('orders', 'billing', { leaseMs: 60_000 });

@@ -1,6 +1,8 @@
 // What the CLI specs share. cli.spec.ts calls the CLI in this process, through
 // run() with an Io that captures what it prints; cli-bin.spec.ts runs the built
 // bin. Both answer { code, stdout, stderr }, so a case reads alike on either.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { backendFromUrl, Rheo, type RheoEvent } from '../../lib';
 import { run } from '../../lib/cli/run';
@@ -69,6 +71,36 @@ export async function jsonOf(args: string[]): Promise<unknown> {
   const run = await cli([...args, '--json']);
   expect({ code: run.code, stderr: run.stderr.replace(/^warning: .*\n/gm, '') }).toEqual({ code: 0, stderr: '' });
   return JSON.parse(run.stdout);
+}
+
+export interface SqliteCli {
+  /** The SQLite file of the test running now, in a folder of its own. */
+  readonly file: string;
+  /** The CLI with `--url sqlite:<file>` and `args`, in this process: its exit code and what it printed. */
+  rheoCli(...args: string[]): Promise<{ code: number | null; out: string; err: string }>;
+}
+
+/**
+ * A fresh SQLite file for each test of the describe block this is called in
+ * (made before the block's own beforeEach hooks, removed after each test), and
+ * the CLI on it. `label` names the folder.
+ */
+export function sqliteCli(label: string): SqliteCli {
+  let dir = '';
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), `rheo-${label}-`));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const store = {
+    get file() {
+      return join(dir, 'rheo.db');
+    },
+    async rheoCli(...args: string[]) {
+      const ran = await cli(['--url', `sqlite:${store.file}`, ...args]);
+      return { code: ran.code, out: ran.stdout, err: ran.stderr };
+    },
+  };
+  return store;
 }
 
 /** An event as tail and append print it. */

@@ -2,23 +2,17 @@
 // (lib/cli/run.ts) against a SQLite file: what each changes, that each needs
 // --confirm (exit code 2, nothing changed), and that an event left alone is named
 // and ends the run with exit code 1.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { ManualClock, Rheo, sqliteBackend } from '../../lib';
-
-import { run } from '../../lib/cli/run';
+import { sqliteCli } from './support';
 
 describe('rheo skip, reschedule, cancel-delayed', () => {
-  let dir: string;
-  let file: string;
+  const sqlite = sqliteCli('waiting');
+  const { rheoCli } = sqlite;
   let clock: ManualClock;
   /** retry: the first event, nacked (waits a minute); held: the second, leased; reminder: a delayed event. */
   let ids: { retry: string; held: string; reminder: string };
 
   beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'rheo-waiting-'));
-    file = join(dir, 'rheo.db');
     // The CLI runs on the real clock: the test's clock starts there, so a lease it takes is live for the CLI too.
     clock = new ManualClock(Date.now());
     const rheo = open();
@@ -34,21 +28,8 @@ describe('rheo skip, reschedule, cancel-delayed', () => {
     ids = { retry: a.id, held: b.id, reminder: reminder.id };
   });
 
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
-
   function open(): Rheo {
-    return new Rheo(sqliteBackend({ database: file, clock }));
-  }
-
-  async function rheoCli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-    let out = '';
-    let err = '';
-    const code = await run(['node', 'rheo', '--url', `sqlite:${file}`, ...args], {
-      out: (t) => (out += t),
-      err: (t) => (err += t),
-      errIsTTY: false,
-    });
-    return { code, out, err };
+    return new Rheo(sqliteBackend({ database: sqlite.file, clock }));
   }
 
   async function info(group = 'billing') {

@@ -1,3 +1,4 @@
+import type { Client } from 'pg';
 import { DataSource } from 'typeorm';
 
 /** The machine's PostgreSQL (override with RHEO_PG_URL). */
@@ -23,4 +24,21 @@ export async function dropSchema(schema: string): Promise<void> {
   } finally {
     await ds.destroy();
   }
+}
+
+/**
+ * Commit the transaction open on `holder` once a statement of another connection
+ * waits for a lock it holds: a race staged by the locks, not by timing. Throws
+ * `never` when no statement comes to wait.
+ */
+export async function commitOnceWaitedFor(holder: Client, never: string): Promise<void> {
+  for (let i = 0; ; i++) {
+    const { rows } = await holder.query(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE pg_blocking_pids(pid) @> ARRAY[pg_backend_pid()]`,
+    );
+    if (rows[0].n > 0) break;
+    if (i > 500) throw new Error(never);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  await holder.query('COMMIT');
 }

@@ -6,7 +6,7 @@
 // instead of leasing it.
 import { Client } from 'pg';
 import { ManualClock, postgresBackend, Rheo } from '../../lib';
-import { dropSchema, freshSchema, PG_URL } from './pg-helpers';
+import { commitOnceWaitedFor, dropSchema, freshSchema, PG_URL } from './pg-helpers';
 
 const schema = freshSchema('cancel_race');
 
@@ -43,15 +43,7 @@ describe('PostgreSQL claim racing a cancelDelayed', () => {
       clock.now(),
     ]);
     const claim = rheo.fetch(stream, 'g', { limit: 10, leaseMs: 60_000 });
-    for (let i = 0; ; i++) {
-      const { rows } = await other.query(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE pg_blocking_pids(pid) @> ARRAY[pg_backend_pid()]`,
-      );
-      if (rows[0].n > 0) break;
-      if (i > 500) throw new Error('the claim never waited for the event row');
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    await other.query('COMMIT');
+    await commitOnceWaitedFor(other, 'the claim never waited for the event row');
     const leases = await claim;
     expect(leases.map((l) => l.event.id)).not.toContain(reminder.id);
     expect(leases.map((l) => l.event.sequence)).toEqual([2]);

@@ -8,7 +8,7 @@
 import { Client } from 'pg';
 import { postgresBackend, Rheo } from '../../lib';
 import type { Lease } from '../../lib';
-import { dropSchema, freshSchema, PG_URL } from './pg-helpers';
+import { commitOnceWaitedFor, dropSchema, freshSchema, PG_URL } from './pg-helpers';
 
 const schema = freshSchema('fence_race');
 
@@ -58,15 +58,7 @@ describe('PostgreSQL fenced statements racing a renewal of the same lease', () =
     await other.query(`UPDATE "${schema}".rheo_deliveries SET due_at = due_at + $2 WHERE lease_id = $1`, [lease.leaseId, bumpMs]);
     const answer = op();
     // Committed only once the operation's statement is blocked by this transaction (on the row).
-    for (let i = 0; ; i++) {
-      const { rows } = await other.query(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE pg_blocking_pids(pid) @> ARRAY[pg_backend_pid()]`,
-      );
-      if (rows[0].n > 0) break;
-      if (i > 500) throw new Error('the operation never waited for the row lock');
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    await other.query('COMMIT');
+    await commitOnceWaitedFor(other, 'the operation never waited for the row lock');
     return answer;
   }
 

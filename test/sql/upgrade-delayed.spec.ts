@@ -5,91 +5,36 @@
 // is the data a version-2 release leaves. Opened with install 'none' it is
 // refused; with 'auto' it is upgraded in place, every old answer stays the same,
 // the old lease settles, the old retry comes back, and delayed events work.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { DataSource } from 'typeorm';
-import { type Backend, type Lease, ManualClock, postgresBackend, Rheo, sqliteBackend } from '../../lib';
-import { PG_SCHEMA } from '../../lib/backends/postgres/schema';
-import { pgTables, sqliteTables } from '../../lib/backends/sql/names';
-import { SQLITE_SCHEMA } from '../../lib/backends/sqlite/schema';
-import { dropSchema, freshSchema, PG_URL } from './pg-helpers';
+import { type Lease, ManualClock, Rheo } from '../../lib';
+import {
+  downToFrom,
+  expectRefusedWithoutInstall,
+  expectUpgraded,
+  schemaUpgrade,
+  type UpgradeDialect,
+  writeOrders,
+} from '../support/schema-upgrade';
 
 const T0 = Date.UTC(2026, 5, 1);
-const dir = mkdtempSync(join(tmpdir(), 'rheo-upgrade-delayed-'));
-const schema = freshSchema('v2to3');
+const up = schemaUpgrade(2, 'delayed');
 
-interface Dialect {
-  name: string;
-  open(clock: ManualClock, install: 'auto' | 'none'): Backend;
-  /** Run raw SQL on the store (its own connection). */
-  sql(statement: string, params?: unknown[]): Promise<Array<Record<string, unknown>>>;
-  /** Versions 4's and 3's downs and the removal of their records: the tables as version 2 left them. */
-  toVersion2(): Promise<void>;
-  /** The delay columns present now, sorted. */
-  delayColumns(): Promise<string[]>;
+/** The delay columns present now, sorted. */
+async function delayColumns(d: UpgradeDialect): Promise<string[]> {
+  const rows =
+    d.name === 'postgres'
+      ? await d.sql(
+          `SELECT column_name AS c FROM information_schema.columns
+           WHERE table_schema = $1 AND column_name IN ('deliver_at', 'delayed_to') ORDER BY column_name`,
+          [d.schema],
+        )
+      : await d.sql(
+          `SELECT name AS c FROM pragma_table_info('rheo_events') WHERE name = 'deliver_at'
+           UNION ALL SELECT name FROM pragma_table_info('rheo_partitions') WHERE name = 'delayed_to' ORDER BY 1`,
+        );
+  return rows.map((r) => String(r.c));
 }
 
-async function onDataSource<T>(options: ConstructorParameters<typeof DataSource>[0], run: (ds: DataSource) => Promise<T>): Promise<T> {
-  const ds = new DataSource(options);
-  await ds.initialize();
-  try {
-    return await run(ds);
-  } finally {
-    await ds.destroy();
-  }
-}
-
-const sqliteFile = join(dir, 'v2.db');
-/** The versions after 2 this release applies (3, delayed events, and any later one), the same on both dialects. */
-const LATER = PG_SCHEMA.map((v) => v.version).filter((v) => v > 2);
-const LATEST = LATER[LATER.length - 1];
-const DIALECTS: Dialect[] = [
-  {
-    name: 'postgres',
-    open: (clock, install) => postgresBackend({ url: PG_URL, schema, clock, install, poolSize: 2 }),
-    sql: (statement, params) =>
-      onDataSource({ type: 'postgres', url: PG_URL, poolSize: 1 }, (ds) => ds.query(statement.replace(/:s\./g, `"${schema}".`), params)),
-    async toVersion2() {
-      const t = pgTables(schema);
-      // Every later version first (newest first), then version 3's own down.
-      for (const v of [...PG_SCHEMA.slice(2)].reverse()) for (const statement of v.down!(t, schema)) await this.sql(statement);
-      await this.sql(`DELETE FROM :s.rheo_schema_version WHERE version >= 3`);
-    },
-    async delayColumns() {
-      const rows = await this.sql(
-        `SELECT column_name AS c FROM information_schema.columns
-         WHERE table_schema = $1 AND column_name IN ('deliver_at', 'delayed_to') ORDER BY column_name`,
-        [schema],
-      );
-      return rows.map((r) => String(r.c));
-    },
-  },
-  {
-    name: 'sqlite',
-    open: (clock, install) => sqliteBackend({ database: sqliteFile, clock, install }),
-    sql: (statement, params) =>
-      onDataSource({ type: 'better-sqlite3', database: sqliteFile }, (ds) => ds.query(statement.replace(/:s\./g, ''), params)),
-    async toVersion2() {
-      for (const v of [...SQLITE_SCHEMA.slice(2)].reverse()) for (const statement of v.down!(sqliteTables(), '')) await this.sql(statement);
-      await this.sql(`DELETE FROM rheo_schema_version WHERE version >= 3`);
-    },
-    async delayColumns() {
-      const rows = await this.sql(
-        `SELECT name AS c FROM pragma_table_info('rheo_events') WHERE name = 'deliver_at'
-         UNION ALL SELECT name FROM pragma_table_info('rheo_partitions') WHERE name = 'delayed_to' ORDER BY 1`,
-      );
-      return rows.map((r) => String(r.c));
-    },
-  },
-];
-
-afterAll(async () => {
-  await dropSchema(schema);
-  rmSync(dir, { recursive: true, force: true });
-});
-
-describe.each(DIALECTS)('$name: upgrade from schema version 2 to 3 (delayed events)', (d) => {
+describe.each(up.dialects)('$name: upgrade from schema version 2 to 3 (delayed events)', (d) => {
   const clock = new ManualClock(T0);
   let rheo: Rheo;
   const before: Record<string, unknown> = {};
@@ -101,13 +46,7 @@ describe.each(DIALECTS)('$name: upgrade from schema version 2 to 3 (delayed even
 
   it('version 3 is exactly the two delay columns: its down leaves the version-2 tables with the data', async () => {
     const writer = new Rheo(d.open(clock, 'auto'));
-    await writer.createStream('orders', { partitions: 2 });
-    await writer.createGroup('orders', 'billing', { maxAttempts: 5 });
-    await writer.createGroup('orders', 'audit', { ordering: 'partition' });
-    await writer.appendBatch(
-      'orders',
-      Array.from({ length: 6 }, (_, i) => ({ id: `o-${i}`, partition: i % 2, type: 'order', payload: { i } })),
-    );
+    await writeOrders(writer);
     // billing: o-0 acked, o-1 nacked for a minute, o-2 dead-lettered, o-3 held under a live lease.
     const leases = await writer.fetch('orders', 'billing', { limit: 4, leaseMs: 120_000 });
     const byId = new Map(leases.map((l) => [l.event.id, l]));
@@ -121,35 +60,21 @@ describe.each(DIALECTS)('$name: upgrade from schema version 2 to 3 (delayed even
     before.dead = await writer.deadLetters('orders', 'billing');
     await writer.close();
 
-    expect(await d.delayColumns()).toEqual(['delayed_to', 'deliver_at']);
-    await d.toVersion2();
-    expect(await d.delayColumns()).toEqual([]);
-    expect((await d.sql(`SELECT max(version) AS v FROM :s.rheo_schema_version`)).map((r) => Number(r.v))).toEqual([2]);
+    expect(await delayColumns(d)).toEqual(['delayed_to', 'deliver_at']);
+    await downToFrom(up, d);
+    expect(await delayColumns(d)).toEqual([]);
   });
 
   it("install 'none' refuses the version-2 tables, naming both versions, and changes nothing", async () => {
-    const none = new Rheo(d.open(clock, 'none'));
-    await expect(none.init()).rejects.toMatchObject({
-      code: 'failed',
-      message: expect.stringContaining(
-        `the rheo tables are at schema version 2, and this nestjs-rheo needs version ${LATEST} with install: 'none'`,
-      ),
-    });
-    await none.close();
-    expect(await d.delayColumns()).toEqual([]);
+    await expectRefusedWithoutInstall(up, d, clock);
+    expect(await delayColumns(d)).toEqual([]);
   });
 
   it("install 'auto' applies versions 3 and 4 alone, and every old answer stays the same", async () => {
     const backend = d.open(clock, 'auto');
     rheo = new Rheo(backend);
-    await rheo.init();
-    expect(backend.describe?.().installed).toEqual(LATER);
-    expect((await d.sql(`SELECT version FROM :s.rheo_schema_version ORDER BY version`)).map((r) => Number(r.version))).toEqual([
-      1,
-      2,
-      ...LATER,
-    ]);
-    expect(await d.delayColumns()).toEqual(['delayed_to', 'deliver_at']);
+    await expectUpgraded(up, d, backend, rheo);
+    expect(await delayColumns(d)).toEqual(['delayed_to', 'deliver_at']);
     const events = [...(await rheo.read('orders', { partition: 0 })), ...(await rheo.read('orders', { partition: 1 }))];
     expect(events).toEqual(before.events);
     expect(events.some((e) => 'deliverAt' in e)).toBe(false);

@@ -29,21 +29,11 @@ export const RESCHEDULE = script(
 local now, due = tonumber(ARGV[1]), tonumber(ARGV[2])
 local gone = missing(KEYS[1], KEYS[2])
 if gone then return rheoError(gone) end
-local out = {}
-local n = 0
-for i = 3, #ARGV do
-  local p, b, att = waitingOf(KEYS[1], KEYS[4], KEYS[2], KEYS[3], ARGV[i], now)
-  if not p then
-    out[#out + 1] = b
-  else
-    local j = tonumber(p)
-    redis.call('ZREM', KEYS[6 + 2 * j], b)
-    redis.call('ZADD', KEYS[7 + 2 * j], due, b)
-    redis.call('HSET', KEYS[3], p .. ':' .. b, availableRecord(att))
-    n = n + 1
-    out[#out + 1] = 'ok'
-  end
-end
+local out, n = eachWaiting(KEYS[1], KEYS[4], KEYS[2], KEYS[3], now, ARGV, 3, function(p, b, att, j)
+  redis.call('ZREM', KEYS[6 + 2 * j], b)
+  redis.call('ZADD', KEYS[7 + 2 * j], due, b)
+  redis.call('HSET', KEYS[3], p .. ':' .. b, availableRecord(att))
+end)
 if n > 0 and due <= now then wake(KEYS[5]) end
 return out
 `,

@@ -34,22 +34,13 @@ export const SKIP = script(
 local now, budget = tonumber(ARGV[1]), tonumber(ARGV[2])
 local gone = missing(KEYS[1], KEYS[2])
 if gone then return rheoError(gone) end
-local out, done = {}, {}
-local n, cut = 0, false
-for i = 4, #ARGV do
-  local p, b, att = waitingOf(KEYS[1], KEYS[4], KEYS[2], KEYS[3], ARGV[i], now)
-  if not p then
-    out[#out + 1] = b
-  else
-    local j = tonumber(p)
-    redis.call('ZREM', KEYS[6 + 2 * j], b)
-    redis.call('ZREM', KEYS[7 + 2 * j], b)
-    redis.call('HSET', KEYS[3], p .. ':' .. b, terminalRecord(att))
-    done[p] = true
-    n = n + 1
-    out[#out + 1] = 'ok'
-  end
-end
+local done, cut = {}, false
+local out, n = eachWaiting(KEYS[1], KEYS[4], KEYS[2], KEYS[3], now, ARGV, 4, function(p, b, att, j)
+  redis.call('ZREM', KEYS[6 + 2 * j], b)
+  redis.call('ZREM', KEYS[7 + 2 * j], b)
+  redis.call('HSET', KEYS[3], p .. ':' .. b, terminalRecord(att))
+  done[p] = true
+end)
 -- Walk each frontier that now has a terminal record at frontier + 1 (one budget for the call).
 for p in pairs(done) do
   local s = position(KEYS[2], p)

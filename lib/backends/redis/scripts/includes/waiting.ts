@@ -8,6 +8,12 @@
  * cursor, or a terminal one), 'lease_held:<expiresAt>' (a live lease). Reads the
  * group's positions through `position` (positions include), so a caller that
  * moves a frontier saves it with `saveFrontiers`.
+ *
+ * `eachWaiting(meta, ids, cfg, dl, now, list, first, take)`: the same for every id
+ * of `list` from index `first` on (the ids a script got in ARGV), handing each
+ * waiting delivery to `take(p, seq, att, j)` (`j` the partition as a number, for
+ * the per-partition KEYS) to move it; returns 'ok' or the code per id, in order,
+ * and how many were taken.
  */
 import { include } from '../loader';
 
@@ -30,6 +36,22 @@ local function waitingOf(meta, ids, cfg, dl, id, now)
   local st, att, _, ex = parseRecord(rec)
   if st == 'L' and ex > now then return nil, 'lease_held:' .. ex end
   return p, seq, att
+end
+
+-- Every id of list from first on: its waiting delivery handed to take, or its code; out per id, and how many were taken.
+local function eachWaiting(meta, ids, cfg, dl, now, list, first, take)
+  local out, n = {}, 0
+  for i = first, #list do
+    local p, seq, att = waitingOf(meta, ids, cfg, dl, list[i], now)
+    if not p then
+      out[#out + 1] = seq
+    else
+      take(p, seq, att, tonumber(p))
+      n = n + 1
+      out[#out + 1] = 'ok'
+    end
+  end
+  return out, n
 end
 `,
 );

@@ -16,6 +16,7 @@ export type {
   FetchRequest,
   SettleOp,
   SettleResult,
+  SettleWritten,
   RenewResult,
   ReadRequest,
   QueryRequest,

@@ -166,7 +166,22 @@ export type SettleOp =
   | { kind: 'reject'; lease: Lease<unknown>; reason: string };
 
 /** Per-op outcome of a bulk call: ok, or the portable error for that op alone. */
-export type SettleResult = { ok: true } | { ok: false; error: RheoError };
+export type SettleResult = ({ ok: true } & SettleWritten) | { ok: false; error: RheoError };
+
+/**
+ * What a successful nack or reject wrote, as the store decided it (docs/adr/047):
+ * `outcome` `retry` or `dead_letter` for a nack, `reject` for a reject; for a nack
+ * `maxAttempts`, the group's stored setting that decided, and for a retry
+ * `delayMs`, the delay it applied. A backend that leaves them out (they are
+ * optional for third-party backends) is reported by the caller's copy of the
+ * group config. Acks, and the results of `release`, `skip` and `reschedule`,
+ * carry none of them.
+ */
+export interface SettleWritten {
+  outcome?: 'retry' | 'dead_letter' | 'reject';
+  maxAttempts?: number;
+  delayMs?: number;
+}
 export type RenewResult = { ok: true; expiresAt: Date } | { ok: false; error: RheoError };
 
 export interface ReadRequest {

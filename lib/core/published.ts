@@ -32,15 +32,18 @@ export function settlesObserved(): boolean {
 
 /**
  * `rheo:settle` for each op that was written, and `rheo:dead_letter` for those
- * that dead-lettered: a reject, or a nack on the group's last attempt (the rule
- * every backend applies: attempt >= maxAttempts), each group's setting as
- * `registrations` remember it (none needed for acks alone).
+ * that dead-lettered: a reject, or a nack on the group's last attempt. The
+ * outcome is the one the store says it wrote (SettleResult's `outcome`, by the
+ * group's stored settings, which another process may have changed); for a
+ * backend that does not say, the rule every backend applies (attempt >=
+ * maxAttempts) by each group's setting as `registrations` remember it.
  */
 export function publishSettles(ops: SettleOp[], results: SettleResult[], registrations?: Registrations): void {
   ops.forEach((op, i) => {
-    if (!results[i]?.ok) return;
+    const result = results[i];
+    if (!result?.ok) return;
     const lease = op.lease;
-    const outcome = writtenOutcome(op.kind, lease.attempt, registrations?.group(lease.stream, lease.group)?.maxAttempts);
+    const outcome = result.outcome ?? writtenOutcome(op.kind, lease.attempt, registrations?.group(lease.stream, lease.group)?.maxAttempts);
     const delivery = deliveryOf(lease);
     const reason = op.kind === 'ack' ? undefined : op.reason;
     if (channels.settle.hasSubscribers)

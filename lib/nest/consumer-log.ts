@@ -1,8 +1,10 @@
 // The words of RheoServer's log lines about a consumer: one place, so the lines
 // stay alike and docs/observability.md can quote them. A settled nack becomes a
 // retry line or, on the group's last attempt, a dead-letter line, with the delay
-// the store applies (the outcome's, or the group's backoff for that attempt). A
+// the store applied, as the settle's result tells them (else the outcome's delay,
+// or the group's backoff for that attempt, by the config this process read). A
 // dead letter a fetch made (an expired lease on the last attempt) has its own line.
+import type { SettleWritten } from '../backends/backend';
 import { backoffDelay } from '../core/backoff';
 import type { Outcome } from '../core/outcomes';
 import { writtenOutcome } from '../core/settle';
@@ -35,16 +37,21 @@ export type SettleReport =
   | { kind: 'retry'; reason: string; delayMs: number; maxAttempts: number }
   | { kind: 'dead_letter'; reason: string; cause: 'rejected' | 'max_attempts'; maxAttempts: number };
 
-/** A written outcome in terms of retries and dead letters (null for an ack): a nack on the last attempt dead-letters. */
-export function settleReport(lease: Lease, outcome: Outcome, config: GroupConfig): SettleReport | null {
-  const maxAttempts = config.maxAttempts;
+/**
+ * A written outcome in terms of retries and dead letters (null for an ack): as the
+ * store says it wrote it (`stored`: by the group's settings as stored, which
+ * another process may have changed), else by `config` (a nack on the last
+ * attempt dead-letters).
+ */
+export function settleReport(lease: Lease, outcome: Outcome, config: GroupConfig, stored?: SettleWritten): SettleReport | null {
   if (outcome.kind === 'ack') return null;
-  const written = writtenOutcome(outcome.kind, lease.attempt, maxAttempts);
+  const maxAttempts = stored?.maxAttempts ?? config.maxAttempts;
+  const written = stored?.outcome ?? writtenOutcome(outcome.kind, lease.attempt, maxAttempts);
   if (written !== 'retry') {
     return { kind: 'dead_letter', reason: outcome.reason, cause: written === 'reject' ? 'rejected' : 'max_attempts', maxAttempts };
   }
-  // A retry is a nack: its own delay, else the group's backoff for this attempt.
-  const delayMs = (outcome.kind === 'nack' ? outcome.delayMs : undefined) ?? backoffDelay(config.retry, lease.attempt);
+  // A retry is a nack: the delay the store applied, else its own, else the group's backoff for this attempt.
+  const delayMs = stored?.delayMs ?? (outcome.kind === 'nack' ? outcome.delayMs : undefined) ?? backoffDelay(config.retry, lease.attempt);
   return { kind: 'retry', reason: outcome.reason, delayMs, maxAttempts };
 }
 

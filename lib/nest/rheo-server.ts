@@ -4,6 +4,7 @@ import { type CustomTransportStrategy, type MessageHandler, Server } from '@nest
 import { RheoError, toRheoError } from '../core/errors';
 import { DEFAULT_DRAIN_TIMEOUT_MS } from '../core/limits';
 import type { Outcome } from '../core/outcomes';
+import type { SettleWritten } from '../backends/backend';
 import type { Rheo } from '../core/rheo';
 import type { GroupConfig, Lease } from '../core/types';
 import {
@@ -111,6 +112,8 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
   private readonly backingOff = new Set<string>();
   /** The stored configuration of each consumer's group, by `'stream/group'` (from ensureGroup). */
   private readonly configs = new Map<string, GroupConfig>();
+  /** Consumers whose group config is being read again (rereadConfig). */
+  private readonly rereading = new Set<string>();
   /** What `@OnRheoEvent` methods listen to: this server's events only. */
   private readonly events = new RheoEventHub();
   private listening?: Promise<void>;
@@ -278,12 +281,13 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       if (paused) this.logger.warn(`${label}: the group is paused (Rheo#pauseGroup); claiming nothing until it resumes`);
       else this.logger.log(`${label}: the group is no longer paused; claiming again`);
     });
-    group.on('settled', ({ lease, outcome }) => {
+    group.on('settled', ({ lease, outcome, written }) => {
       this.emitter.emit('settled', ref, lease, outcome);
-      this.reportSettled(ref, config, lease, outcome);
+      this.reportSettled(consumer.key, ref, lease, outcome, written);
     });
     group.on('dead_letter', (d) => {
-      const { maxAttempts } = config;
+      // The config as last read: a settle that told of another stored maxAttempts had it read again.
+      const { maxAttempts } = this.configs.get(consumer.key) ?? config;
       this.logger.warn(expiredDeadLetterLine(ref, d, maxAttempts));
       this.events.emit('dead_letter', { ...ref, ...d, cause: 'lease_expired', maxAttempts });
     });
@@ -323,15 +327,41 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
     this.events.emit('consumer_start', { ...ref, settings });
   }
 
-  /** A written retry or dead letter: one WARN line, and the event for `@OnRheoEvent`. */
-  private reportSettled(ref: RheoConsumerRef, config: GroupConfig, lease: Lease, outcome: Outcome): void {
+  /**
+   * A written retry or dead letter: one WARN line, and the event for `@OnRheoEvent`,
+   * told as the store says it wrote it (`written`), else by the group's config.
+   */
+  private reportSettled(key: string, ref: RheoConsumerRef, lease: Lease, outcome: Outcome, written?: SettleWritten): void {
     if (this.events.has('settled')) this.events.emit('settled', { ...deliveryEvent(ref, lease), outcome });
-    const report = settleReport(lease, outcome, config);
+    const config = this.configs.get(key)!;
+    if (written?.maxAttempts !== undefined && written.maxAttempts !== config.maxAttempts) this.rereadConfig(key, ref);
+    const report = settleReport(lease, outcome, config, written);
     if (!report) return;
     this.logger.warn(settleLine(ref, lease, report));
     const { reason, maxAttempts } = report;
     if (report.kind === 'retry') this.events.emit('retry', { ...deliveryEvent(ref, lease), reason, maxAttempts, delayMs: report.delayMs });
     else this.events.emit('dead_letter', { ...deliveryEvent(ref, lease), reason, maxAttempts, cause: report.cause });
+  }
+
+  /**
+   * Another process changed the group (updateGroup): read its config again, once
+   * (not once per settle that tells of it), for what is told by the config later
+   * (a dead letter of an expired lease). A failed read leaves the old one.
+   */
+  private rereadConfig(key: string, ref: RheoConsumerRef): void {
+    if (this.rereading.has(key)) return;
+    this.rereading.add(key);
+    this.instance.rheo
+      .listGroups(ref.stream)
+      .then((groups) => {
+        const fresh = groups.find((g) => g.group === ref.group);
+        if (!fresh) return;
+        this.configs.set(key, fresh);
+        const running = this.running.get(key);
+        if (running) running.config = fresh;
+      })
+      .catch(() => undefined)
+      .finally(() => this.rereading.delete(key));
   }
 
   /**

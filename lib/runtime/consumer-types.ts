@@ -1,3 +1,4 @@
+import type { SettleWritten } from '../backends/backend';
 import type { RheoError } from '../core/errors';
 import type { Outcome } from '../core/outcomes';
 import type { Lease, RheoEvent } from '../core/types';
@@ -109,6 +110,12 @@ export interface ConsumerStats {
 export interface SettledEvent {
   lease: Lease;
   outcome: Outcome;
+  /**
+   * What the store says it wrote for a nack or reject (a retry or a dead letter,
+   * by the group's settings as stored, which another process may have changed):
+   * absent for an ack, and for a backend that does not tell.
+   */
+  written?: SettleWritten;
 }
 
 /** Payload of the `settle_error` event. */

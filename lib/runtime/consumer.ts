@@ -1,3 +1,4 @@
+import type { SettleWritten } from '../backends/backend';
 import { EventEmitter } from 'node:events';
 import { channels, deliveryOf } from '../core/diagnostics';
 import { RheoError } from '../core/errors';
@@ -117,9 +118,12 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
     });
     this.settles = new Settles(rheo, this.held, {
       stopped: () => this.current === 'stopped',
-      settled: (entry, outcome) => {
+      settled: (entry, outcome, result) => {
         this.loop.settled();
-        if (this.listenerCount('settled') > 0) this.notify('settled', { lease: entry.lease, outcome });
+        if (this.listenerCount('settled') === 0) return;
+        // The store's answer rides along only when it told one (never for an ack).
+        if (result.outcome === undefined) this.notify('settled', { lease: entry.lease, outcome });
+        else this.notify('settled', { lease: entry.lease, outcome, written: writtenOf(result) });
       },
       failed: (entry, outcome, error) => this.notify('settle_error', { lease: entry.lease, outcome, error }),
       late: (entry, outcome) => this.notify('late_settle', { lease: entry.lease, outcome }),
@@ -485,4 +489,12 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
       );
     }
   }
+}
+
+/** The fields of a settle result that tell what the store wrote, those it set only. */
+function writtenOf(result: SettleWritten): SettleWritten {
+  const written: SettleWritten = { outcome: result.outcome };
+  if (result.maxAttempts !== undefined) written.maxAttempts = result.maxAttempts;
+  if (result.delayMs !== undefined) written.delayMs = result.delayMs;
+  return written;
 }

@@ -11,8 +11,8 @@ import { type Pending, SettleBatcher, type SettleResult } from './settle-batcher
 export interface SettleHooks {
   /** True once the Consumer stopped: the backend is no longer its to touch. */
   stopped(): boolean;
-  /** A lease was settled (and is no longer held). */
-  settled(entry: InflightEntry, outcome: Outcome): void;
+  /** A lease was settled (and is no longer held); `result` what the store said it wrote. */
+  settled(entry: InflightEntry, outcome: Outcome, result: SettleResult & { ok: true }): void;
   /** A settle failed; what follows (a nack, or expiry) is decided here. */
   failed(entry: InflightEntry, outcome: Outcome, error: RheoError): void;
   /** An outcome arrived after the Consumer stopped: not written (counted). */
@@ -100,7 +100,7 @@ export class Settles {
     if (result.ok) {
       this.settled++;
       this.letGo(entry);
-      this.hooks.settled(entry, outcome);
+      this.hooks.settled(entry, outcome, result);
       return;
     }
     const error = result.error;

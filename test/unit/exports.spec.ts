@@ -179,6 +179,7 @@ const BACKEND_TYPES = [
   'RheoErrorOptions',
   'SettleOp',
   'SettleResult',
+  'SettleWritten',
   'StartPosition',
   'StoreTimeReader',
   'TransactionalAck',

@@ -186,13 +186,17 @@ export async function settle(ctx: MemoryContext, ops: SettleOp[]): Promise<Settl
         const p = op.lease.event.partition;
         bury(g, part, ctx.streams.get(op.lease.stream)!.log[p].get(seq)!.id, p, d, op.reason, now);
         if (g.config.ordering === 'partition') woken.add(ctx.streams.get(op.lease.stream)!);
-        return { ok: true };
+        // What was written, by the stored config (another process may have changed it).
+        return op.kind === 'reject'
+          ? { ok: true, outcome: 'reject' }
+          : { ok: true, outcome: 'dead_letter', maxAttempts: g.config.maxAttempts };
       } else {
+        const delayMs = op.delayMs ?? backoffDelay(g.config.retry, d.attempt);
         d.state = 'available';
         d.leaseId = null;
-        d.availableAt = now + (op.delayMs ?? backoffDelay(g.config.retry, d.attempt));
+        d.availableAt = now + delayMs;
         woken.add(ctx.streams.get(op.lease.stream)!);
-        return { ok: true };
+        return { ok: true, outcome: 'retry', maxAttempts: g.config.maxAttempts, delayMs };
       }
       part.open.delete(seq);
       advance(part);

@@ -15,7 +15,7 @@ import { runHandlerWork } from '../sql/transaction';
 import { boolArray, intArray, textArray } from './arrays';
 import { backendClosed, type PostgresContext } from './context';
 import { claimWasPaused } from './pause';
-import type { DbClaimed, DbFenced } from './plans/delivery';
+import type { DbClaimed, DbFenced, DbSettledOp } from './plans/delivery';
 
 /** Rounds of a fenced statement for ops whose row changed under it (plans/delivery.ts, heldBy), the first included. */
 const FENCE_ROUNDS = 3;
@@ -186,10 +186,19 @@ export async function settle(ctx: PostgresContext, ops: SettleOp[]): Promise<Set
     },
     (r) => {
       const i = Number(r.i);
-      results[i] = r.receipt_ok ? { ok: true } : { ok: false, error: RheoError.receiptMismatch(ops[i].kind) };
+      results[i] = r.receipt_ok ? written(r) : { ok: false, error: RheoError.receiptMismatch(ops[i].kind) };
     },
   );
   return settled(results, answered, (i) => ops[i].kind);
+}
+
+/** A written op's result: what the statement decided, by the group's settings as stored (an ack: nothing more). */
+function written(r: DbSettledOp): SettleResult {
+  if (r.outcome === 'retry') return { ok: true, outcome: 'retry', maxAttempts: Number(r.max_attempts), delayMs: Number(r.retry_ms) };
+  if (r.outcome !== 'dead') return { ok: true };
+  return r.max_attempts === null
+    ? { ok: true, outcome: 'reject' }
+    : { ok: true, outcome: 'dead_letter', maxAttempts: Number(r.max_attempts) };
 }
 
 export async function release(ctx: PostgresContext, leases: Lease<unknown>[]): Promise<SettleResult[]> {

@@ -158,9 +158,21 @@ export async function settle(ctx: RedisContext, ops: SettleOp[]): Promise<Settle
     // The script reads the group's maxAttempts and backoff from its cfg hash: the stored settings decide (ADR 047).
     (now) => [now, SLICE],
     settleOpValues,
-    () => ({ ok: true }),
+    (_now, code, maxAttempts) => settleWritten(code, maxAttempts),
     (error) => ({ ok: false, error }),
   );
+}
+
+/**
+ * A written op's result from the settle script's code for it ('ok' an ack,
+ * 'ok:reject', 'ok:dead_letter', 'ok:retry:<delay ms>') and the group's stored
+ * maxAttempts the script decided by.
+ */
+function settleWritten(code: string, maxAttempts: number): SettleResult {
+  if (code === 'ok') return { ok: true };
+  if (code === 'ok:reject') return { ok: true, outcome: 'reject' };
+  if (code === 'ok:dead_letter') return { ok: true, outcome: 'dead_letter', maxAttempts };
+  return { ok: true, outcome: 'retry', maxAttempts, delayMs: Number(code.slice('ok:retry:'.length)) };
 }
 
 export async function release(ctx: RedisContext, leases: Lease<unknown>[]): Promise<SettleResult[]> {
@@ -191,7 +203,8 @@ async function bulk<T extends { lease: Lease<unknown> }, R>(
   name: 'renew' | 'settle' | 'release',
   head: (now: number) => Array<string | number>,
   build: (item: T) => OpValue[],
-  ok: (now: number) => R,
+  /** A written op: `code` the script's 'ok' or 'ok:…' for it; `maxAttempts` the stored one the settle script answers (else NaN). */
+  ok: (now: number, code: string, maxAttempts: number) => R,
   fail: (error: RheoError) => R,
 ): Promise<R[]> {
   const now = ctx.clock.now();
@@ -250,10 +263,12 @@ async function bulk<T extends { lease: Lease<unknown> }, R>(
   calls.forEach((c, n) => {
     const [err, reply] = answers[n];
     const codes = reply as Array<string | number>;
+    const maxAttempts = !err && name === 'settle' ? Number(codes[c.index.length + 1]) : NaN;
     c.index.forEach((i, j) => {
+      const code = err ? '' : String(codes[j]);
       if (err) results[i] = fail(ctx.explain(ctx.mapError(err, 'write'), c.stream, c.group));
-      else if (codes[j] === 'ok') results[i] = ok(now);
-      else results[i] = fail(ctx.opError(name, String(codes[j]), c.stream, c.group));
+      else if (code === 'ok' || code.startsWith('ok:')) results[i] = ok(now, code, maxAttempts);
+      else results[i] = fail(ctx.opError(name, code, c.stream, c.group));
     });
     // The settle script ends with a flag: 1 when its frontier walk was cut short by the budget.
     if (!err && name === 'settle' && Number(codes[c.index.length]) === 1) {

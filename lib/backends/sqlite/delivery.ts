@@ -147,17 +147,23 @@ function settleOne(ctx: SqliteContext, s: PlannedSettle, ops: SettleOp[], now: n
   // The stored attempt decides, never the caller's copy of the lease; a nack by the group's settings as stored
   // now, never this process's copy of them (docs/adr/047-changing-a-group-in-place.md).
   const stored = s.action === 'nack' ? (storedSettings(ctx, s.stream, s.group) ?? s) : s;
+  // The result tells what was written, by the settings that decided it.
+  let result: SettleResult = { ok: true };
   if (s.action === 'ack') ctx.stmt(p.ack).run(...key);
   else if (s.action === 'reject' || held.attempt >= stored.maxAttempts) {
     // Out of the deliveries (the hot path never reads a dead letter), into the dead letters.
     ctx.stmt(p.ack).run(...key);
     ctx.stmt(p.dead).run(...key, held.attempt, s.reason, now, s.stream, s.partition, s.sequence);
+    result =
+      s.action === 'reject' ? { ok: true, outcome: 'reject' } : { ok: true, outcome: 'dead_letter', maxAttempts: stored.maxAttempts };
   } else {
-    ctx.stmt(p.retry).run(now + (s.delayMs ?? backoffDelay(stored.retry, held.attempt)), s.reason, ...key);
+    const delayMs = s.delayMs ?? backoffDelay(stored.retry, held.attempt);
+    ctx.stmt(p.retry).run(now + delayMs, s.reason, ...key);
     woken.add(s.stream);
+    result = { ok: true, outcome: 'retry', maxAttempts: stored.maxAttempts, delayMs };
   }
   if (s.ordered) woken.add(s.stream); // the next event of an ordered partition is free: no append announces it
-  results[s.i] = { ok: true };
+  results[s.i] = result;
 }
 
 /**

@@ -36,6 +36,18 @@ export interface DbSettled extends DbFenced {
 }
 
 /**
+ * A settled op ({@link DbSettled}) with what the statement wrote, for an op whose
+ * receipt matched: `outcome` (`dead` for a reject and for a nack on the last
+ * attempt), for a nack the group's stored `max_attempts` that decided it, and
+ * for a retry `retry_ms`, the delay it applied. Null otherwise.
+ */
+export interface DbSettledOp extends DbSettled {
+  outcome: 'ack' | 'dead' | 'retry' | null;
+  max_attempts: DbInt | null;
+  retry_ms: DbInt | null;
+}
+
+/**
  * Settles, and claims of groups without partition ordering, commit without waiting
  * for the WAL flush (`synchronous_commit = off` for that transaction only). What a
  * server crash can lose is the last few hundred milliseconds of them, and losing
@@ -105,7 +117,7 @@ export function deliveryPlans(t: TableNames) {
      * group's stored backoff at the stored attempt (backoffAt). $12 the NOTIFY
      * channel, $13 per op whether its group orders by partition.
      */
-    settle: returning<DbSettled>(`
+    settle: returning<DbSettledOp>(`
       WITH op AS (
         SELECT * FROM unnest($2::int[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::text[], $8::text[],
                              $9::text[], $10::bigint[], $11::text[], $13::bool[])
@@ -117,11 +129,11 @@ export function deliveryPlans(t: TableNames) {
       ), decided AS (
         -- The group's settings as stored now decide (docs/adr/047-changing-a-group-in-place.md): its row, one
         -- primary-key probe per op that is not an ack, and never a process's copy of it.
-        SELECT h.*,
+        SELECT h.*, s.max_attempts,
                CASE WHEN h.action = 'ack' THEN 'ack'
                     WHEN h.action = 'reject' OR h.stored_attempt >= s.max_attempts THEN 'dead'
                     ELSE 'retry' END AS outcome,
-               $1 + COALESCE(h.delay_ms, ${backoffAt('s', 'h.stored_attempt')}, 0) AS due_at
+               COALESCE(h.delay_ms, ${backoffAt('s', 'h.stored_attempt')}, 0) AS retry_ms
         FROM held h
         LEFT JOIN LATERAL (
           SELECT g.max_attempts, g.retry_initial_ms, g.retry_factor, g.retry_max_ms FROM ${t.groups} g
@@ -133,7 +145,7 @@ export function deliveryPlans(t: TableNames) {
         WHERE h.outcome IN ('ack', 'dead') AND d.ctid = h.row_id
         RETURNING h.i, h.outcome, d.stream, d.group_name, d.partition, d.sequence, d.attempt, h.reason
       ), retried AS (
-        UPDATE ${t.deliveries} d SET state = 'available', lease_id = NULL, due_at = h.due_at, reason = h.reason
+        UPDATE ${t.deliveries} d SET state = 'available', lease_id = NULL, due_at = $1 + h.retry_ms, reason = h.reason
         FROM decided h
         WHERE h.outcome = 'retry' AND d.ctid = h.row_id
         RETURNING h.i, d.stream
@@ -149,9 +161,11 @@ export function deliveryPlans(t: TableNames) {
         -- A retry is due again; in a partition-ordered group any settle frees the next event.
         SELECT pg_notify($12, s.stream) FROM (SELECT stream FROM retried UNION SELECT stream FROM decided WHERE ordered) s
       )
+      -- What was written rides back with each op (the store's answer to report by): no statement more.
       SELECT h.i, h.receipt_ok, h.i IN (SELECT i FROM finished UNION ALL SELECT i FROM retried) AS applied,
-             (SELECT count(*) FROM wake) AS woke
-      FROM held h`),
+             (SELECT count(*) FROM wake) AS woke,
+             x.outcome, x.max_attempts, CASE WHEN x.outcome = 'retry' THEN x.retry_ms END AS retry_ms
+      FROM held h LEFT JOIN decided x ON x.i = h.i`),
 
     /**
      * Give leases back unhandled, in one statement: each delivery becomes due at $1

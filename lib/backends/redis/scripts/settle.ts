@@ -35,9 +35,12 @@
  *                     (from 0), as the backend declared the KEYS. Built by settleOpValues and
  *                     leaseOpValues in ../redis-backend.ts.
  *
- * Returns per op 'ok' or a code: 'stale_lease' | 'receipt_mismatch' | 'stream_not_found' |
- * 'group_not_found' (mapped to that RheoError code for that op by RedisBackend.opError), then
- * one more element: 1 when the frontier walk was cut short (the backend runs tidy), else 0.
+ * Returns per op what it wrote, by the stored settings: 'ok' (an ack), 'ok:reject',
+ * 'ok:dead_letter', 'ok:retry:<delay ms>'; or a code: 'stale_lease' | 'receipt_mismatch' |
+ * 'stream_not_found' | 'group_not_found' (mapped to that RheoError code for that op by
+ * RedisBackend.opError); then two more elements: 1 when the frontier walk was cut short (the
+ * backend runs tidy), else 0; and the group's stored maxAttempts that decided the nacks (-1
+ * when the group is gone).
  * Errors: none raised.
  */
 import { script } from './includes';
@@ -128,6 +131,7 @@ for o, b in ipairs(starts) do
         done[p] = done[p] or {}
         done[p][tonumber(seq)] = att
         recs[k] = terminalRecord(att)
+        out[#out + 1] = (kind == 'a' and 'ok') or (kind == 'r' and 'ok:reject') or 'ok:dead_letter'
       else
         local delay = ops[b + 6]
         if delay == cjson.null then delay = backoff(att) end
@@ -138,8 +142,8 @@ for o, b in ipairs(starts) do
         retries[j][#retries[j] + 1] = now + tonumber(delay)
         retries[j][#retries[j] + 1] = seq
         woke = true
+        out[#out + 1] = 'ok:retry:' .. string.format('%d', tonumber(delay))
       end
-      out[#out + 1] = 'ok'
     end
   end
 end
@@ -169,6 +173,7 @@ for j, seqs in pairs(unleased) do chunked('ZREM', KEYS[8 + 3 * j], seqs, 1000) e
 saveFrontiers(KEYS[2])
 if woke then wake(KEYS[6]) end
 out[#out + 1] = cut and 1 or 0
+out[#out + 1] = maxAttempts
 return out
 `,
 );

@@ -79,6 +79,36 @@ export function updateGroupCases(ctx: ConformanceContext): void {
       expect((await ctx.rheo.lag(stream, 'g')).lag).toBe(0);
     });
 
+    it("a settle's result tells what the store did after another process changed maxAttempts", async () => {
+      const { stream, other } = await setup(4, 5);
+      let leases = await fetchAll(other, stream, 4);
+      for (let attempt = 1; attempt < 5; attempt++) {
+        await failAll(other, leases);
+        leases = await fetchAll(other, stream, 4);
+      }
+      const [raised, lowered, rejected, acked] = leases;
+      expect(leases.map((l) => l.attempt)).toEqual([5, 5, 5, 5]);
+      // The other process remembered maxAttempts 5; the store's 10 decided its nack at attempt 5.
+      await ctx.rheo.updateGroup(stream, 'g', { maxAttempts: 10 });
+      expect(await other.settleMany([{ kind: 'nack', lease: raised, reason: 'still down' }])).toEqual([
+        { ok: true, outcome: 'retry', maxAttempts: 10, delayMs: RETRY.initialMs },
+      ]);
+      // Lowered back to 5: the same process's nack at attempt 5 dead-letters, and says so.
+      await ctx.rheo.updateGroup(stream, 'g', { maxAttempts: 5 });
+      expect(await other.settleMany([{ kind: 'nack', lease: lowered, reason: 'still down', delayMs: 0 }])).toEqual([
+        { ok: true, outcome: 'dead_letter', maxAttempts: 5 },
+      ]);
+      // A reject is the handler's decision, whatever the setting; an ack tells nothing more.
+      expect(
+        await other.settleMany([
+          { kind: 'reject', lease: rejected, reason: 'bad payload' },
+          { kind: 'ack', lease: acked },
+        ]),
+      ).toEqual([{ ok: true, outcome: 'reject' }, { ok: true }]);
+      const info = await ctx.rheo.groupInfo(stream, 'g');
+      expect(info.deadLetters).toBe(2);
+    });
+
     it('lowers maxAttempts: what waits is left alone and dead-lettered at its next failure, never retroactively', async () => {
       const { stream, other } = await setup(3, 5);
       let leases = await fetchAll(other, stream, 3);

@@ -8,6 +8,7 @@ import {
   memoryBackend,
   postgresBackend,
   redisBackend,
+  Rheo,
   RheoClient,
   RheoConsumer,
   RheoContext,
@@ -21,6 +22,7 @@ import { PG_SCHEMA } from '../../lib/backends/postgres/schema';
 import { pgTables } from '../../lib/backends/sql/names';
 import { SQLITE_SCHEMA } from '../../lib/backends/sqlite/schema';
 import { dropSchema, freshSchema, pgDataSource, PG_URL } from '../sql/pg-helpers';
+import { ChannelRecorder } from '../support/channel-recorder';
 import { CapturingLogger } from './log-capture';
 import { until } from '../support/until';
 
@@ -125,6 +127,34 @@ describe('logs a person can read (SQLite)', () => {
     expect(logger.lines('error')).toEqual([]);
     // Deliberate outcomes are decisions, not failures: no stack anywhere.
     expect(logger.entries.filter((e) => e.message.includes('\n    at '))).toEqual([]);
+  });
+
+  it('tells retries and dead letters as the store wrote them after another process changed maxAttempts', async () => {
+    // This app read maxAttempts 2 at boot; another process on the same file raises it to 3.
+    const other = new Rheo(sqliteBackend({ database: file }));
+    const rec = new ChannelRecorder();
+    try {
+      await other.updateGroup('orders', 'billing', { maxAttempts: 3 });
+      const event = await client().append('orders', { payload: { kind: 'throw' } });
+      await until('dead letter', () => deadLetters(1));
+      await until('dead-letter line', () => logger.lines('warn').some((l) => l.includes('dead-lettered')));
+      const id = event.id;
+      expect(logger.lines('warn')).toEqual([
+        `[RheoServer] Billing.bill (orders/billing): event ${id} failed (attempt 1/3), retrying in 5 ms: card declined`,
+        `[RheoServer] Billing.bill (orders/billing): event ${id} failed (attempt 2/3), retrying in 5 ms: card declined`,
+        `[RheoServer] Billing.bill (orders/billing): event ${id} dead-lettered (attempt 3/3, no attempts left): card declined`,
+      ]);
+      const settles = rec.messages('rheo:settle') as Array<{ eventId: string; attempt: number; outcome: string }>;
+      expect(settles.filter((m) => m.eventId === id).map((m) => [m.attempt, m.outcome])).toEqual([
+        [1, 'retry'],
+        [2, 'retry'],
+        [3, 'dead_letter'],
+      ]);
+      expect(rec.messages('rheo:dead_letter')).toMatchObject([{ eventId: id, attempt: 3, cause: 'max_attempts' }]);
+    } finally {
+      rec.close();
+      await other.close();
+    }
   });
 
   it('logs every admin action through RheoClient with its counts', async () => {

@@ -3,7 +3,8 @@
 // (and error) with its documented fields; the plain channels rheo:lease,
 // rheo:redelivery, rheo:settle, rheo:dead_letter and rheo:frontier fire with
 // exact values; and no message carries a payload or metadata value.
-import { type Lease, ManualClock, Rheo, RheoError, TRACED_OPERATIONS } from '../../lib';
+import { type Backend, type Lease, ManualClock, Rheo, RheoError, TRACED_OPERATIONS } from '../../lib';
+import type { SettleOp, SettleResult } from '../../lib/backend';
 import type { TracedOperation } from '../../lib/core/diagnostics';
 import { ChannelRecorder } from '../support/channel-recorder';
 import { CLOCKED_BACKENDS, removeTempFiles } from '../support/clocked-backends';
@@ -33,6 +34,19 @@ function delivery(lease: Lease) {
     sequence: lease.event.sequence,
     attempt: lease.attempt,
   };
+}
+
+/** `backend` as a third-party one may be: its settle answers `{ ok: true }` without saying what it wrote. */
+function untold(backend: Backend): Backend {
+  return new Proxy(backend, {
+    get(target, key) {
+      if (key === 'settle')
+        return async (ops: SettleOp[]): Promise<SettleResult[]> =>
+          (await target.settle(ops)).map((r): SettleResult => (r.ok ? { ok: true } : r));
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }
 
 describe.each(CLOCKED_BACKENDS)('diagnostics channels of the facade on $name', ({ make }) => {
@@ -265,6 +279,26 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the facade on $name', (
     ]);
     // The store agrees: both are dead letters.
     expect((await rheo.deadLetters(stream, group)).map((d) => d.sequence).sort()).toEqual([2, 3]);
+  });
+
+  it('a backend whose settle does not tell what it wrote: rheo:settle classifies by the config this process read', async () => {
+    const quiet = new Rheo(untold(make(clock)));
+    try {
+      await quiet.createStream(stream);
+      await quiet.createGroup(stream, group, { maxAttempts: 2, retry: { initialMs: 0 } });
+      await quiet.appendBatch(stream, [ev(1)]);
+      const [a] = await quiet.fetch(stream, group, { consumerId: 'c-1' });
+      rec.clear();
+      expect(await quiet.settleMany([{ kind: 'nack', lease: a, reason: 'try again' }])).toEqual([{ ok: true }]);
+      const [a2] = await quiet.fetch(stream, group, { consumerId: 'c-1' });
+      await quiet.nack(a2, { reason: 'still failing' });
+      expect(rec.messages('rheo:settle')).toEqual([
+        { ...delivery(a), outcome: 'retry', reason: 'try again' },
+        { ...delivery(a2), outcome: 'dead_letter', reason: 'still failing' },
+      ]);
+    } finally {
+      await quiet.close();
+    }
   });
 
   it('rheo:dead_letter tells a delivery a fetch dead-lettered (its lease expired on the last attempt), cause lease_expired', async () => {

@@ -2,7 +2,7 @@ import type { Browser, Page } from 'playwright-core';
 import { memoryBackend, Rheo, RheoDashboardModule, type RheoDashboardOptions, RheoModule } from '../../lib';
 import { until } from '../support/until';
 import { call, type DashboardApp, serveDashboard } from './apps';
-import { launchChromium } from './browser';
+import { launchChromium, openGroup, postFromPage } from './browser';
 
 // Pausing a group from the dashboard, in real headless Chromium: the Pause form and
 // the Resume button of the group view change the stored pause, the view shows what
@@ -28,25 +28,9 @@ async function serve(dashboard: RheoDashboardOptions): Promise<DashboardApp> {
   return served;
 }
 
-async function openGroup(page: Page, url: string): Promise<void> {
-  await page.goto(`${url}/rheo`);
-  await page.locator('[data-testid=group-row][data-group="billing"] [data-testid=open-group]').click();
-  await page.locator('[data-testid=group-figures]').waitFor();
-}
-
-/** The POST a button would send, from the page itself (same origin, the action header set): its status. */
-function postFromPage(page: Page, action: string, body: unknown): Promise<number> {
-  return page.evaluate(
-    async ([path, payload]) => {
-      const res = await fetch(path, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-rheo-dashboard': '1' },
-        body: JSON.stringify(payload),
-      });
-      return res.status;
-    },
-    [`/rheo/api/streams/${STREAM}/groups/billing/${action}`, body] as const,
-  );
+/** The POST the group view's `action` button would send (see postFromPage): its status. */
+function postAction(page: Page, action: string, body: unknown): Promise<number> {
+  return postFromPage(page, `/rheo/api/streams/${STREAM}/groups/billing/${action}`, body);
 }
 
 beforeAll(async () => {
@@ -71,7 +55,7 @@ describe('with actions enabled', () => {
 
   it('pauses the group from the form: the stored pause, and the view shows since, until, by and reason', async () => {
     const rheo = s.app.get(Rheo);
-    await openGroup(page, s.url);
+    await openGroup(page, s.url, 'billing');
     expect(await page.locator('[data-testid=pause-state]').isHidden()).toBe(true);
     expect(await page.locator('[data-testid=resume]').isHidden()).toBe(true);
 
@@ -111,9 +95,9 @@ describe('with actions enabled', () => {
   it('refuses a pause without confirm, without the action header, or with an unknown key, pausing nothing', async () => {
     const rheo = s.app.get(Rheo);
     const path = `/rheo/api/streams/${STREAM}/groups/billing/pause`;
-    expect(await postFromPage(page, 'pause', { reason: 'x' })).toBe(428);
-    expect(await postFromPage(page, 'pause', { confirm: true, why: 'x' })).toBe(400);
-    expect(await postFromPage(page, 'pause', { confirm: true, until: 'soon' })).toBe(400);
+    expect(await postAction(page, 'pause', { reason: 'x' })).toBe(428);
+    expect(await postAction(page, 'pause', { confirm: true, why: 'x' })).toBe(400);
+    expect(await postAction(page, 'pause', { confirm: true, until: 'soon' })).toBe(400);
     const noHeader = await call(s.url, path, { method: 'POST', body: { confirm: true } });
     expect(noHeader.status).toBe(403);
     expect((await rheo.groupInfo(STREAM, 'billing')).paused).toBeNull();
@@ -132,15 +116,15 @@ describe('read-only (the default)', () => {
     const rheo = s.app.get(Rheo);
     const page = await browser.newPage();
     try {
-      await openGroup(page, s.url);
+      await openGroup(page, s.url, 'billing');
       const state = page.locator('[data-testid=pause-state]');
       await state.waitFor();
       expect(await state.locator('[data-testid=pause-reason-text]').textContent()).toBe('migrating the ledger');
       expect(await state.locator('[data-testid=pause-until-time]').textContent()).toBe('until resumed');
       expect(await page.locator('[data-testid=pause-form]').count()).toBe(0);
       expect(await page.locator('[data-testid=resume]').count()).toBe(0);
-      expect(await postFromPage(page, 'resume', { confirm: true })).toBe(403);
-      expect(await postFromPage(page, 'pause', { confirm: true })).toBe(403);
+      expect(await postAction(page, 'resume', { confirm: true })).toBe(403);
+      expect(await postAction(page, 'pause', { confirm: true })).toBe(403);
       expect((await rheo.groupInfo(STREAM, 'billing')).paused).toMatchObject({ reason: 'migrating the ledger', by: 'ops' });
     } finally {
       await page.close();
@@ -151,7 +135,7 @@ describe('read-only (the default)', () => {
     const rheo = s.app.get(Rheo);
     const page = await browser.newPage();
     try {
-      await openGroup(page, s.url);
+      await openGroup(page, s.url, 'billing');
       const figures = page.locator('[data-testid=group-figures]');
       expect(await figures.textContent()).toContain('max attempts 5 · retry 1000 ms ×2 up to 60000 ms · ordering none');
       await rheo.updateGroup(STREAM, 'billing', { maxAttempts: 9, retry: { initialMs: 250, factor: 3 } });

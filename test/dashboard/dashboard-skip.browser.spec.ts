@@ -2,7 +2,7 @@ import type { Browser, Page } from 'playwright-core';
 import { ManualClock, memoryBackend, Rheo, RheoDashboardModule, type RheoDashboardOptions, RheoModule } from '../../lib';
 import { until } from '../support/until';
 import { call, type DashboardApp, serveDashboard } from './apps';
-import { launchChromium } from './browser';
+import { launchChromium, openGroup, postFromPage } from './browser';
 
 // Skipping and rescheduling waiting deliveries from the dashboard, in real headless
 // Chromium, over the memory backend on a manual clock (the store's time moves only
@@ -35,27 +35,6 @@ async function serve(dashboard: RheoDashboardOptions): Promise<{ s: DashboardApp
   const rheo = s.app.get(Rheo);
   await rheo.createGroup(STREAM, GROUP);
   return { s, rheo, clock };
-}
-
-async function openGroup(page: Page, url: string): Promise<void> {
-  await page.goto(`${url}/rheo`);
-  await page.locator(`[data-testid=group-row][data-group="${GROUP}"] [data-testid=open-group]`).click();
-  await page.locator('[data-testid=group-figures]').waitFor();
-}
-
-/** The POST a form would send, from the page itself (same origin, the action header set): its status. */
-function postFromPage(page: Page, path: string, body: unknown): Promise<number> {
-  return page.evaluate(
-    async ([to, payload]) => {
-      const res = await fetch(to, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-rheo-dashboard': '1' },
-        body: JSON.stringify(payload),
-      });
-      return res.status;
-    },
-    [path, body] as const,
-  );
 }
 
 /** One line of the last skip's or reschedule's answer. */
@@ -92,7 +71,7 @@ describe('with actions enabled', () => {
     await rheo.nack(waiting, { delayMs: MINUTE });
     expect((await rheo.groupInfo(STREAM, GROUP)).lag.lag).toBe(2);
 
-    await openGroup(page, s.url);
+    await openGroup(page, s.url, GROUP);
     expect(await page.locator('[data-testid=skip-state]').isHidden()).toBe(true);
     await page.locator('[data-testid=skip-ids]').fill(`${waiting.event.id}\n${held.event.id}`);
     await page.locator('[data-testid=skip-reason]').fill('quote expired');
@@ -202,7 +181,7 @@ describe('read-only (the default)', () => {
     await rheo.skip(STREAM, GROUP, [e.id], { reason: 'duplicate order' });
     const page = await browser.newPage();
     try {
-      await openGroup(page, s.url);
+      await openGroup(page, s.url, GROUP);
       const state = page.locator('[data-testid=skip-state]');
       await state.waitFor();
       expect(await state.locator('[data-testid=skipped-reason]').textContent()).toBe('duplicate order');

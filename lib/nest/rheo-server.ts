@@ -14,9 +14,10 @@ import {
   Consumer,
   type ConsumerState,
   type DeliveryControl,
-  Trimmer,
+  type Trimmer,
 } from '../runtime';
 import { settingsSnapshot } from '../runtime/consumer-settings';
+import { startBackgroundTrim } from './background-trim';
 import { rheoTransportId } from './constants';
 import { checkStreams, collectConsumers, warnUnmatchedConfiguration } from './consumer-bootstrap';
 import { blameSource, prefixed, type ResolvedConsumer } from './consumer-options';
@@ -122,7 +123,6 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
   private trimmer?: Trimmer;
   /** The broadcast consumers' groups of this instance (docs/adr/031), once one joined. */
   private memberships?: BroadcastMemberships;
-  private trimFailures = 0;
 
   constructor(private readonly instance: RheoInstance) {
     super();
@@ -181,7 +181,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       for (const c of consumers) await this.ensureGroup(c);
       if (this.closing) return;
       for (const c of consumers) this.startConsumer(c);
-      this.startTrimmer();
+      this.trimmer = startBackgroundTrim(this.instance.rheo, this.instance.trimIntervalMs, this.logger);
       this._status$.next('connected');
     } catch (err) {
       // A consumer already started must not strand what it claimed: give it back.
@@ -189,33 +189,6 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       this._status$.next('disconnected');
       throw err;
     }
-  }
-
-  /** The background retention job (docs/adr/017), unless `trimIntervalMs` is 0. */
-  private startTrimmer(): void {
-    const intervalMs = this.instance.trimIntervalMs;
-    if (intervalMs === 0) return;
-    this.trimmer = new Trimmer(this.instance.rheo, {
-      intervalMs,
-      events: {
-        trimmed: (r) => {
-          if (r.removed > 0) this.logger.debug(`${r.stream}: trimmed ${r.removed} event(s) past the retention`);
-          this.trimRecovered();
-        },
-        purged: (stream, group, n) => this.logger.debug(`${stream}/${group}: purged ${n} dead letter(s) past deadLetterMaxAgeMs`),
-        error: (error, stream) => {
-          // One warning per burst of failures, as with fetches and renewals.
-          if (++this.trimFailures === 1)
-            this.logger.warn(`${stream ?? 'retention'}: background trim failed, retrying next round: ${error.message}`);
-        },
-      },
-    });
-    this.trimmer.start();
-  }
-
-  private trimRecovered(): void {
-    if (this.trimFailures > 0) this.logger.log('background trim works again');
-    this.trimFailures = 0;
   }
 
   private async ensureGroup(c: ResolvedConsumer): Promise<void> {

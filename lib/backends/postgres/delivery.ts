@@ -15,7 +15,8 @@ import { runHandlerWork } from '../sql/transaction';
 import { boolArray, intArray, textArray } from './arrays';
 import { backendClosed, type PostgresContext } from './context';
 import { claimWasPaused } from './pause';
-import type { DbClaimed, DbFenced, DbSettledOp } from './plans/delivery';
+import type { DbClaimed } from './plans/claim';
+import type { DbFenced, DbSettledOp } from './plans/delivery';
 
 /** Rounds of a fenced statement for ops whose row changed under it (plans/delivery.ts, heldBy), the first included. */
 const FENCE_ROUNDS = 3;

@@ -262,6 +262,16 @@ export function checkBatchBytes(events: NewEvent[], maxBytes: number): void {
 }
 
 /**
+ * A time at most {@link MAX_DELAY_MS} after `now` (a delayed event's deliverAt, a
+ * reschedule's, a pause's end), as a new Date: the one bound every time ahead has.
+ */
+export function checkTimeAhead(field: string, value: unknown, now: number): Date {
+  const at = checkDate(field, value).getTime();
+  if (at - now > MAX_DELAY_MS) throw RheoError.invalid(field, `must be at most ${MAX_DELAY_MS} ms after now (a year, as delayMs)`);
+  return new Date(at);
+}
+
+/**
  * When a delayed event may first be offered: `deliverAt`, or now + `delayMs`
  * (exactly one of them may be given); undefined for an event without a delay.
  * Both are bounded alike, at {@link MAX_DELAY_MS} after now: an event due later
@@ -271,12 +281,7 @@ export function checkBatchBytes(events: NewEvent[], maxBytes: number): void {
 function checkDelay(field: string, input: AppendInput<unknown>, now: number): Date | undefined {
   if (input.deliverAt !== undefined && input.delayMs !== undefined)
     throw RheoError.invalid(`${field}.delayMs`, 'cannot be given together with deliverAt: give one of them');
-  if (input.deliverAt !== undefined) {
-    const at = checkDate(`${field}.deliverAt`, input.deliverAt).getTime();
-    if (at - now > MAX_DELAY_MS)
-      throw RheoError.invalid(`${field}.deliverAt`, `must be at most ${MAX_DELAY_MS} ms after now (a year, as delayMs)`);
-    return new Date(at);
-  }
+  if (input.deliverAt !== undefined) return checkTimeAhead(`${field}.deliverAt`, input.deliverAt, now);
   if (input.delayMs !== undefined) return new Date(now + checkInt(`${field}.delayMs`, input.delayMs, 0, MAX_DELAY_MS));
   return undefined;
 }

@@ -49,6 +49,13 @@ export function checkWellFormed(field: string, value: string): string {
   return value;
 }
 
+/** Text an operator typed (a reason, a name): a non-empty, well-formed string of at most `max` characters, refused whole, never cut. */
+export function checkOperatorText(field: string, value: unknown, max: number): string {
+  if (typeof value !== 'string' || value.length === 0) throw RheoError.invalid(field, 'must be a non-empty string');
+  if (value.length > max) throw RheoError.invalid(field, `must be at most ${max} characters (it has ${value.length})`);
+  return checkWellFormed(field, value);
+}
+
 /** Keys no user object may carry: assigning them changes a prototype instead of storing a value. */
 const FORBIDDEN_KEYS = new Set(['__proto__']);
 

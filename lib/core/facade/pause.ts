@@ -5,9 +5,10 @@
 import type { PauseGroupRequest } from '../../backends/backend';
 import { channels } from '../diagnostics';
 import { RheoError } from '../errors';
-import { MAX_DELAY_MS, MAX_REASON_LENGTH } from '../limits';
+import { MAX_REASON_LENGTH } from '../limits';
+import { checkTimeAhead } from '../requests';
 import type { GroupPause, PauseGroupOptions } from '../types';
-import { checkDate, checkKeys, checkName, checkObject, checkWellFormed, keySet } from '../validate';
+import { checkKeys, checkName, checkObject, checkOperatorText, keySet } from '../validate';
 import type { FacadeContext } from './context';
 
 const PAUSE_KEYS = keySet('a pauseGroup option', ['until', 'reason', 'by']);
@@ -23,8 +24,8 @@ export async function pauseGroup(ctx: FacadeContext, stream: string, group: stri
     stream,
     group,
     until: o.until === undefined ? null : checkUntil(ctx, o.until),
-    reason: o.reason === undefined ? null : checkText('reason', o.reason, MAX_REASON_LENGTH),
-    by: o.by === undefined ? null : checkText('by', o.by, MAX_BY_LENGTH),
+    reason: o.reason === undefined ? null : checkOperatorText('reason', o.reason, MAX_REASON_LENGTH),
+    by: o.by === undefined ? null : checkOperatorText('by', o.by, MAX_BY_LENGTH),
   };
   await ctx.init();
   await ctx.stream(stream);
@@ -45,16 +46,8 @@ export async function resumeGroup(ctx: FacadeContext, stream: string, group: str
 
 /** A time after now by the store's clock (as the backend estimates it), at most a year ahead, as a delay may be. */
 function checkUntil(ctx: FacadeContext, value: unknown): Date {
-  const until = checkDate('until', value);
   const now = ctx.backend.clock.now();
+  const until = checkTimeAhead('until', value, now);
   if (until.getTime() <= now) throw RheoError.invalid('until', `must be after now (${new Date(now).toISOString()} by the store's clock)`);
-  if (until.getTime() - now > MAX_DELAY_MS) throw RheoError.invalid('until', `must be at most ${MAX_DELAY_MS} ms after now (a year)`);
-  return new Date(until.getTime());
-}
-
-/** A non-empty, well-formed string of at most `max` characters: refused whole, never cut, as what an operator types. */
-function checkText(field: string, value: unknown, max: number): string {
-  if (typeof value !== 'string' || value.length === 0) throw RheoError.invalid(field, 'must be a non-empty string');
-  if (value.length > max) throw RheoError.invalid(field, `must be at most ${max} characters (it has ${value.length})`);
-  return checkWellFormed(field, value);
+  return until;
 }

@@ -6,9 +6,9 @@
 import type { SettleResult } from '../../backends/backend';
 import { RheoError } from '../errors';
 import { MAX_DELAY_MS, MAX_REASON_LENGTH } from '../limits';
-import { checkBatch } from '../requests';
+import { checkBatch, checkTimeAhead } from '../requests';
 import type { CancelDelayedOptions, RescheduleOptions, SkipOptions } from '../types';
-import { checkDate, checkInt, checkKeys, checkName, checkObject, checkWellFormed, keySet } from '../validate';
+import { checkInt, checkKeys, checkName, checkObject, checkOperatorText, keySet } from '../validate';
 import type { FacadeContext } from './context';
 
 const SKIP_KEYS = keySet('a skip option', ['reason']);
@@ -50,11 +50,8 @@ export async function reschedule(
   let deliverAt: Date | null = null;
   let delayMs: number | null = null;
   if (o.deliverAt !== undefined) {
-    const at = checkDate('deliverAt', o.deliverAt);
     // Bounded as an appended event's deliverAt is: a year ahead of now by the store's clock (as estimated here).
-    if (at.getTime() - ctx.backend.clock.now() > MAX_DELAY_MS)
-      throw RheoError.invalid('deliverAt', `must be at most ${MAX_DELAY_MS} ms after now (a year, as delayMs)`);
-    deliverAt = new Date(at.getTime());
+    deliverAt = checkTimeAhead('deliverAt', o.deliverAt, ctx.backend.clock.now());
   } else {
     delayMs = checkInt('delayMs', o.delayMs, 0, MAX_DELAY_MS);
   }
@@ -92,11 +89,7 @@ function checkIds(value: unknown): string[] {
   });
 }
 
-/** An operator's reason: a non-empty, well-formed string of at most MAX_REASON_LENGTH, refused whole, never cut; null when absent. */
+/** An operator's reason (checkOperatorText); null when absent. */
 function checkReasonText(value: unknown): string | null {
-  if (value === undefined) return null;
-  if (typeof value !== 'string' || value.length === 0) throw RheoError.invalid('reason', 'must be a non-empty string');
-  if (value.length > MAX_REASON_LENGTH)
-    throw RheoError.invalid('reason', `must be at most ${MAX_REASON_LENGTH} characters (it has ${value.length})`);
-  return checkWellFormed('reason', value);
+  return value === undefined ? null : checkOperatorText('reason', value, MAX_REASON_LENGTH);
 }

@@ -18,7 +18,6 @@ import {
 } from '../delivery-requests';
 import { publishLeases, publishSettles, settlesObserved } from '../published';
 import { checkLeaseMs, checkOptions, checkPartitions } from '../requests';
-import { groupKey } from '../registrations';
 import { settleEach } from '../settle';
 import type { Lease } from '../types';
 import { checkName } from '../validate';
@@ -143,30 +142,7 @@ async function settleObserved(ctx: FacadeContext, ops: SettleOp[]): Promise<Sett
   }
   const results = await settleEach(ctx.settleOps, ops);
   publishSettles(ops, results, ctx.registrations);
-  await refreshChanged(ctx, ops, results);
   return results;
-}
-
-/**
- * A settle's result that names a stored maxAttempts other than the remembered
- * one: another process changed the group (updateGroup). Its config is read again,
- * once per group, so what is told later by the remembered copy is right too.
- */
-async function refreshChanged(ctx: FacadeContext, ops: SettleOp[], results: SettleResult[]): Promise<void> {
-  let stale: Set<string> | undefined;
-  results.forEach((r, i) => {
-    if (!r.ok || r.maxAttempts === undefined) return;
-    const { stream, group } = ops[i].lease;
-    const known = ctx.registrations.group(stream, group);
-    if (known !== undefined && known.maxAttempts !== r.maxAttempts) (stale ??= new Set()).add(groupKey(stream, group));
-  });
-  if (stale === undefined) return;
-  for (const op of ops) {
-    const { stream, group } = op.lease;
-    if (!stale.delete(groupKey(stream, group))) continue;
-    const cfg = await ctx.backend.getGroup(stream, group).catch(() => null);
-    if (cfg) ctx.registrations.rememberGroup(cfg);
-  }
 }
 
 export async function releaseMany(ctx: FacadeContext, leases: Lease<unknown>[]): Promise<SettleResult[]> {

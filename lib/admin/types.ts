@@ -215,5 +215,5 @@ export interface GroupSettingsSummary {
   group: string;
   maxAttempts: number;
   retry: { initialMs: number; factor: number; maxMs: number };
-  ordering: 'none' | 'partition';
+  ordering: 'none' | 'partition' | 'key';
 }

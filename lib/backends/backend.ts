@@ -5,6 +5,7 @@ import type {
   AppendOptions,
   DeadLetter,
   EventMetadata,
+  FlowLimits,
   GroupConfig,
   GroupInfo,
   GroupPause,
@@ -82,13 +83,28 @@ export interface ClaimDeadLetter {
  * waits for the resume's wake-up without counting the wake-ups that the
  * pause leaves empty as spurious.
  */
-export type FetchedLeases = Lease[] & { deadLettered?: ClaimDeadLetter[]; paused?: true };
+export type FetchedLeases = Lease[] & { deadLettered?: ClaimDeadLetter[]; paused?: true; held?: FlowHeld };
+
+/**
+ * What a group's flow limits held back in one fetch (docs/adr/049-flow-control.md),
+ * attached like `paused` (`heldAnswer`, core/fetched.ts) when any held something:
+ * `limit`, the group-wide limit that took the claim below its `limit` (its
+ * `groupConcurrency`, or its `rateLimit` with `retryInMs`, how long until the window
+ * frees a start, by the store's clock); `waitingForKey`, the events this claim
+ * reached and set waiting for their key. The Consumer waits `retryInMs` instead of
+ * its poll interval, and counts none of it as a spurious wake-up.
+ */
+export interface FlowHeld {
+  limit?: 'group_concurrency' | 'rate_limit';
+  retryInMs?: number;
+  waitingForKey?: number;
+}
 
 /** A start position resolved by the facade: per partition, the last sequence to skip, or a time. */
 export type ResolvedStart =
   { kind: 'beginning' } | { kind: 'end' } | { kind: 'after'; sequences: Record<number, number> | number } | { kind: 'at'; time: Date };
 
-export interface CreateGroupRequest {
+export interface CreateGroupRequest extends FlowLimits {
   stream: string;
   group: string;
   start: ResolvedStart;
@@ -101,7 +117,7 @@ export interface CreateGroupRequest {
  * A group's settings changed in place (`updateGroup`, docs/adr/047-changing-a-group-in-place.md):
  * the whole new value of each, already checked and merged with the stored config by the facade.
  */
-export interface UpdateGroupRequest {
+export interface UpdateGroupRequest extends FlowLimits {
   stream: string;
   group: string;
   maxAttempts: number;
@@ -347,7 +363,26 @@ export interface Backend {
   read(request: ReadRequest): Promise<RheoEvent[]>;
   query(request: QueryRequest): Promise<RheoEvent[]>;
 
-  /** Claim up to `limit` events; the deliveries the claim dead-lettered ride along (see {@link FetchedLeases}). */
+  /**
+   * Claim up to `limit` events; the deliveries the claim dead-lettered ride along (see {@link FetchedLeases}).
+   *
+   * A group's flow limits (`guarantees.flowControl`, docs/adr/049-flow-control.md) are
+   * the store's, judged at the claim, atomically with it, across every process:
+   * - **Key places** (`keyPlaces(config)`: 1 under `ordering: 'key'`, else
+   *   `keyConcurrency`): at most that many deliveries of one key are *open* (leased,
+   *   or waiting for a retry, a delay or a re-claim) at once. A claim that reaches an
+   *   event whose key has no place, or has events already waiting, leaves it
+   *   *waiting for its key* (it holds the frontier, takes no attempt, and takes no
+   *   place of the limit: a claim passes any number of them up to a bound of its
+   *   own). When an open delivery of a key ends (ack, dead letter, skip, cancel,
+   *   trim), the key's earliest waiting event gets its place, due at once (or at
+   *   its deliverAt). Events without a key are never limited.
+   * - **groupConcurrency**: the claim takes at most that many minus the live leases
+   *   of the group (expired leases re-claimed take their own place).
+   * - **rateLimit**: at most `max` leases in any `perMs` span of the store's clock
+   *   (`rateRoom`, core/flow.ts).
+   * A limit that held the claim below `limit` says so in `held`.
+   */
   fetch(request: FetchRequest): Promise<FetchedLeases>;
   renew(leases: Lease<unknown>[], leaseMs: number): Promise<RenewResult[]>;
   settle(ops: SettleOp[]): Promise<SettleResult[]>;

@@ -9,6 +9,12 @@ export interface Guarantees {
   contiguousFrontier: boolean;
   replay: boolean;
   orderedPartitions: boolean;
+  /**
+   * `ordering: 'key'`, `keyConcurrency`, `groupConcurrency` and `rateLimit`, enforced by the
+   * store across every process (docs/adr/049-flow-control.md). Without it, createGroup and
+   * updateGroup refuse them.
+   */
+  flowControl: boolean;
   /** Invariant: always true. */
   atLeastOnce: true;
   /** Invariant: always true. */
@@ -36,7 +42,7 @@ export interface Capabilities {
   mechanisms: Mechanisms;
 }
 
-const GUARANTEES = ['durable', 'distributed', 'partitions', 'contiguousFrontier', 'replay', 'orderedPartitions'] as const;
+const GUARANTEES = ['durable', 'distributed', 'partitions', 'contiguousFrontier', 'replay', 'orderedPartitions', 'flowControl'] as const;
 const MECHANISMS = [
   'notifications',
   'blockingReads',

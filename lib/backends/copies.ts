@@ -6,13 +6,28 @@ import type { CreateGroupRequest } from './backend';
 
 /** A copy of a group's configuration that shares nothing mutable with it. */
 export function copyGroupConfig(config: GroupConfig): GroupConfig {
-  return { ...config, retry: { ...config.retry }, createdAt: new Date(config.createdAt.getTime()) };
+  return {
+    ...config,
+    retry: { ...config.retry },
+    rateLimit: config.rateLimit && { ...config.rateLimit },
+    createdAt: new Date(config.createdAt.getTime()),
+  };
 }
 
 /** A new group's configuration from its request, created at `createdAt` (ms, the store's clock): shares nothing with the request. */
 export function newGroupConfig(req: CreateGroupRequest, createdAt: number): GroupConfig {
-  const { stream, group, maxAttempts, ordering } = req;
-  return { stream, group, maxAttempts, retry: { ...req.retry }, ordering, createdAt: new Date(createdAt) };
+  const { stream, group, maxAttempts, ordering, keyConcurrency, groupConcurrency } = req;
+  return {
+    stream,
+    group,
+    maxAttempts,
+    retry: { ...req.retry },
+    ordering,
+    keyConcurrency,
+    groupConcurrency,
+    rateLimit: req.rateLimit && { ...req.rateLimit },
+    createdAt: new Date(createdAt),
+  };
 }
 
 /** A copy of a stream's registration that shares nothing mutable with it. */

@@ -10,9 +10,9 @@
 // a claim looks at a fresh event's deliverAt only while the partition holds a
 // delayed event at or above the cursor (a per-partition mark of the last one).
 
-import { fetched } from '../core/fetched';
+import { fetched, heldAnswer } from '../core/fetched';
 import type { Lease } from '../core/types';
-import type { ClaimDeadLetter, FetchedLeases } from './backend';
+import type { ClaimDeadLetter, FetchedLeases, FlowHeld } from './backend';
 
 /**
  * What one claim statement (or script call) did: the leases it took, and how
@@ -23,6 +23,8 @@ export interface ClaimRound<L> {
   leases: L[];
   parked: number;
   deadLettered?: ClaimDeadLetter[];
+  /** What the group's flow limits held back (docs/adr/049-flow-control.md); a round held by a group-wide limit ends the fetch. */
+  held?: FlowHeld;
 }
 
 /**
@@ -45,14 +47,24 @@ export async function claimPastDelays<L extends Lease>(
   claim: (want: number) => Promise<ClaimRound<L>>,
 ): Promise<L[] & FetchedLeases> {
   const first = await claim(limit);
-  if (first.parked === 0 || first.leases.length >= limit) return fetched(first.leases, first.deadLettered);
+  if (first.parked === 0 || first.leases.length >= limit || first.held?.limit)
+    return heldAnswer(fetched(first.leases, first.deadLettered), first.held);
   const leases = [...first.leases];
   let dead = first.deadLettered;
+  let held = first.held;
   for (let round = 1; round < PARKING_ROUNDS && leases.length < limit; round++) {
     const next = await claim(limit - leases.length);
     leases.push(...next.leases);
     if (next.deadLettered?.length) dead = dead ? [...dead, ...next.deadLettered] : next.deadLettered;
-    if (next.parked === 0) break;
+    held = mergeHeld(held, next.held);
+    if (next.parked === 0 || next.held?.limit) break;
   }
-  return fetched(leases, dead);
+  return heldAnswer(fetched(leases, dead), held);
+}
+
+/** Two rounds' holds as one: the later group-wide limit, the events set waiting by both. */
+function mergeHeld(a: FlowHeld | undefined, b: FlowHeld | undefined): FlowHeld | undefined {
+  if (!a || !b) return a ?? b;
+  const waitingForKey = (a.waitingForKey ?? 0) + (b.waitingForKey ?? 0);
+  return { ...(b.limit ? { limit: b.limit, retryInMs: b.retryInMs } : {}), ...(waitingForKey ? { waitingForKey } : {}) };
 }

@@ -34,3 +34,15 @@ export function notDelayed(id: string): RheoError {
 
 /** What a skip made by cancelDelayed records when the caller gave no reason. */
 export const CANCELLED_REASON = 'delayed event cancelled';
+
+/**
+ * reschedule of a delivery waiting for its key (docs/adr/049-flow-control.md): its
+ * turn comes when its key has a place, so a time of its own would run it beside
+ * the key's open delivery. Skip it, or reschedule the key's open delivery.
+ */
+export function waitsForKey(id: string, group: string): RheoError {
+  return RheoError.invalid(
+    'ids',
+    `holds "${id}", which waits in group "${group}" for a place of its key (reschedule): it runs when the key's earlier delivery ends; skip it, or reschedule that one`,
+  );
+}

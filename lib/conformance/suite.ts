@@ -9,6 +9,7 @@ import { deleteGroupCases } from './cases/delete-group';
 import { encodingCases } from './cases/encoding';
 import { endingCases } from './cases/endings';
 import { fencingCases } from './cases/fencing';
+import { flowCases } from './cases/flow';
 import { frontierCases } from './cases/frontier';
 import { groupCases } from './cases/groups';
 import { lifecycleCases } from './cases/lifecycle';
@@ -100,6 +101,7 @@ export function runConformance(target: ConformanceTarget): void {
     updateGroupCases(ctx);
     pauseCases(ctx);
     waitingCases(ctx);
+    flowCases(ctx);
     releaseTurnCases(ctx);
     if (ctx.waits) wakeUpCases(ctx);
     if (ctx.caps.mechanisms.transactionalAck && ctx.caps.mechanisms.transactionalAppend) transactionalAckCases(ctx);

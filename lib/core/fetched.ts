@@ -1,7 +1,7 @@
 // The one way a backend's fetch tells the facade which deliveries its claim
 // dead-lettered, and that the group is paused (Backend.fetch, FetchedLeases), as
 // appended.ts tells repeats.
-import type { ClaimDeadLetter, FetchedLeases } from '../backends/backend';
+import type { ClaimDeadLetter, FetchedLeases, FlowHeld } from '../backends/backend';
 import type { Lease } from './types';
 
 /**
@@ -28,4 +28,15 @@ export function deadLetteredOf(leases: Lease[]): readonly ClaimDeadLetter[] | un
 /** True when the answer says the group is paused (`pausedAnswer`). */
 export function isPausedAnswer(leases: Lease[]): boolean {
   return (leases as FetchedLeases).paused === true;
+}
+
+/** `leases` with `held` attached (docs/adr/049-flow-control.md), not enumerable; as they are when nothing was held. */
+export function heldAnswer<T extends Lease[]>(leases: T, held: FlowHeld | undefined): T & FetchedLeases {
+  if (held === undefined || (held.limit === undefined && !held.waitingForKey)) return leases;
+  return Object.defineProperty(leases, 'held', { value: held, enumerable: false, configurable: true, writable: true });
+}
+
+/** What a flow limit held back in the fetch that answered `leases`, or undefined. */
+export function heldOf(leases: Lease[]): FlowHeld | undefined {
+  return (leases as FetchedLeases).held;
 }

@@ -4,13 +4,20 @@
 // changes nothing.
 import type { UpdateGroupRequest } from '../backends/backend';
 import { RheoError } from './errors';
+import { checkGroupConcurrency, checkRateLimit, MAX_KEY_CONCURRENCY } from './flow';
 import { MAX_ATTEMPTS_LIMIT } from './limits';
 import { checkRetryFields } from './requests';
 import type { GroupChanges, GroupConfig } from './types';
 import { checkInt, checkKeys, checkObject, keySet } from './validate';
 
 /** The settings updateGroup may change. */
-const CHANGE_KEYS = keySet('a group setting updateGroup can change', ['maxAttempts', 'retry']);
+const CHANGE_KEYS = keySet('a group setting updateGroup can change', [
+  'maxAttempts',
+  'retry',
+  'keyConcurrency',
+  'groupConcurrency',
+  'rateLimit',
+]);
 
 /** Stored settings a change may not touch, each with the reason it gives. */
 const REFUSED: Record<string, string> = {
@@ -28,6 +35,10 @@ export function checkGroupChanges(changes: unknown): GroupChanges {
   const checked: GroupChanges = {};
   if (c.maxAttempts !== undefined) checked.maxAttempts = checkInt('maxAttempts', c.maxAttempts, 1, MAX_ATTEMPTS_LIMIT);
   if (c.retry !== undefined) checked.retry = checkRetryFields(c.retry);
+  if (c.keyConcurrency !== undefined) checked.keyConcurrency = checkInt('keyConcurrency', c.keyConcurrency, 1, MAX_KEY_CONCURRENCY);
+  if (c.groupConcurrency !== undefined)
+    checked.groupConcurrency = c.groupConcurrency === null ? null : checkGroupConcurrency(c.groupConcurrency);
+  if (c.rateLimit !== undefined) checked.rateLimit = c.rateLimit === null ? null : checkRateLimit('rateLimit', c.rateLimit);
   return checked;
 }
 
@@ -35,5 +46,18 @@ export function checkGroupChanges(changes: unknown): GroupChanges {
 export function changedGroup(stored: GroupConfig, changes: GroupChanges): UpdateGroupRequest {
   const retry = { ...stored.retry, ...changes.retry };
   if (retry.maxMs < retry.initialMs) throw RheoError.invalid('retry.maxMs', `must be >= retry.initialMs (${retry.initialMs})`);
-  return { stream: stored.stream, group: stored.group, maxAttempts: changes.maxAttempts ?? stored.maxAttempts, retry };
+  if (changes.keyConcurrency !== undefined && stored.keyConcurrency === null)
+    throw RheoError.invalid(
+      'keyConcurrency',
+      'cannot be added in place: deliveries already open were not counted by key; create a new group, or reset this one',
+    );
+  return {
+    stream: stored.stream,
+    group: stored.group,
+    maxAttempts: changes.maxAttempts ?? stored.maxAttempts,
+    retry,
+    keyConcurrency: changes.keyConcurrency ?? stored.keyConcurrency,
+    groupConcurrency: changes.groupConcurrency !== undefined ? changes.groupConcurrency : stored.groupConcurrency,
+    rateLimit: changes.rateLimit !== undefined ? changes.rateLimit : stored.rateLimit,
+  };
 }

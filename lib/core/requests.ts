@@ -6,6 +6,7 @@
 import type { NewEvent, QueryRequest, ReplayRequest, ResolvedStart } from '../backends/backend';
 import { DEFAULT_RETRY } from './backoff';
 import { decodeCursor } from './cursor';
+import { checkFlowOptions } from './flow';
 import { RheoError } from './errors';
 import { newEventId } from './ids';
 import {
@@ -51,7 +52,16 @@ import {
 const OPTION_KEYS = {
   rheo: keySet('a Rheo option', ['maxPayloadBytes', 'maxMetadataBytes', 'maxBatchBytes']),
   createStream: keySet('a createStream option', ['partitions', 'ifNotExists', 'retention']),
-  createGroup: keySet('a createGroup option', ['start', 'maxAttempts', 'retry', 'ordering', 'ifNotExists']),
+  createGroup: keySet('a createGroup option', [
+    'start',
+    'maxAttempts',
+    'retry',
+    'ordering',
+    'keyConcurrency',
+    'groupConcurrency',
+    'rateLimit',
+    'ifNotExists',
+  ]),
   append: keySet('an append option', ['manager']),
   read: keySet('a read option', ['partition', 'afterSequence', 'limit']),
   fetch: keySet('a fetch option', ['limit', 'leaseMs', 'consumerId', 'partitions']),
@@ -128,7 +138,9 @@ export function checkRetryFields(value: unknown): RetryBackoff {
 }
 
 /** The settings a group is created with (the start position is resolved against the stream later). */
-export function checkGroupOptions(options: GroupOptions): Pick<GroupConfig, 'maxAttempts' | 'retry' | 'ordering'> {
+export function checkGroupOptions(
+  options: GroupOptions,
+): Pick<GroupConfig, 'maxAttempts' | 'retry' | 'ordering' | 'keyConcurrency' | 'groupConcurrency' | 'rateLimit'> {
   checkOptions('createGroup', options);
   const maxAttempts =
     options.maxAttempts === undefined ? DEFAULT_MAX_ATTEMPTS : checkInt('maxAttempts', options.maxAttempts, 1, MAX_ATTEMPTS_LIMIT);
@@ -138,8 +150,9 @@ export function checkGroupOptions(options: GroupOptions): Pick<GroupConfig, 'max
     if (retry.maxMs < retry.initialMs) throw RheoError.invalid('retry.maxMs', 'must be >= retry.initialMs');
   }
   const ordering = options.ordering ?? 'none';
-  if (ordering !== 'none' && ordering !== 'partition') throw RheoError.invalid('ordering', "must be 'none' or 'partition'");
-  return { maxAttempts, retry, ordering };
+  if (ordering !== 'none' && ordering !== 'partition' && ordering !== 'key')
+    throw RheoError.invalid('ordering', "must be 'none', 'partition' or 'key'");
+  return { maxAttempts, retry, ordering, ...checkFlowOptions(options, ordering) };
 }
 
 const START_AT_KEYS = keySet('a key of a start { at }', ['at']);

@@ -140,8 +140,41 @@ export interface RetryBackoff {
   maxMs?: number;
 }
 
-/** Delivery order a group guarantees. */
-export type Ordering = 'none' | 'partition';
+/**
+ * Delivery order a group guarantees. `'partition'`: one delivery at a time per
+ * partition; `'key'`: one delivery at a time per key, in sequence order, while
+ * other keys of the same partition run (docs/adr/049-flow-control.md).
+ */
+export type Ordering = 'none' | 'partition' | 'key';
+
+/**
+ * At most `max` deliveries started per `perMs` window, across every process of
+ * the group: in any span of `perMs` ms (by the store's clock) no more than `max`
+ * claims of the group's deliveries.
+ */
+export interface RateLimit {
+  /** Deliveries started per window, 1..100,000. */
+  max: number;
+  /** The window, ms, 1..86,400,000 (a day). */
+  perMs: number;
+}
+
+/**
+ * A group's flow limits, enforced by the store across every process
+ * (docs/adr/049-flow-control.md). Each is null when the group has none.
+ */
+export interface FlowLimits {
+  /**
+   * At most this many deliveries of one key in flight or waiting for a retry at
+   * once, across the group; a key's later events wait, in order, for a place.
+   * Events without a key are not limited. Not with an `ordering`.
+   */
+  keyConcurrency: number | null;
+  /** At most this many deliveries of the group in flight at once, across every process. */
+  groupConcurrency: number | null;
+  /** At most `max` deliveries started per `perMs` window, across every process. */
+  rateLimit: RateLimit | null;
+}
 
 /** Options of createGroup. */
 export interface GroupOptions {
@@ -152,14 +185,22 @@ export interface GroupOptions {
   /**
    * `'partition'`: at most one outstanding lease per partition across every
    * process of the group, so each key's events are handled strictly in order.
+   * `'key'`: at most one per key, in sequence order; keys of one partition run
+   * concurrently, and events without a key are unordered.
    */
   ordering?: Ordering;
+  /** See {@link FlowLimits.keyConcurrency}: 1..10,000. */
+  keyConcurrency?: number;
+  /** See {@link FlowLimits.groupConcurrency}: 1..100,000. */
+  groupConcurrency?: number;
+  /** See {@link FlowLimits.rateLimit}. */
+  rateLimit?: RateLimit;
   /** Return the existing group instead of failing with `already_exists`. */
   ifNotExists?: boolean;
 }
 
 /** A group's stored configuration. */
-export interface GroupConfig {
+export interface GroupConfig extends FlowLimits {
   stream: string;
   group: string;
   maxAttempts: number;
@@ -221,6 +262,11 @@ export interface GroupInfo {
   paused: GroupPause | null;
   /** The deliveries an operator skipped (`skip`, `cancelDelayed`): how many, and the last one's reason and time. */
   skipped: GroupSkips;
+  /**
+   * Deliveries waiting for their key (`ordering: 'key'`, `keyConcurrency`): events
+   * the group has reached whose key is busy. 0 for a group without key limits.
+   */
+  waitingForKey: number;
   /**
    * Conditions of the store that put the group's data at risk, in words an
    * operator can act on (a Redis server that can lose acknowledged writes or
@@ -320,6 +366,12 @@ export interface GroupChanges {
   maxAttempts?: number;
   /** The backoff of retries scheduled from now on; retries already scheduled keep their due time. */
   retry?: RetryBackoff;
+  /** A new limit for a group that has one (it cannot be added or removed in place); judged at the next claim. */
+  keyConcurrency?: number;
+  /** A new limit, or null to remove it; judged at the next claim. */
+  groupConcurrency?: number | null;
+  /** A new limit, or null to remove it; the starts already counted stay in the window. */
+  rateLimit?: RateLimit | null;
 }
 
 /**

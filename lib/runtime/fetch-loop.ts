@@ -1,6 +1,6 @@
 import { backoffDelay } from '../core/backoff';
 import { type RheoError, toRheoError } from '../core/errors';
-import { isPausedAnswer } from '../core/fetched';
+import { heldOf, isPausedAnswer } from '../core/fetched';
 import { MAX_FETCH_LIMIT } from '../core/limits';
 import type { Rheo } from '../core/rheo';
 import type { Lease } from '../core/types';
@@ -141,7 +141,11 @@ export class FetchLoop {
     if (leases.length === 0) {
       // A paused group's answers are empty by design: the wake-up that resumes it must not be ignored.
       if (byWake && !isPausedAnswer(leases)) this.emptyWakeUps++;
-      this.waitForWork();
+      // A rate limit that allows no start says when one may start: a wait for that, not for hints that
+      // would only find it full again (docs/adr/049-flow-control.md).
+      const held = heldOf(leases);
+      if (held?.limit === 'rate_limit' && held.retryInMs !== undefined) this.waitForRate(held.retryInMs);
+      else this.waitForWork();
     } else {
       this.emptyWakeUps = 0;
       this.fetchNow();
@@ -166,6 +170,12 @@ export class FetchLoop {
       },
       backoffDelay(FETCH_BACKOFF, this.failures),
     );
+  }
+
+  /** The group's rate limit allows no start for `retryInMs` (by the store's clock): wait that long, at most a poll interval. */
+  private waitForRate(retryInMs: number): void {
+    this.phase = 'waiting';
+    this.pollTimer = setTimeout(() => this.endWait('poll'), Math.min(this.options.pollMs, Math.max(1, retryInMs)));
   }
 
   /** Nothing to fetch: wait for the backend's wake-up hint or the poll timer, whichever first. */

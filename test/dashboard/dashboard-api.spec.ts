@@ -2,6 +2,7 @@ import { type CanActivate, type ExecutionContext, Injectable, Module } from '@ne
 import { Test } from '@nestjs/testing';
 import { memoryBackend, Rheo, RheoDashboardModule, type RheoDashboardOptions, RheoError, RheoModule } from '../../lib';
 import { DEFAULT_RETRY } from '../../lib/core/backoff';
+import { NO_FLOW_LIMITS } from '../../lib/core/flow';
 import { MAX_BATCH } from '../../lib/core/limits';
 import { ACTION, type Adapter, call, type DashboardApp, serveDashboard } from './apps';
 
@@ -439,6 +440,7 @@ describe.each<Adapter>(['express', 'fastify'])('dashboard JSON API on %s', (adap
         maxAttempts: 5,
         retry,
         ordering: 'none',
+        ...NO_FLOW_LIMITS,
       });
       const res = await call(s.url, `/rheo/api/streams/${encodeURIComponent('eu/orders v2')}/groups/${encodeURIComponent('audit/2')}`);
       expect(res.status).toBe(200);

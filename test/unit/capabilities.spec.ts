@@ -2,7 +2,7 @@ import { RheoError } from '../../lib';
 import { createCapabilities } from '../../lib/backends/capabilities';
 import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 
-const GUARANTEES = ['durable', 'distributed', 'partitions', 'contiguousFrontier', 'replay', 'orderedPartitions'];
+const GUARANTEES = ['durable', 'distributed', 'partitions', 'contiguousFrontier', 'replay', 'orderedPartitions', 'flowControl'];
 const MECHANISMS = ['notifications', 'blockingReads', 'batchWrites', 'secondaryIndexes', 'transactionalAppend', 'transactionalAck'];
 
 function invalidField(make: () => unknown): string | undefined {
@@ -69,6 +69,7 @@ describe('createCapabilities', () => {
       contiguousFrontier: true,
       replay: true,
       orderedPartitions: true,
+      flowControl: true,
       atLeastOnce: true,
       leaseFencing: true,
     });

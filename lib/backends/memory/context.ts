@@ -2,9 +2,11 @@ import type { Clock } from '../../core/clock';
 import { RheoError } from '../../core/errors';
 import type { GroupConfig, GroupPause, StreamInfo } from '../../core/types';
 import type { ResolvedStart } from '../backend';
+import type { KeyBook } from './keys';
 import type { PartitionLog, StoredEvent } from './partition-log';
 
-type DeliveryState = 'available' | 'leased' | 'acked' | 'dead';
+/** 'waiting': open, but waiting for a place of its key (keys.ts), so never claimable. */
+type DeliveryState = 'available' | 'leased' | 'acked' | 'dead' | 'waiting';
 
 /** Per-group state of one event that has been delivered at least once. */
 export interface Delivery {
@@ -16,6 +18,8 @@ export interface Delivery {
   leasedAt: number;
   expiresAt: number;
   availableAt: number;
+  /** The event's key in a group with key places (keys.ts), else null: not counted. */
+  key: string | null;
 }
 
 /**
@@ -30,6 +34,8 @@ export interface GroupPartition {
   deliveries: Map<number, Delivery>;
   /** Sequences of `deliveries` that are not terminal: the only ones fetch scans. */
   open: Set<number>;
+  /** In a group with key places: what each key holds (keys.ts); made on first use. */
+  keys?: KeyBook;
 }
 
 /** One dead letter of a group, keyed by event id in {@link MemGroup.dead}. */
@@ -53,6 +59,8 @@ export interface MemGroup {
   pause?: GroupPause;
   /** The deliveries skipped (skip, cancelDelayed): how many, the last one's reason and time (ms). */
   skips: { count: number; lastReason: string | null; lastAt: number | null };
+  /** The rate limit's recent starts (core/flow.ts RateLog); empty without one. */
+  rateLog: number[];
 }
 
 export interface MemStream {

@@ -1,5 +1,6 @@
 import { backoffDelay } from '../../core/backoff';
 import { RheoError, toRheoError } from '../../core/errors';
+import { groupRoom, keyPlaces, rateLogAfter } from '../../core/flow';
 import { pausedAnswer } from '../../core/fetched';
 import { newId } from '../../core/ids';
 import { leaseExpiredReason } from '../../core/settle';
@@ -17,6 +18,7 @@ import {
   type MemoryContext,
   type MemStream,
 } from './context';
+import { admit, keyEnded, waitForKey } from './keys';
 import { toEvent } from './partition-log';
 import { activePause } from './pause';
 
@@ -30,16 +32,36 @@ export async function fetch(ctx: MemoryContext, req: FetchRequest): Promise<Fetc
   return claimPastDelays(req.limit, async (limit) => claimRound({ ...req, limit }, s, g, now));
 }
 
+/** A fresh event a keyed claim looked at: claimed (`wait` false) or set waiting for its key when the claim passes it. */
+interface Scanned {
+  seq: number;
+  key: string | null;
+  wait: boolean;
+}
+
+/**
+ * Most fresh events one claim round sets waiting for their key: a claim passes a
+ * long run of one hot key's events (each set waiting once, never looked at again
+ * until its turn) without taking places of its limit, up to this bound.
+ */
+export const KEY_SCAN = 1000;
+
 /** One claim of up to `req.limit` events; a delayed event reached before its time is parked (see ../delays.ts). */
 function claimRound(req: FetchRequest, s: MemStream, g: MemGroup, now: number): ClaimRound<Lease> {
+  const room = groupRoom(g.config, req.limit, liveLeases(g, now), g.rateLog, now);
+  const limit = room.limit;
+  if (limit === 0) return { leases: [], parked: 0, held: room.held };
   const partitions = req.partitions ?? s.log.map((_, p) => p);
   const strict = g.config.ordering === 'partition';
+  const places = keyPlaces(g.config);
   // Candidates per partition, in sequence order: open deliveries that are claimable, then fresh events.
-  const queues: Array<{ p: number; seqs: number[] }> = [];
+  const queues: Array<{ p: number; seqs: number[]; scan?: Scanned[]; passed: number; admitted: number; taken: number }> = [];
+  let waitedAlone = 0;
   for (const p of partitions) {
     const part = g.parts[p];
     const hwm = s.log[p].hwm;
     const seqs: number[] = [];
+    let scan: Scanned[] | undefined;
     if (strict) {
       const next = part.frontier + 1;
       const busy = [...part.open].some((q) => {
@@ -54,28 +76,122 @@ function claimRound(req: FetchRequest, s: MemStream, g: MemGroup, now: number): 
       // Every open delivery is looked at (most are leased and not due), so no copies of the set on the way.
       for (const q of part.open) if (claimable(part.deliveries.get(q)!, now)) seqs.push(q);
       if (seqs.length > 1) seqs.sort((a, b) => a - b);
-      if (seqs.length > req.limit) seqs.length = req.limit;
-      for (let q = part.cursor; q <= hwm && seqs.length < req.limit; q++) seqs.push(q);
+      if (seqs.length > limit) seqs.length = limit;
+      if (places === null) for (let q = part.cursor; q <= hwm && seqs.length < limit; q++) seqs.push(q);
+      else scan = scanFresh(s, part, p, hwm, limit - seqs.length, places, seqs);
     }
-    if (seqs.length) queues.push({ p, seqs });
+    if (seqs.length) queues.push({ p, seqs, scan, passed: 0, admitted: seqs.length, taken: 0 });
+    else if (scan?.length) waitedAlone += passWaits(s, g, p, scan, Infinity, { passed: 0 });
   }
   // Round-robin over partitions, starting where the last fetch left off. A parked event takes its place too.
   const round: ClaimRound<Lease> = { leases: [], parked: 0 };
+  let waited = waitedAlone;
   let taken = 0;
   const start = g.nextPartition++ % Math.max(1, queues.length);
-  for (let turn = 0; taken < req.limit; turn++) {
+  for (let turn = 0; taken < limit; turn++) {
     let took = false;
-    for (let i = 0; i < queues.length && taken < req.limit; i++) {
+    for (let i = 0; i < queues.length && taken < limit; i++) {
       const q = queues[(start + i) % queues.length];
       if (turn < q.seqs.length) {
-        claim(req, s, g, q.p, q.seqs[turn], now, round);
+        const seq = q.seqs[turn];
+        // A keyed claim passes the events before this one that wait for their key (they come first in the log).
+        if (q.scan && seq >= g.parts[q.p].cursor) waited += passWaits(s, g, q.p, q.scan, seq, q);
+        claim(req, s, g, q.p, seq, now, round);
+        q.taken++;
         taken++;
         took = true;
       }
     }
     if (!took) break;
   }
+  // A partition whose every candidate was taken passes the rest of its waiting run too.
+  for (const q of queues) if (q.scan && q.taken === q.admitted) waited += passWaits(s, g, q.p, q.scan, Infinity, q);
+  if (g.config.rateLimit && round.leases.length > 0)
+    g.rateLog = rateLogAfter(g.rateLog, now, g.config.rateLimit.perMs, round.leases.length);
+  if (waited > 0) round.parked += waited;
+  const held = { ...room.held, ...(waited > 0 ? { waitingForKey: waited } : {}) };
+  if (held.limit || held.waitingForKey) round.held = held;
   return round;
+}
+
+/**
+ * The fresh events of a keyed partition from its cursor: each claimable one (its
+ * key has a place and none of its events waits) is added to `seqs`, up to `want`;
+ * the others are listed to be set waiting, up to {@link KEY_SCAN}. Places are
+ * counted as if every listed event were claimed, in order (the claim takes them so).
+ */
+function scanFresh(s: MemStream, part: GroupPartition, p: number, hwm: number, want: number, places: number, seqs: number[]): Scanned[] {
+  const scan: Scanned[] = [];
+  const taking = new Map<string, number>();
+  const waitingNow = new Set<string>();
+  let admitted = 0;
+  let waits = 0;
+  for (let q = part.cursor; q <= hwm && admitted < want && waits < KEY_SCAN; q++) {
+    const key = s.log[p].get(q)!.key;
+    let wait = false;
+    if (key !== null) {
+      const open = (part.keys?.open.get(key) ?? 0) + (taking.get(key) ?? 0);
+      wait = waitingNow.has(key) || (part.keys?.waiting.has(key) ?? false) || open >= places;
+      if (wait) waitingNow.add(key);
+      else taking.set(key, (taking.get(key) ?? 0) + 1);
+    }
+    scan.push({ seq: q, key, wait });
+    if (wait) waits++;
+    else {
+      admitted++;
+      seqs.push(q);
+    }
+  }
+  return scan;
+}
+
+/**
+ * Set the listed waiting events below `before` waiting for their key (records in
+ * state 'waiting', the cursor past them), from `progress.passed` on; how many.
+ */
+function passWaits(s: MemStream, g: MemGroup, p: number, scan: Scanned[], before: number, progress: { passed: number }): number {
+  const part = g.parts[p];
+  let n = 0;
+  while (progress.passed < scan.length && scan[progress.passed].seq < before) {
+    const e = scan[progress.passed++];
+    if (!e.wait || e.seq < part.cursor) continue;
+    const d: Delivery = {
+      sequence: e.seq,
+      state: 'waiting',
+      attempt: 0,
+      leaseId: null,
+      consumerId: null,
+      leasedAt: 0,
+      expiresAt: 0,
+      availableAt: 0,
+      key: e.key,
+    };
+    if (s.log[p].get(e.seq)!.cancelled) {
+      // Cancelled in every group (ADR 048): passed as done, it never waits.
+      part.cursor = e.seq + 1;
+      advance(part);
+      n++;
+      continue;
+    }
+    part.deliveries.set(e.seq, d);
+    part.open.add(e.seq);
+    waitForKey(part, d, e.key!);
+    part.cursor = e.seq + 1;
+    n++;
+  }
+  return n;
+}
+
+/** The group's live leases, across every partition. */
+function liveLeases(g: MemGroup, now: number): number {
+  if (g.config.groupConcurrency === null) return 0;
+  let n = 0;
+  for (const part of g.parts)
+    for (const q of part.open) {
+      const d = part.deliveries.get(q)!;
+      if (d.state === 'leased' && d.expiresAt > now) n++;
+    }
+  return n;
 }
 
 /**
@@ -89,13 +205,14 @@ function claim(req: FetchRequest, s: MemStream, g: MemGroup, p: number, seq: num
   if (d && d.state === 'leased' && d.attempt >= g.config.maxAttempts) {
     const eventId = s.log[p].get(seq)!.id;
     const reason = leaseExpiredReason(d.attempt, g.config.maxAttempts);
-    bury(g, part, eventId, p, d, reason, now);
+    bury(s, g, part, eventId, p, d, reason, now);
     (round.deadLettered ??= []).push({ eventId, partition: p, sequence: seq, attempt: d.attempt, reason });
     round.parked++;
     return;
   }
   if (d && d.state === 'available' && d.attempt === 0 && s.log[p].get(seq)!.cancelled) {
     // An offer, re-opened since, of an event cancelled in every group (ADR 048): ended, never leased.
+    keyEnded(s, g, part, p, d, now);
     d.state = 'acked';
     part.open.delete(seq);
     advance(part);
@@ -103,11 +220,18 @@ function claim(req: FetchRequest, s: MemStream, g: MemGroup, p: number, seq: num
     return;
   }
   if (!d) {
-    d = { sequence: seq, state: 'available', attempt: 0, leaseId: null, consumerId: null, leasedAt: 0, expiresAt: 0, availableAt: 0 };
+    const stored = s.log[p].get(seq)!;
+    const key = keyPlaces(g.config) === null ? null : stored.key;
+    d = { sequence: seq, state: 'available', attempt: 0, leaseId: null, consumerId: null, leasedAt: 0, expiresAt: 0, availableAt: 0, key };
     part.deliveries.set(seq, d);
     part.open.add(seq);
     if (seq >= part.cursor) part.cursor = seq + 1;
-    const stored = s.log[p].get(seq)!;
+    if (!stored.cancelled && !admit(g, part, key)) {
+      // Its key has no place (the scan counts places as the claim takes them: a guard only).
+      waitForKey(part, d, key!);
+      round.parked++;
+      return;
+    }
     if (stored.cancelled) {
       // A delayed event cancelled in every group (cancelDelayed, ADR 048): passed as done, never leased.
       d.state = 'acked';
@@ -180,12 +304,19 @@ export async function settle(ctx: MemoryContext, ops: SettleOp[]): Promise<Settl
       const { g, part, d } = held(ctx, op.lease, now, op.kind);
       const seq = d.sequence;
       if (op.kind === 'ack') {
+        if (keyEnded(ctx.streams.get(op.lease.stream)!, g, part, op.lease.event.partition, d, now))
+          woken.add(ctx.streams.get(op.lease.stream)!);
         d.state = 'acked';
       } else if (op.kind === 'reject' || d.attempt >= g.config.maxAttempts) {
         // The stored delivery is the truth, never the caller's copy of the lease.
         const p = op.lease.event.partition;
-        bury(g, part, ctx.streams.get(op.lease.stream)!.log[p].get(seq)!.id, p, d, op.reason, now);
-        if (g.config.ordering === 'partition') woken.add(ctx.streams.get(op.lease.stream)!);
+        const st = ctx.streams.get(op.lease.stream)!;
+        if (
+          bury(st, g, part, st.log[p].get(seq)!.id, p, d, op.reason, now) ||
+          g.config.ordering === 'partition' ||
+          g.config.groupConcurrency !== null
+        )
+          woken.add(st);
         // What was written, by the stored config (another process may have changed it).
         return op.kind === 'reject'
           ? { ok: true, outcome: 'reject' }
@@ -200,8 +331,9 @@ export async function settle(ctx: MemoryContext, ops: SettleOp[]): Promise<Settl
       }
       part.open.delete(seq);
       advance(part);
-      // In a partition-ordered group, settling the head makes the next event claimable.
-      if (g.config.ordering === 'partition') woken.add(ctx.streams.get(op.lease.stream)!);
+      // In a partition-ordered group, settling the head makes the next event claimable; under a group-wide
+      // concurrency, any settle frees a place.
+      if (g.config.ordering === 'partition' || g.config.groupConcurrency !== null) woken.add(ctx.streams.get(op.lease.stream)!);
       return { ok: true };
     } catch (err) {
       return { ok: false, error: err as RheoError };
@@ -211,13 +343,24 @@ export async function settle(ctx: MemoryContext, ops: SettleOp[]): Promise<Settl
   return results;
 }
 
-/** Dead-letter a delivery and walk the frontier past it. */
-function bury(g: MemGroup, part: GroupPartition, eventId: string, p: number, d: Delivery, reason: string, now: number): void {
+/** Dead-letter a delivery and walk the frontier past it; true when its key's place went to a waiting event. */
+function bury(
+  s: MemStream,
+  g: MemGroup,
+  part: GroupPartition,
+  eventId: string,
+  p: number,
+  d: Delivery,
+  reason: string,
+  now: number,
+): boolean {
+  const promoted = keyEnded(s, g, part, p, d, now);
   d.state = 'dead';
   g.deadOrder = null;
   g.dead.set(eventId, { partition: p, sequence: d.sequence, reason, attempt: d.attempt, at: now });
   part.open.delete(d.sequence);
   advance(part);
+  return promoted;
 }
 
 export async function release(ctx: MemoryContext, leases: Lease<unknown>[]): Promise<SettleResult[]> {

@@ -59,7 +59,15 @@ export type { MemoryBackendOptions } from './options';
 export class MemoryBackend implements Backend {
   readonly name = 'memory';
   readonly capabilities = createCapabilities({
-    guarantees: { durable: false, distributed: false, partitions: true, contiguousFrontier: true, replay: true, orderedPartitions: true },
+    guarantees: {
+      durable: false,
+      distributed: false,
+      partitions: true,
+      contiguousFrontier: true,
+      replay: true,
+      orderedPartitions: true,
+      flowControl: true,
+    },
     mechanisms: { notifications: true, batchWrites: true, secondaryIndexes: false, blockingReads: false, transactionalAppend: false },
   });
   readonly clock: Clock;

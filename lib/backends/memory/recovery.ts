@@ -2,7 +2,9 @@ import { RheoError } from '../../core/errors';
 import type { DeadLetter, GroupInfo, Lag, RheoEvent } from '../../core/types';
 import type { ReplayRequest, ResolvedStart } from '../backend';
 import { copyGroupConfig } from '../copies';
-import { groupOf, startParts, wake, type Delivery, type MemGroup, type MemoryContext } from './context';
+import { keyPlaces } from '../../core/flow';
+import { groupOf, startParts, wake, type Delivery, type MemGroup, type MemoryContext, type MemStream } from './context';
+import { recountKeys, waitingForKey } from './keys';
 import { activePause } from './pause';
 import { toEvent, type StoredEvent } from './partition-log';
 
@@ -13,7 +15,7 @@ export async function replay(ctx: MemoryContext, req: ReplayRequest): Promise<nu
   const { s, g } = groupOf(ctx, req.stream, req.group);
   let reopened = 0;
   if (req.kind === 'events') {
-    for (const e of req.events) reopened += reopen(g, e.id, e.partition, e.sequence) ? 1 : 0;
+    for (const e of req.events) reopened += reopen(s, g, e.id, e.partition, e.sequence) ? 1 : 0;
   } else {
     for (const p of req.partitions ?? s.log.map((_, i) => i)) {
       const log = s.log[p];
@@ -33,12 +35,13 @@ export async function replay(ctx: MemoryContext, req: ReplayRequest): Promise<nu
       reopened += log.hwm - after;
     }
   }
+  recountAll(ctx, s, g);
   wake(s);
   return reopened;
 }
 
 /** Make one delivered event available again and pull the frontier back before it. */
-function reopen(g: MemGroup, eventId: string, p: number, seq: number): boolean {
+function reopen(s: MemStream, g: MemGroup, eventId: string, p: number, seq: number): boolean {
   const part = g.parts[p];
   g.dead.delete(eventId);
   g.deadOrder = null;
@@ -54,16 +57,26 @@ function reopen(g: MemGroup, eventId: string, p: number, seq: number): boolean {
     expiresAt: 0,
     // A delayed event never offered yet (parked: available at attempt 0) keeps its time (ADR 028).
     availableAt: before && before.state === 'available' && before.attempt === 0 ? before.availableAt : 0,
+    key: keyPlaces(g.config) === null ? null : s.log[p].get(seq)!.key,
   };
+  // In a group with key places it waits for one, taken in sequence order by recountKeys.
+  if (d.key !== null) d.state = 'waiting';
   part.deliveries.set(seq, d);
   part.open.add(seq);
   part.frontier = Math.min(part.frontier, seq - 1);
   return true;
 }
 
+/** Key places counted again in every partition (keys.ts), after a path that moved many deliveries. */
+export function recountAll(ctx: MemoryContext, s: MemStream, g: MemGroup): void {
+  const now = ctx.clock.now();
+  g.parts.forEach((part, p) => recountKeys(s, g, part, p, now));
+}
+
 export async function reset(ctx: MemoryContext, stream: string, group: string, start: ResolvedStart): Promise<void> {
   const { s, g } = groupOf(ctx, stream, group);
   g.parts = startParts(s, start);
+  g.rateLog = [];
   g.dead.clear();
   g.deadOrder = null;
   wake(s);
@@ -79,8 +92,9 @@ export async function redrive(ctx: MemoryContext, stream: string, group: string,
   const ids = eventIds === 'all' ? [...g.dead.keys()].filter(live) : eventIds.filter(live);
   for (const id of ids) {
     const dl = g.dead.get(id)!;
-    reopen(g, id, dl.partition, dl.sequence);
+    reopen(s, g, id, dl.partition, dl.sequence);
   }
+  recountAll(ctx, s, g);
   if (ids.length) wake(s);
   return ids.length;
 }
@@ -117,6 +131,7 @@ export async function groupInfo(ctx: MemoryContext, stream: string, group: strin
     deadLetters: g.dead.size,
     oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
     config: copyGroupConfig(g.config),
+    waitingForKey: waitingForKey(g),
     paused: activePause(g, now),
     skipped: { count: g.skips.count, lastReason: g.skips.lastReason, lastAt: g.skips.lastAt === null ? null : new Date(g.skips.lastAt) },
   };

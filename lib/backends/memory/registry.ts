@@ -51,6 +51,7 @@ export async function createGroup(ctx: MemoryContext, req: CreateGroupRequest): 
     deadOrder: null,
     nextPartition: 0,
     skips: { count: 0, lastReason: null, lastAt: null },
+    rateLog: [],
   });
   return copyGroupConfig(config);
 }

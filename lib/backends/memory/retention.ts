@@ -1,6 +1,7 @@
 import type { TrimResult } from '../../core/types';
 import type { TrimRequest } from '../backend';
 import { advance, groupOf, streamOf, type GroupPartition, type MemoryContext } from './context';
+import { recountKeys } from './keys';
 
 // The retention section: trim the log, purge dead letters.
 
@@ -21,7 +22,11 @@ export async function trim(ctx: MemoryContext, req: TrimRequest): Promise<TrimRe
       const part = g.parts[p];
       if (part.frontier >= point) continue;
       if (!req.force) point = part.frontier;
-      else skipped[name] += skipTo(part, point);
+      else {
+        skipped[name] += skipTo(part, point);
+        // Records of keys went with the trim: their places are counted again (keys.ts).
+        recountKeys(s, g, part, p, ctx.clock.now());
+      }
     }
     log.trimmedTo = Math.max(log.trimmedTo, point);
   });

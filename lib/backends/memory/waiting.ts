@@ -1,6 +1,6 @@
 import { RheoError } from '../../core/errors';
 import type { CancelDelayedRequest, RescheduleRequest, SettleResult, SkipRequest } from '../backend';
-import { CANCELLED_REASON, notDelayed, notInStream, notOffered, settledAlready, type WaitingOperation } from '../waiting';
+import { CANCELLED_REASON, notDelayed, notInStream, notOffered, settledAlready, waitsForKey, type WaitingOperation } from '../waiting';
 import {
   advance,
   groupOf,
@@ -12,6 +12,7 @@ import {
   type MemoryContext,
   type MemStream,
 } from './context';
+import { keyEnded } from './keys';
 
 // The waiting section (docs/adr/048-skip-reschedule-cancel.md): an operator skips or
 // reschedules deliveries that wait in a group, or cancels a delayed event in every
@@ -25,6 +26,7 @@ export async function skip(ctx: MemoryContext, req: SkipRequest): Promise<Settle
   const results = req.ids.map((id): SettleResult => {
     const found = waitingDelivery('skip', s, g, req.group, id, now);
     if ('error' in found) return { ok: false, error: found.error };
+    keyEnded(s, g, found.part, found.p, found.d, now);
     end(found.part, found.d);
     skipped++;
     return { ok: true };
@@ -44,6 +46,7 @@ export async function reschedule(ctx: MemoryContext, req: RescheduleRequest): Pr
     const found = waitingDelivery('reschedule', s, g, req.group, id, now);
     if ('error' in found) return { ok: false, error: found.error };
     const d = found.d;
+    if (d.state === 'waiting') return { ok: false, error: waitsForKey(id, req.group) };
     // The attempt stays: an expired lease's attempt was made (ADR 035), a parked event's is 0.
     d.state = 'available';
     d.leaseId = null;
@@ -76,7 +79,10 @@ export async function cancelDelayed(ctx: MemoryContext, req: CancelDelayedReques
   }
   e.cancelled = true;
   for (const { g, part, d } of plan) {
-    if (d) end(part, d);
+    if (d) {
+      keyEnded(s, g, part, e.partition, d, now);
+      end(part, d);
+    }
     record(g, 1, req.reason ?? CANCELLED_REASON, now);
   }
   if (plan.length > 0) wake(s);
@@ -91,7 +97,7 @@ function waitingDelivery(
   group: string,
   id: string,
   now: number,
-): { part: GroupPartition; d: Delivery } | { error: RheoError } {
+): { part: GroupPartition; p: number; d: Delivery } | { error: RheoError } {
   const e = s.byId.get(id);
   if (!e || s.log[e.partition].get(e.sequence) !== e) return { error: notInStream(operation, id, s.info.name) };
   const part = g.parts[e.partition];
@@ -99,7 +105,7 @@ function waitingDelivery(
   const d = part.deliveries.get(e.sequence);
   if (!d || d.state === 'acked' || d.state === 'dead') return { error: settledAlready(operation, id, group) };
   if (d.state === 'leased' && d.expiresAt > now) return { error: RheoError.leaseHeld(operation, id, group, new Date(d.expiresAt)) };
-  return { part, d };
+  return { part, p: e.partition, d };
 }
 
 /** End a delivery as an ack does: terminal, the frontier walks past it. */

@@ -11,6 +11,10 @@ export interface GroupConfigFields {
   retryMaxMs: number;
   ordering: Ordering;
   createdAt: number;
+  /** Flow limits (docs/adr/049-flow-control.md): '' when the group has none; a rate limit as `<max>:<perMs>`. */
+  keyConcurrency: number | '';
+  groupConcurrency: number | '';
+  rateLimit: string;
 }
 
 /**
@@ -28,6 +32,9 @@ export const STORED_GROUP_FIELDS = {
   retryMaxMs: 'rm',
   ordering: 'ord',
   createdAt: 'createdAt',
+  keyConcurrency: 'kc',
+  groupConcurrency: 'gc',
+  rateLimit: 'rl',
 } as const satisfies Record<keyof GroupConfigFields, string>;
 
 const NAMES = Object.keys(STORED_GROUP_FIELDS) as Array<keyof GroupConfigFields>;
@@ -44,6 +51,9 @@ export function encodeGroupConfig(config: GroupConfig): Array<string | number> {
     retryMaxMs: config.retry.maxMs,
     ordering: config.ordering,
     createdAt: config.createdAt.getTime(),
+    keyConcurrency: config.keyConcurrency ?? '',
+    groupConcurrency: config.groupConcurrency ?? '',
+    rateLimit: config.rateLimit ? `${config.rateLimit.max}:${config.rateLimit.perMs}` : '',
   };
   return NAMES.flatMap((name) => [STORED_GROUP_FIELDS[name], fields[name]]);
 }
@@ -61,6 +71,9 @@ export function decodeGroupConfig(stream: string, group: string, values: Readonl
     maxAttempts: Number(stored('maxAttempts')),
     retry: { initialMs: Number(stored('retryInitialMs')), factor: Number(stored('retryFactor')), maxMs: Number(stored('retryMaxMs')) },
     ordering: stored('ordering') as Ordering,
+    keyConcurrency: storedInt(stored('keyConcurrency')),
+    groupConcurrency: storedInt(stored('groupConcurrency')),
+    rateLimit: storedRate(stored('rateLimit')),
     createdAt: new Date(Number(stored('createdAt'))),
   };
 }
@@ -83,3 +96,14 @@ export const STORED_PAUSE_FIELDS = {
 
 /** The stored `pu` of a pause with no `until`. */
 export const NO_UNTIL = '-';
+
+/** A stored limit: absent (a group from before flow limits) or '' is none. */
+function storedInt(v: string | null): number | null {
+  return v === null || v === '' ? null : Number(v);
+}
+
+function storedRate(v: string | null): GroupConfig['rateLimit'] {
+  if (v === null || v === '') return null;
+  const [max, perMs] = v.split(':');
+  return { max: Number(max), perMs: Number(perMs) };
+}

@@ -198,6 +198,7 @@ export async function groupInfo(ctx: RedisContext, stream: string, group: string
     deadLetters: dead,
     oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
     config: copyGroupConfig(config),
+    waitingForKey: 0,
     paused,
     skipped: await skipsOf(ctx, stream, group),
     ...(ctx.durabilityWarnings.length > 0 ? { warnings: [...ctx.durabilityWarnings] } : {}),

@@ -1,6 +1,7 @@
 import type {
   DeadLetter,
   EventMetadata,
+  FlowLimits,
   GroupConfig,
   GroupInfo,
   GroupPause,
@@ -56,6 +57,14 @@ export interface DbGroup {
   paused_until?: DbInt | null;
   pause_reason?: string | null;
   paused_by?: string | null;
+  /**
+   * The group's flow limits (schema version 6, docs/adr/049-flow-control.md), null
+   * when it has none: `rate_max` and `rate_per_ms` together make its rateLimit.
+   */
+  key_concurrency?: DbInt | null;
+  group_concurrency?: DbInt | null;
+  rate_max?: DbInt | null;
+  rate_per_ms?: DbInt | null;
 }
 
 /**
@@ -117,6 +126,8 @@ export interface DbPartitionState {
   frontier: DbInt;
   live: DbInt;
   oldest_ts: DbInt | null;
+  /** Deliveries waiting for their key (schema version 6); absent where the query does not count them. */
+  waiting_key?: DbInt | null;
 }
 
 /**
@@ -183,8 +194,20 @@ export function toGroup(r: DbGroup): GroupConfig {
     maxAttempts: Number(r.max_attempts),
     retry: { initialMs: Number(r.retry_initial_ms), factor: Number(r.retry_factor), maxMs: Number(r.retry_max_ms) },
     ordering: r.ordering as Ordering,
+    keyConcurrency: nullableInt(r.key_concurrency),
+    groupConcurrency: nullableInt(r.group_concurrency),
+    rateLimit: r.rate_max == null || r.rate_per_ms == null ? null : { max: Number(r.rate_max), perMs: Number(r.rate_per_ms) },
     createdAt: new Date(Number(r.created_at)),
   };
+}
+
+function nullableInt(v: DbInt | null | undefined): number | null {
+  return v == null ? null : Number(v);
+}
+
+/** The flow-limit columns of rheo_groups (schema version 6), in the order the create and update statements take them. */
+export function flowColumns(c: FlowLimits): [number | null, number | null, number | null, number | null] {
+  return [c.keyConcurrency, c.groupConcurrency, c.rateLimit?.max ?? null, c.rateLimit?.perMs ?? null];
 }
 
 /** Lag from the per-partition rows of a group-state query (hwm, derived frontier). */
@@ -216,6 +239,7 @@ export function groupInfoOf(
     group,
     lag: lagOf(stream, group, rows),
     inflight: rows.reduce((n, r) => n + Number(r.live), 0),
+    waitingForKey: rows.reduce((n, r) => n + Number(r.waiting_key ?? 0), 0),
     deadLetters: Number(deadLetters),
     oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
     config: copyGroupConfig(config),

@@ -1,4 +1,5 @@
 import { DEFAULT_RETRY } from '../../core/backoff';
+import { NO_FLOW_LIMITS } from '../../core/flow';
 import { ConformanceContext, expectCode, LEASE_MS, newStream } from '../context';
 
 /**
@@ -34,6 +35,7 @@ export function nameCases(ctx: ConformanceContext): void {
         maxAttempts: 3,
         retry: { ...DEFAULT_RETRY },
         ordering: 'none',
+        ...NO_FLOW_LIMITS,
       });
 
       // Declaring them again (a module's streams, a consumer's group) finds them.

@@ -6,6 +6,7 @@ import { changedGroup, checkGroupChanges } from '../group-changes';
 import type { GroupChanges, GroupConfig } from '../types';
 import { checkName } from '../validate';
 import type { FacadeContext } from './context';
+import { checkFlowSupported } from './registry';
 
 export async function updateGroup(ctx: FacadeContext, stream: string, group: string, changes: GroupChanges): Promise<GroupConfig> {
   checkName('stream', stream);
@@ -13,7 +14,9 @@ export async function updateGroup(ctx: FacadeContext, stream: string, group: str
   const checked = checkGroupChanges(changes);
   await ctx.init();
   await ctx.stream(stream);
-  const request = changedGroup(await ctx.groupConfig(stream, group), checked);
+  const stored = await ctx.groupConfig(stream, group);
+  const request = changedGroup(stored, checked);
+  checkFlowSupported(ctx, { ...request, ordering: stored.ordering });
   try {
     const updated = await ctx.backend.updateGroup(request);
     // This process's copy is replaced at once; other processes' copies decide nothing (the store does).

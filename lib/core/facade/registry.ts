@@ -2,6 +2,7 @@
 // and a stream's retention. Each operation checks its input before anything
 // reaches the store; an `ifNotExists` create returns what exists, and a '/' is
 // refused in a new name only (one that exists is returned as it is).
+import { hasFlowLimits } from '../flow';
 import { RheoError } from '../errors';
 import { MAX_PARTITIONS } from '../limits';
 import { checkGroupOptions, checkOptions, checkRetention, keepsEverything, resolveStart } from '../requests';
@@ -68,10 +69,11 @@ async function createGroupChecked(
   ctx: FacadeContext,
   stream: string,
   group: string,
-  { maxAttempts, retry, ordering }: ReturnType<typeof checkGroupOptions>,
+  settings: ReturnType<typeof checkGroupOptions>,
   options: GroupOptions,
 ): Promise<GroupConfig> {
   await ctx.init();
+  checkFlowSupported(ctx, settings);
   const info = await ctx.stream(stream);
   const start = resolveStart('start', options.start, info.partitions);
   if (options.ifNotExists) {
@@ -80,7 +82,7 @@ async function createGroupChecked(
     checkNewName('group', group);
   }
   try {
-    return await ctx.backend.createGroup({ stream, group, start, maxAttempts, retry, ordering });
+    return await ctx.backend.createGroup({ stream, group, start, ...settings });
   } catch (err) {
     if (options.ifNotExists && err instanceof RheoError && err.code === 'already_exists') {
       const existing = await ctx.backend.getGroup(stream, group);
@@ -133,4 +135,21 @@ export async function deleteGroup(ctx: FacadeContext, stream: string, group: str
       }
     },
   );
+}
+
+/** Flow limits on a backend that does not enforce them are refused, naming the first one given. */
+export function checkFlowSupported(
+  ctx: FacadeContext,
+  config: Pick<GroupConfig, 'ordering' | 'keyConcurrency' | 'groupConcurrency' | 'rateLimit'>,
+): void {
+  if (ctx.backend.capabilities.guarantees.flowControl || !hasFlowLimits(config)) return;
+  const field =
+    config.ordering === 'key'
+      ? 'ordering'
+      : config.keyConcurrency !== null
+        ? 'keyConcurrency'
+        : config.groupConcurrency !== null
+          ? 'groupConcurrency'
+          : 'rateLimit';
+  throw RheoError.invalid(field, `is not supported by the ${ctx.backend.name} backend (it does not declare guarantees.flowControl)`);
 }

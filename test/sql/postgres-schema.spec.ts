@@ -68,6 +68,7 @@ describe('postgres schema versions', () => {
       [3, 'delayed-events'],
       [4, 'pause-groups'],
       [5, 'skip-reschedule-cancel'],
+      [6, 'flow-control'],
     ]);
     const again = postgresBackend({ url: PG_URL, schema: s, poolSize: 1 });
     await again.init();

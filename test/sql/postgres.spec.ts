@@ -299,6 +299,7 @@ describe('postgres backend', () => {
           'rheo_group_partitions',
           'rheo_groups',
           'rheo_jobs',
+          'rheo_key_releases',
           'rheo_partitions',
           'rheo_schema_version',
           'rheo_streams',
@@ -310,6 +311,7 @@ describe('postgres backend', () => {
           { version: 3, name: 'delayed-events' },
           { version: 4, name: 'pause-groups' },
           { version: 5, name: 'skip-reschedule-cancel' },
+          { version: 6, name: 'flow-control' },
         ]);
         const r = new Rheo(backends[3]);
         await r.createStream('x');

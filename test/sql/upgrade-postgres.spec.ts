@@ -58,6 +58,7 @@ describe('postgres: upgrade from schema version 1 (written by the version-1 code
       { version: 3, name: 'delayed-events' },
       { version: 4, name: 'pause-groups' },
       { version: 5, name: 'skip-reschedule-cancel' },
+      { version: 6, name: 'flow-control' },
     ]);
     expect(await admin.query(`SELECT count(*)::int AS n FROM "${schema}".rheo_deliveries WHERE state = 'dead'`)).toEqual([{ n: 0 }]);
     expect(await admin.query(`SELECT event_id, reason FROM "${schema}".rheo_dead_letters ORDER BY partition, sequence`)).toEqual([

@@ -81,7 +81,15 @@ export interface PostgresBackendSettings {
  */ export class PostgresBackend extends SqlBackendBase implements Backend {
   readonly name = 'postgres';
   readonly capabilities = createCapabilities({
-    guarantees: { durable: true, distributed: true, partitions: true, contiguousFrontier: true, replay: true, orderedPartitions: true },
+    guarantees: {
+      durable: true,
+      distributed: true,
+      partitions: true,
+      contiguousFrontier: true,
+      replay: true,
+      orderedPartitions: true,
+      flowControl: true,
+    },
     mechanisms: {
       notifications: true,
       blockingReads: false,

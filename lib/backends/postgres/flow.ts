@@ -1,0 +1,114 @@
+// Flow control on PostgreSQL (docs/adr/049-flow-control.md): the claim of a group
+// with flow limits, and what other sections ask of key places. Groups without
+// limits never reach this file: their claim is delivery.ts's, statement for statement.
+//
+// A claim of such a group is one transaction: lock the group's partition rows (all
+// of them under a group-wide limit, so that those claims take turns and each sees
+// the live leases and the rate log the previous one left), read the group's row as
+// stored, hand key places on from release rows (a statement of its own, whose
+// snapshot starts after the locks), then claim (plans/flow-claim.ts for key places,
+// the usual statement with the cap otherwise), and write the rate log.
+import { groupRoom, keyPlaces, rateLogAfter, type RateLog } from '../../core/flow';
+import { deadLetteredOf, pausedAnswer } from '../../core/fetched';
+import { newId } from '../../core/ids';
+import type { GroupConfig, Lease } from '../../core/types';
+import type { FetchedLeases, FetchRequest } from '../backend';
+import { claimPastDelays, type ClaimRound } from '../delays';
+import { toGroup } from '../sql/rows';
+import { query } from '../sql/statement';
+import type { TypeormQueryable } from '../sql/external';
+import { claimedRound } from './claimed';
+import type { PostgresContext } from './context';
+import { claimWasPaused } from './pause';
+
+/**
+ * Most fresh events per partition a first claim round sets waiting for their key;
+ * a round after one that set some waiting (or parked) may set up to
+ * {@link KEY_SCAN}. Each is a primary-key read of an event the claim would not
+ * read otherwise, so a claim that meets no long run of one key reads few of them.
+ */
+const FIRST_SCAN = 64;
+/** Most fresh events per partition one claim round sets waiting (memory: delivery.ts KEY_SCAN). */
+export const KEY_SCAN = 1000;
+
+/** Whether a settle of the group frees something a waiting consumer can claim beyond a partition head. */
+export function wakesOnSettle(config: GroupConfig | null): boolean {
+  return config !== null && (keyPlaces(config) !== null || config.groupConcurrency !== null);
+}
+
+export async function fetchFlow(
+  ctx: PostgresContext,
+  req: FetchRequest,
+  partitionCount: number,
+  partitions: number[],
+  now: number,
+): Promise<FetchedLeases> {
+  let round = 0;
+  const leases = await claimPastDelays(req.limit, (limit) =>
+    ctx.tx('fetch', (qr) => claimRound(ctx, qr, { ...req, limit }, partitionCount, partitions, now, round++ === 0 ? FIRST_SCAN : KEY_SCAN)),
+  );
+  if (leases.length > 0 || deadLetteredOf(leases) || (leases as FetchedLeases).held) return leases;
+  return (await claimWasPaused(ctx, req.stream, req.group, partitions, now)) ? pausedAnswer() : leases;
+}
+
+async function claimRound(
+  ctx: PostgresContext,
+  qr: TypeormQueryable,
+  req: FetchRequest,
+  partitionCount: number,
+  partitions: number[],
+  now: number,
+  scan: number,
+): Promise<ClaimRound<Lease>> {
+  const cached = await ctx.mustGroup(req.stream, req.group);
+  const wide = cached.groupConcurrency !== null || cached.rateLimit !== null;
+  const all = Array.from({ length: partitionCount }, (_, p) => p);
+  await query(qr, ctx.plans.delivery.lockGroupPartitions, [req.stream, req.group, wide ? all : partitions]);
+  const [stored] = await query(qr, ctx.plans.flow.state, [req.stream, req.group, now]);
+  // Gone since: the claim statement finds no partition row either, and answers nothing.
+  if (!stored) return { leases: [], parked: 0 };
+  const g = ctx.rememberGroup(toGroup(stored));
+  const log: RateLog = (stored.rate_log ?? []).map(Number);
+  // A group-wide limit set in place since this process last read the group holds from its next round on, once
+  // every lock is taken (taking the rest now, after some, could deadlock with a claim that took them all).
+  const room = wide ? groupRoom(g, req.limit, Number(stored.live ?? 0), log, now) : { limit: req.limit };
+  if (room.limit === 0) return { leases: [], parked: 0, held: room.held };
+  const places = keyPlaces(g);
+  if (places !== null) await query(qr, ctx.plans.flow.handOn, [req.stream, req.group, partitions, places, now, ctx.channel]);
+  const params = [
+    req.stream,
+    req.group,
+    partitions,
+    now,
+    room.limit,
+    ctx.rotate(req.stream, req.group, partitionCount),
+    partitionCount,
+    req.consumerId,
+    req.leaseMs,
+    newId(),
+  ];
+  let result: ClaimRound<Lease>;
+  let waited = 0;
+  if (places !== null) {
+    const rows = await query(qr, ctx.plans.flow.claim, [...params, places, scan]);
+    waited = rows.filter((r) => r.waited).length;
+    result = claimedRound(
+      rows.filter((r) => !r.waited),
+      req,
+      now,
+      g.maxAttempts,
+    );
+    // Events set waiting take no place of the limit, but a round that set some claims again (../delays.ts).
+    result.parked += waited;
+  } else {
+    const plan = g.ordering === 'partition' ? ctx.plans.delivery.fetchOrdered : ctx.plans.delivery.fetchGuarded;
+    result = claimedRound(await query(qr, plan, params), req, now, g.maxAttempts);
+  }
+  if (g.rateLimit !== null && result.leases.length > 0) {
+    const after = rateLogAfter(log, now, g.rateLimit.perMs, result.leases.length);
+    await query(qr, ctx.plans.flow.saveRateLog, [req.stream, req.group, after]);
+  }
+  const held = { ...room.held, ...(waited > 0 ? { waitingForKey: waited } : {}) };
+  if (held.limit || held.waitingForKey) result.held = held;
+  return result;
+}

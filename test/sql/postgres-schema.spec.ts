@@ -148,6 +148,7 @@ describe('postgres schema versions', () => {
         'RheoDelayedEvents1798761600000',
         'RheoPauseGroups1801440000000',
         'RheoSkipRescheduleCancel1803859200000',
+        'RheoFlowControl1806537600000',
       ]);
       expect(await versions(s)).toEqual(ALL);
       const r = new Rheo(typeormBackend({ dataSource: d, schema: s, install: 'none' }));

@@ -87,7 +87,8 @@ describe('postgres: upgrade from schema version 1 (written by the version-1 code
     expect([info.deadLetters, info.inflight, plain(info.config)]).toEqual([
       v1.groupInfo.billing.deadLetters,
       v1.groupInfo.billing.inflight,
-      v1.groupInfo.billing.config,
+      // Version 1 knew no flow limits: the group has none.
+      { ...v1.groupInfo.billing.config, keyConcurrency: null, groupConcurrency: null, rateLimit: null },
     ]);
     // Time lookups on old rows, whose ts_max the upgrade derived. Partition 1 ends with order-11
     // stamped 00:00:30, then order-12 stamped 00:00:11: the first event at or after 00:00:11 is

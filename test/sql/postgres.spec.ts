@@ -341,6 +341,7 @@ describe('postgres backend', () => {
           'RheoDelayedEvents1798761600000',
           'RheoPauseGroups1801440000000',
           'RheoSkipRescheduleCancel1803859200000',
+          'RheoFlowControl1806537600000',
         ]);
         expect(await d.query(`SELECT version FROM "${s}".rheo_schema_version ORDER BY version`)).toEqual([
           { version: 1 },
@@ -348,6 +349,7 @@ describe('postgres backend', () => {
           { version: 3 },
           { version: 4 },
           { version: 5 },
+          { version: 6 },
         ]);
         const r = new Rheo(typeormBackend({ dataSource: d, schema: s, install: 'none' }));
         await r.createStream('m');
@@ -361,6 +363,17 @@ describe('postgres backend', () => {
         const [poison] = await r.fetch('m', 'g');
         await r.reject(poison, { reason: 'bad' });
         await r.close();
+
+        // Version 6's down drops the flow columns, the release table and its trigger, and leaves version 5.
+        await d.undoLastMigration();
+        expect(await d.query(`SELECT max(version)::int AS v FROM "${s}".rheo_schema_version`)).toEqual([{ v: 5 }]);
+        const flowColumns = await d.query(
+          `SELECT column_name FROM information_schema.columns
+           WHERE table_schema = $1 AND column_name IN ('key_concurrency', 'rate_log', 'waiting_key')`,
+          [s],
+        );
+        expect(flowColumns).toEqual([]);
+        expect(await d.query(`SELECT to_regclass($1) AS t`, [`"${s}".rheo_key_releases`])).toEqual([{ t: null }]);
 
         // Version 5's down drops the cancel and skip columns, and leaves version 4.
         await d.undoLastMigration();

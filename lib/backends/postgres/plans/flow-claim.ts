@@ -64,17 +64,21 @@ export function flowClaimPlan(t: TableNames): string {
         -- A cancelled event is passed as done whatever its key: it takes no place.
         SELECT c.*, CASE WHEN c.keyed THEN row_number() OVER (PARTITION BY c.partition, c.keyed, c.ekey ORDER BY c.sequence) END AS rk
         FROM (SELECT sc.*, sc.ekey IS NOT NULL AND sc.park_at IS DISTINCT FROM ${CANCELLED} AS keyed FROM scan sc) c
-      ), keys AS (
-        SELECT k.partition, k.ekey,
-               (SELECT count(*) FROM ${t.deliveries} o
-                 WHERE o.stream = $1 AND o.group_name = $2 AND o.partition = k.partition AND o.key = k.ekey) AS open,
-               EXISTS (SELECT 1 FROM ${t.deliveries} w
-                        WHERE w.stream = $1 AND w.group_name = $2 AND w.partition = k.partition AND w.waiting_key = k.ekey) AS waits
-        FROM (SELECT DISTINCT partition, ekey FROM ranked WHERE keyed) k
+      ), facts AS (
+        -- What the key holds, read once per key (at its first event of the scan): its open deliveries, and
+        -- whether any waits. A scalar subquery per row and not a join to a table of keys: estimated at one row,
+        -- that join was planned as a loop that ran both probes once per event and key (a second for 456 events).
+        SELECT r.*,
+               CASE WHEN r.rk = 1 THEN (SELECT count(*) FROM ${t.deliveries} o
+                 WHERE o.stream = $1 AND o.group_name = $2 AND o.partition = r.partition AND o.key = r.ekey) END AS open1,
+               CASE WHEN r.rk = 1 THEN (SELECT count(*) FROM (SELECT 1 FROM ${t.deliveries} w
+                 WHERE w.stream = $1 AND w.group_name = $2 AND w.partition = r.partition AND w.waiting_key = r.ekey LIMIT 1) x) END AS waits1
+        FROM ranked r
       ), judged AS (
-        SELECT r.partition, r.sequence, r.ekey, r.park_at,
-               COALESCE(r.keyed AND (k.waits OR k.open + r.rk > $11), false) AS wait
-        FROM ranked r LEFT JOIN keys k ON k.partition = r.partition AND k.ekey = r.ekey
+        SELECT f.partition, f.sequence, f.ekey, f.park_at,
+               COALESCE(f.keyed AND (max(f.waits1) OVER k > 0 OR max(f.open1) OVER k + f.rk > $11), false) AS wait
+        FROM facts f
+        WINDOW k AS (PARTITION BY f.partition, f.keyed, f.ekey)
       ), counted AS (
         SELECT j.*, count(*) FILTER (WHERE NOT j.wait) OVER w AS admitted, count(*) FILTER (WHERE j.wait) OVER w AS waits
         FROM judged j

@@ -64,6 +64,24 @@ describe('PostgreSQL flow control rows', () => {
     expect(names(await rheo.fetch('trimmed', 'g', { limit: 10 }))).toEqual(['a4']);
   });
 
+  it("groupConcurrency beside ordering 'partition': the ordered claim takes at most the room left", async () => {
+    await rheo.createStream('ordered', { partitions: 3 });
+    await rheo.createGroup('ordered', 'g', { ordering: 'partition', groupConcurrency: 2 });
+    await rheo.appendBatch(
+      'ordered',
+      [0, 1, 2, 0, 1, 2].map((partition, i) => ({ partition, payload: { name: `e${i}` } })),
+    );
+    const first = await rheo.fetch('ordered', 'g', { limit: 10 });
+    expect(first).toHaveLength(2);
+    expect(new Set(first.map((l) => l.event.partition)).size).toBe(2);
+    const none = await rheo.fetch('ordered', 'g', { limit: 10 });
+    expect(none).toEqual([]);
+    await rheo.ack(first[0]);
+    const next = await rheo.fetch('ordered', 'g', { limit: 10 });
+    expect(next).toHaveLength(1);
+    expect(next[0].event.partition).not.toBe(first[1].event.partition);
+  });
+
   it('deleteGroup removes the release rows its deliveries left', async () => {
     await rheo.createStream('gone');
     await rheo.createGroup('gone', 'g', { keyConcurrency: 2 });

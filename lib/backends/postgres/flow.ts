@@ -15,21 +15,26 @@ import type { GroupConfig, Lease } from '../../core/types';
 import type { FetchedLeases, FetchRequest } from '../backend';
 import { claimPastDelays, type ClaimRound } from '../delays';
 import { toGroup } from '../sql/rows';
-import { query } from '../sql/statement';
-import type { TypeormQueryable } from '../sql/external';
 import { claimedRound } from './claimed';
-import type { PostgresContext } from './context';
+import type { PostgresContext, PreparedRun } from './context';
 import { claimWasPaused } from './pause';
 
 /**
  * Most fresh events per partition a first claim round sets waiting for their key;
- * a round after one that set some waiting (or parked) may set up to
- * {@link KEY_SCAN}. Each is a primary-key read of an event the claim would not
- * read otherwise, so a claim that meets no long run of one key reads few of them.
+ * each round after one that set some waiting (or parked) may set four times as
+ * many, up to {@link KEY_SCAN}. Each is a primary-key read of an event that a
+ * claim of a keyless group never makes, so a claim that meets a few waiting events
+ * reads a few more, and one that meets a long run of one key passes it in a few
+ * rounds.
  */
-const FIRST_SCAN = 64;
+const FIRST_SCAN = 16;
 /** Most fresh events per partition one claim round sets waiting (memory: delivery.ts KEY_SCAN). */
 export const KEY_SCAN = 1000;
+
+/** The waiting events round `round` (0: the first) of a fetch may pass per partition. */
+function scanOf(round: number): number {
+  return Math.min(KEY_SCAN, FIRST_SCAN * 4 ** round);
+}
 
 /** Whether a settle of the group frees something a waiting consumer can claim beyond a partition head. */
 export function wakesOnSettle(config: GroupConfig | null): boolean {
@@ -45,7 +50,7 @@ export async function fetchFlow(
 ): Promise<FetchedLeases> {
   let round = 0;
   const leases = await claimPastDelays(req.limit, (limit) =>
-    ctx.tx('fetch', (qr) => claimRound(ctx, qr, { ...req, limit }, partitionCount, partitions, now, round++ === 0 ? FIRST_SCAN : KEY_SCAN)),
+    ctx.preparedTx('fetch', (run) => claimRound(ctx, run, { ...req, limit }, partitionCount, partitions, now, scanOf(round++))),
   );
   if (leases.length > 0 || deadLetteredOf(leases) || (leases as FetchedLeases).held) return leases;
   return (await claimWasPaused(ctx, req.stream, req.group, partitions, now)) ? pausedAnswer() : leases;
@@ -53,7 +58,7 @@ export async function fetchFlow(
 
 async function claimRound(
   ctx: PostgresContext,
-  qr: TypeormQueryable,
+  run: PreparedRun,
   req: FetchRequest,
   partitionCount: number,
   partitions: number[],
@@ -63,8 +68,8 @@ async function claimRound(
   const cached = await ctx.mustGroup(req.stream, req.group);
   const wide = cached.groupConcurrency !== null || cached.rateLimit !== null;
   const all = Array.from({ length: partitionCount }, (_, p) => p);
-  await query(qr, ctx.plans.delivery.lockGroupPartitions, [req.stream, req.group, wide ? all : partitions]);
-  const [stored] = await query(qr, ctx.plans.flow.state, [req.stream, req.group, now]);
+  await run(ctx.plans.delivery.lockGroupPartitions, [req.stream, req.group, wide ? all : partitions]);
+  const [stored] = await run(ctx.plans.flow.state, [req.stream, req.group, now]);
   // Gone since: the claim statement finds no partition row either, and answers nothing.
   if (!stored) return { leases: [], parked: 0 };
   const g = ctx.rememberGroup(toGroup(stored));
@@ -74,7 +79,7 @@ async function claimRound(
   const room = wide ? groupRoom(g, req.limit, Number(stored.live ?? 0), log, now) : { limit: req.limit };
   if (room.limit === 0) return { leases: [], parked: 0, held: room.held };
   const places = keyPlaces(g);
-  if (places !== null) await query(qr, ctx.plans.flow.handOn, [req.stream, req.group, partitions, places, now, ctx.channel]);
+  if (places !== null) await run(ctx.plans.flow.handOn, [req.stream, req.group, partitions, places, now, ctx.channel]);
   const params = [
     req.stream,
     req.group,
@@ -90,7 +95,7 @@ async function claimRound(
   let result: ClaimRound<Lease>;
   let waited = 0;
   if (places !== null) {
-    const rows = await query(qr, ctx.plans.flow.claim, [...params, places, scan]);
+    const rows = await run(ctx.plans.flow.claim, [...params, places, scan]);
     waited = rows.filter((r) => r.waited).length;
     result = claimedRound(
       rows.filter((r) => !r.waited),
@@ -102,11 +107,11 @@ async function claimRound(
     result.parked += waited;
   } else {
     const plan = g.ordering === 'partition' ? ctx.plans.delivery.fetchOrdered : ctx.plans.delivery.fetchGuarded;
-    result = claimedRound(await query(qr, plan, params), req, now, g.maxAttempts);
+    result = claimedRound(await run(plan, params), req, now, g.maxAttempts);
   }
   if (g.rateLimit !== null && result.leases.length > 0) {
     const after = rateLogAfter(log, now, g.rateLimit.perMs, result.leases.length);
-    await query(qr, ctx.plans.flow.saveRateLog, [req.stream, req.group, after]);
+    await run(ctx.plans.flow.saveRateLog, [req.stream, req.group, after]);
   }
   const held = { ...room.held, ...(waited > 0 ? { waitingForKey: waited } : {}) };
   if (held.limit || held.waitingForKey) result.held = held;

@@ -130,6 +130,7 @@ export interface PostgresBackendSettings {
       // Through this.q, not the runner itself: every statement outside a transaction passes one method of the backend.
       q: (sql, params, kind, what, runner) => this.q(sql, params, kind, what, runner),
       tx: (what, fn) => this.runner.tx(what, fn),
+      preparedTx: (what, fn) => this.runner.preparedTx(what, fn),
       ...this.baseHelpers(),
     };
   }

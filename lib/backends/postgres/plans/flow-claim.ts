@@ -59,7 +59,12 @@ export function flowClaimPlan(t: TableNames): string {
         SELECT s.partition, q.sequence, e.key AS ekey, ${parkAt(t, 's.partition', 'q.sequence', 's.delayed_to')} AS park_at
         FROM served s
         CROSS JOIN LATERAL generate_series(s.cursor, LEAST(s.hwm, s.cursor + $5 + $12 - 1)) AS q(sequence)
-        JOIN ${t.events} e ON e.stream = $1 AND e.sequence = q.sequence AND e.partition = s.partition
+        -- One primary-key probe per sequence, by LATERAL (and LIMIT: without it the planner makes it a join again): joined as a table, the planner hashed every event of
+        -- the partition (10,000 rows for a scan of 114) once its statistics were old.
+        CROSS JOIN LATERAL (
+          SELECT x.key FROM ${t.events} x WHERE x.stream = $1 AND x.sequence = q.sequence AND x.partition = s.partition
+          LIMIT 1 -- keeps the subquery from being pulled up into a join
+        ) e
       ), ranked AS (
         -- A cancelled event is passed as done whatever its key: it takes no place.
         SELECT c.*, CASE WHEN c.keyed THEN row_number() OVER (PARTITION BY c.partition, c.keyed, c.ekey ORDER BY c.sequence) END AS rk

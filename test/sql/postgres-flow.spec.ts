@@ -82,6 +82,29 @@ describe('PostgreSQL flow control rows', () => {
     expect(next[0].event.partition).not.toBe(first[1].event.partition);
   });
 
+  it('a process that knew a group without limits claims by a groupConcurrency another process set in place', async () => {
+    const other = postgresBackend({ url: PG_URL, schema, clock });
+    const theirs = new Rheo(other);
+    try {
+      await rheo.createStream('changed');
+      await rheo.createGroup('changed', 'g');
+      await rheo.appendBatch(
+        'changed',
+        [1, 2, 3, 4].map((n) => ({ payload: { name: `e${n}` } })),
+      );
+      // The other process knows the group (without limits) and listens.
+      expect(await theirs.lag('changed', 'g')).toMatchObject({ lag: 4 });
+      await other.listen();
+      const woken = other.wait({ stream: 'changed', group: 'g', timeoutMs: 60_000, signal: new AbortController().signal });
+      await rheo.updateGroup('changed', 'g', { groupConcurrency: 1 });
+      await woken;
+      const got = await theirs.fetch('changed', 'g', { limit: 10 });
+      expect(got).toHaveLength(1);
+    } finally {
+      await theirs.close();
+    }
+  });
+
   it('deleteGroup removes the release rows its deliveries left', async () => {
     await rheo.createStream('gone');
     await rheo.createGroup('gone', 'g', { keyConcurrency: 2 });

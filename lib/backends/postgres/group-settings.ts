@@ -9,6 +9,7 @@ import type { UpdateGroupRequest } from '../backend';
 import { copyGroupConfig } from '../copies';
 import { flowColumns, toGroup } from '../sql/rows';
 import type { PostgresContext } from './context';
+import { groupChangedPayload } from './listener';
 
 export async function updateGroup(ctx: PostgresContext, req: UpdateGroupRequest): Promise<GroupConfig> {
   await ctx.mustStream(req.stream);
@@ -19,6 +20,8 @@ export async function updateGroup(ctx: PostgresContext, req: UpdateGroupRequest)
     ctx.forgetGroup(req.stream, req.group);
     throw RheoError.groupNotFound(req.stream, req.group);
   }
+  // Every process reads the group again (listener.ts): one that knew it without flow limits claims by them next.
+  await ctx.q(ctx.plans.recovery.wake, [ctx.channel, groupChangedPayload(req.stream, req.group)], 'write', 'notify').catch(() => undefined);
   if (req.keyConcurrency !== null && req.keyConcurrency > Number(row.old_key_concurrency ?? Infinity)) {
     // More places per key: waiting deliveries take them at the next claim, not at their key's next end.
     await ctx.q(ctx.plans.flow.releaseWaitingKeys, [req.stream, req.group, ctx.channel], 'write', 'updateGroup');

@@ -164,6 +164,7 @@ export interface PostgresBackendSettings {
       listenerClientConfig(this.ds.options as PgDataSourceOptions, this.schema),
       this.ctx.channel,
       this.ctx.board,
+      (stream, group) => this.forgetGroup(stream, group),
     );
   }
 

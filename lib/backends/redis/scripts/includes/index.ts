@@ -11,6 +11,7 @@ import { DEAD_LETTER } from './dead-letter';
 import { ERROR } from './error';
 import { FENCE } from './fence';
 import { FRONTIER } from './frontier';
+import { KEY_PLACES } from './key-places';
 import { LOG_ENTRY } from './log-entry';
 import { POSITIONS } from './positions';
 import { RECORD } from './record';
@@ -29,6 +30,7 @@ export const INCLUDES = [
   ERROR,
   FENCE,
   FRONTIER,
+  KEY_PLACES,
   LOG_ENTRY,
   POSITIONS,
   RECORD,

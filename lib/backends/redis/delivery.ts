@@ -10,7 +10,7 @@ import { claimPastDelays, type ClaimRound } from '../delays';
 import { eventOfLease, type FetchAnswer, fetchAnswer, leaseOf, leaseOpValues, type OpValue, settleOpValues } from './codec';
 import type { RedisContext } from './context';
 import type { RedisPipelineResult } from './external';
-import type { GroupKeys, StreamKeys } from './keys';
+import { flowSlots, type GroupKeys, type StreamKeys } from './keys';
 import { entryId } from './log-scan';
 import { configOf, getGroup, partitionsOf } from './registry';
 import type { ScriptCall } from './script-runner';
@@ -182,7 +182,7 @@ export async function tidy(ctx: RedisContext, stream: string, group: string, par
   const g = k.group(group);
   let left = parts;
   while (left.length > 0) {
-    const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...g.slots(left)];
+    const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...g.slots(left), ...flowSlots(k, g, left)];
     left = ((await ctx.script('write', 'tidy', keys, [SLICE, ...left], { stream, group })) as unknown[]).map(Number);
   }
 }

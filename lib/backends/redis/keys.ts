@@ -133,6 +133,14 @@ export class GroupKeys {
 }
 
 /**
+ * KEYS of the key places of `parts` (docs/adr/049-flow-control.md) for reopen / redrive /
+ * reset / tidy / deleteGroup / skip, after their slots: per partition, ko, kw, then its log.
+ */
+export function flowSlots(k: StreamKeys, g: GroupKeys, parts: number[]): string[] {
+  return parts.flatMap((p) => [g.keyOpen(p), g.keyWaiting(p), k.log(p)]);
+}
+
+/**
  * Fields of a stream's `meta` hash: the partition count, the creation time, the
  * retention limits (each only when set), and per partition p `hw:<p>`, its high
  * watermark (the last sequence appended), and `lw:<p>`, its trim point (every

@@ -10,6 +10,7 @@ import { firstAtOrAfter } from './log-scan';
 import { activePause } from './pause';
 import { configOf, getGroup, partitionsOf, startArgs } from './registry';
 import { indexDeadTimes } from './retention';
+import { flowSlots } from './keys';
 
 // The recovery section: replay, reset, redrive, the dead letters, lag and groupInfo.
 
@@ -72,7 +73,8 @@ async function reopen(
       if (!slots.has(e.partition)) slots.set(e.partition, slots.size);
       args.push(slots.get(e.partition)!, e.partition, e.sequence, e.id);
     }
-    const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...g.slots([...slots.keys()])];
+    const parts = [...slots.keys()];
+    const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...g.slots(parts), ...flowSlots(k, g, parts)];
     n += Number(await ctx.script('write', 'reopen', keys, args, { stream, group }));
   }
   return n;
@@ -85,7 +87,7 @@ export async function reset(ctx: RedisContext, stream: string, group: string, st
   const g = k.group(group);
   const { mode, after } = await startArgs(ctx, stream, P, start);
   const all = Array.from({ length: P }, (_, p) => p);
-  const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...g.slots(all)];
+  const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...g.slots(all), ...flowSlots(k, g, all)];
   await ctx.script('write', 'reset', keys, [mode, ...after], { stream, group });
 }
 
@@ -101,7 +103,7 @@ export async function redrive(ctx: RedisContext, stream: string, group: string, 
   const g = k.group(group);
   if (eventIds === 'all') {
     const all = Array.from({ length: P }, (_, p) => p);
-    const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...g.slots(all)];
+    const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...g.slots(all), ...flowSlots(k, g, all)];
     let total = 0;
     let start = '-';
     for (;;) {

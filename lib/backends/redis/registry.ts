@@ -6,7 +6,7 @@ import { copyGroupConfig, copyStreamInfo, newGroupConfig } from '../copies';
 import type { RedisContext } from './context';
 import { decodeRetention, retentionArgs, setLimits } from './codec';
 import { decodeGroupConfig, encodeGroupConfig, STORED_GROUP_FIELD_NAMES } from './group-config';
-import { META_FIELDS, registryKey } from './keys';
+import { flowSlots, META_FIELDS, registryKey } from './keys';
 import { firstAtOrAfter } from './log-scan';
 
 // The registry section: streams and groups, created, read, listed and deleted.
@@ -158,7 +158,7 @@ export async function deleteGroup(ctx: RedisContext, stream: string, group: stri
   ctx.registrations.forgetGroup(stream, group);
   ctx.wake.lastIds.delete(groupKey(stream, group));
   const all = Array.from({ length: P }, (_, p) => p);
-  const keys = [k.meta, g.cfg, k.groups, g.deliveries, g.dead, g.deadOrder, g.deadTimes, k.wake, ...g.slots(all)];
+  const keys = [k.meta, g.cfg, k.groups, g.deliveries, g.dead, g.deadOrder, g.deadTimes, k.wake, ...g.slots(all), ...flowSlots(k, g, all)];
   await ctx.script('write', 'deleteGroup', keys, [group], { stream, group });
 }
 

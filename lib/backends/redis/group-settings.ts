@@ -9,11 +9,13 @@ import type { UpdateGroupRequest } from '../backend';
 import { copyGroupConfig } from '../copies';
 import type { RedisContext } from './context';
 import { decodeGroupConfig } from './group-config';
+import { recordFlowLayout } from './lifecycle';
 import { partitionsOf } from './registry';
 
 export async function updateGroup(ctx: RedisContext, req: UpdateGroupRequest): Promise<GroupConfig> {
   const { stream, group } = req;
   const P = await partitionsOf(ctx, stream);
+  if (req.keyConcurrency !== null || req.groupConcurrency !== null || req.rateLimit !== null) await recordFlowLayout(ctx);
   const r = req.retry;
   const k = ctx.keys(stream);
   const g = k.group(group);

@@ -1,4 +1,5 @@
 import { RheoError } from '../../core/errors';
+import { hasFlowLimits } from '../../core/flow';
 import { groupKey } from '../../core/registrations';
 import type { GroupConfig, Retention, StreamInfo } from '../../core/types';
 import type { CreateGroupRequest, ResolvedStart } from '../backend';
@@ -8,6 +9,7 @@ import { decodeRetention, retentionArgs, setLimits } from './codec';
 import { decodeGroupConfig, encodeGroupConfig, STORED_GROUP_FIELD_NAMES } from './group-config';
 import { flowSlots, META_FIELDS, registryKey } from './keys';
 import { firstAtOrAfter } from './log-scan';
+import { recordFlowLayout } from './lifecycle';
 
 // The registry section: streams and groups, created, read, listed and deleted.
 
@@ -102,6 +104,7 @@ export async function createGroup(ctx: RedisContext, req: CreateGroupRequest): P
   const createdAt = ctx.clock.now();
   const { mode, after } = await startArgs(ctx, req.stream, P, req.start);
   const config = newGroupConfig(req, createdAt);
+  if (hasFlowLimits(config)) await recordFlowLayout(ctx);
   const stored = encodeGroupConfig(config);
   await ctx
     .script('write', 'createGroup', [k.meta, g.cfg, k.groups], [req.group, mode, stored.length, ...stored, ...after], {

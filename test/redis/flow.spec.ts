@@ -234,6 +234,38 @@ for (const target of TARGETS) {
       expect((await rheos[0].fetch(stream, 'g', { limit: 10, leaseMs: LEASE_MS })).map((l) => l.event.sequence)).toEqual([5]);
     }, 60_000);
 
+    it("a lease expired on its last attempt, dead-lettered by the next claim, gives its key's place on", async () => {
+      const stream = await newStream(1);
+      await rheos[0].createGroup(stream, 'g', { ordering: 'key', maxAttempts: 1 });
+      await rheos[0].appendBatch(stream, [
+        { key: 'a', payload: 1 },
+        { key: 'a', payload: 2 },
+      ]);
+      expect((await rheos[0].fetch(stream, 'g', { limit: 10, leaseMs: LEASE_MS })).map((l) => l.event.sequence)).toEqual([1]);
+      clock.advance(LEASE_MS);
+      // The other process's claim dead-letters it; the key's next event is then due at once.
+      const claimed: Lease[] = [];
+      for (let i = 0; i < 2 && claimed.length === 0; i++)
+        claimed.push(...(await rheos[1].fetch(stream, 'g', { limit: 10, leaseMs: LEASE_MS })));
+      expect(claimed.map((l) => l.event.sequence)).toEqual([2]);
+      expect(await rheos[0].deadLetters(stream, 'g')).toHaveLength(1);
+    }, 60_000);
+
+    it("cancelling a key's delayed head gives its place to the key's next event", async () => {
+      const stream = await newStream(1);
+      await rheos[0].createGroup(stream, 'g', { ordering: 'key' });
+      const [head] = await rheos[0].appendBatch(stream, [{ key: 'a', payload: 1, delayMs: 60_000 }]);
+      await rheos[0].appendBatch(stream, [
+        { key: 'a', payload: 2 },
+        { key: 'a', payload: 3 },
+      ]);
+      expect(await rheos[0].fetch(stream, 'g', { limit: 10, leaseMs: LEASE_MS })).toEqual([]);
+      expect((await rheos[0].groupInfo(stream, 'g')).waitingForKey).toBe(2);
+      await rheos[1].cancelDelayed(stream, head.id);
+      expect((await rheos[0].fetch(stream, 'g', { limit: 10, leaseMs: LEASE_MS })).map((l) => l.event.sequence)).toEqual([2]);
+      expect((await rheos[0].groupInfo(stream, 'g')).waitingForKey).toBe(1);
+    }, 60_000);
+
     /** Every key place given back: no open count and no waiting member left in any partition. */
     async function expectNoKeyPlaces(stream: string, partitions: number): Promise<void> {
       const admin = target.name === 'cluster' ? new Redis.Cluster(CLUSTER_NODES) : new Redis(REDIS_URL);

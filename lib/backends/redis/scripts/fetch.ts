@@ -92,7 +92,7 @@
 import { script } from './includes';
 
 export const FETCH = script(
-  { uses: ['error', 'check-group', 'chunked', 'record', 'frontier', 'log-entry', 'dead-letter', 'key-places', 'wake'] },
+  { uses: ['error', 'check-group', 'chunked', 'record', 'frontier', 'log-entry', 'dead-letter', 'key-places', 'flow', 'wake'] },
   `
 -- A lease for the reply (see Returns): its strings (event id, key, type: '' when none, lease id)
 -- go to strs, encoded by one cjson.encode for the call (one call for all: a call per string cost
@@ -124,8 +124,6 @@ local function leaseJson(strs, rows, p, entryId, lid, attempt, fields)
   strs[n + 4] = lid
   rows[#rows + 1] = p .. ',' .. string.sub(entryId, 3) .. ',' .. attempt .. ',' .. ts .. ',' .. m .. ',' .. d .. ',' .. w
 end
--- Most fresh events one call sets waiting for their key per partition (memory's KEY_SCAN).
-local KEY_SCAN = 1000
 local now = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
 local exp = now + tonumber(ARGV[3])
@@ -166,40 +164,9 @@ local function wakeId()
 end
 if (places or gcap or rl) and (#KEYS < fk + 2 * np or (gcap and #KEYS == fk + 2 * np)) then return { wakeId(), 'flow' } end
 -- The group-wide limits (core/flow.ts groupRoom): held names the one that took the call below limit.
-local held, heldRetry = nil, 0
-local rateLog, ratePer = nil, 0
+local held, heldRetry, rateLog = nil, 0, nil
 if gcap or rl then
-  local room = limit
-  if gcap then
-    local live = 0
-    for i = fk + 2 * np + 1, #KEYS do live = live + redis.call('ZCOUNT', KEYS[i], '(' .. now, '+inf') end
-    if tonumber(gcap) - live < room then
-      room = math.max(0, tonumber(gcap) - live)
-      held = 'group_concurrency'
-    end
-  end
-  if rl then
-    local mx, per = string.match(rl, '^(%d+):(%d+)$')
-    ratePer = tonumber(per)
-    rateLog = {}
-    local used, oldest = 0, nil
-    for at, n in string.gmatch(redis.call('HGET', KEYS[2], 'rlog') or '', '(%d+):(%d+)') do
-      at, n = tonumber(at), tonumber(n)
-      if now - at < ratePer then
-        rateLog[#rateLog + 1] = { at, n }
-        used = used + n
-        if not oldest then oldest = at end
-      end
-    end
-    local rroom = math.max(0, tonumber(mx) - used)
-    if rroom < room then
-      room = rroom
-      held = 'rate_limit'
-      heldRetry = 0
-      if room == 0 and oldest then heldRetry = math.max(1, oldest + ratePer - now) end
-    end
-  end
-  limit = room
+  limit, held, heldRetry, rateLog = flowRoom(KEYS[2], now, limit, gcap, rl, fk + 2 * np + 1)
 end
 -- The reply's parked slot: a number, or a text when a flow limit held the call.
 local function parkedSlot(parked, waited)
@@ -259,53 +226,9 @@ for j = 0, np - 1 do
     table.sort(open)
     for i = 1, math.min(#open, limit) do seqs[#seqs + 1] = open[i] end
     if places then
-      -- Key places: each fresh event is claimable when its key has a free place (counting what this call
-      -- takes, in order) and none of its deliveries waits; the others are listed to be set waiting.
-      scan = { list = {}, keys = {}, entries = {} }
-      local ko, kw = KEYS[fk + 1 + 2 * j], KEYS[fk + 2 + 2 * j]
-      local book = keyBook(ko, kw, KEYS[3], avail, KEYS[5 + 3 * j], p, places)
-      local opens, waits = {}, {}
-      local want, admitted, nwait = limit - #seqs, 0, 0
-      local s = c
-      while s <= hw and admitted < want and nwait < KEY_SCAN do
-        local es = redis.call('XRANGE', KEYS[5 + 3 * j], '0-' .. s, '0-' .. hw, 'COUNT', math.min(hw - s + 1, want - admitted + KEY_SCAN - nwait))
-        if #es == 0 then return rheoError('failed:log:' .. p .. ':' .. s) end
-        for _, e in ipairs(es) do
-          if admitted >= want or nwait >= KEY_SCAN then break end
-          local seq = tonumber(string.sub(e[1], 3))
-          if seq ~= s then return rheoError('failed:log:' .. p .. ':' .. s) end
-          s = seq + 1
-          local key = entryField(e, 'k')
-          -- A delayed event cancelled in every group is passed as done: it takes no place.
-          if key and seq <= dzs[j] and entryField(e, 'w') and redis.call('HEXISTS', KEYS[8 + 3 * np], p .. ':' .. seq) == 1 then
-            key = nil
-          end
-          local wait = false
-          if key then
-            local n = opens[key]
-            if n == nil then
-              n = tonumber(redis.call('HGET', ko, key) or '0')
-              waits[key] = keyHasWaiting(book, key)
-            end
-            if waits[key] or n >= places then
-              wait = true
-              waits[key] = true
-            else
-              n = n + 1
-            end
-            opens[key] = n
-          end
-          scan.entries[seq] = e
-          scan.keys[seq] = key
-          scan.list[#scan.list + 1] = { seq, wait }
-          if wait then
-            nwait = nwait + 1
-          else
-            admitted = admitted + 1
-            seqs[#seqs + 1] = seq
-          end
-        end
-      end
+      local err
+      scan, err = scanFresh(KEYS[5 + 3 * j], KEYS[fk + 1 + 2 * j], KEYS[fk + 2 + 2 * j], KEYS[8 + 3 * np], p, c, hw, dzs[j], limit - #seqs, places, seqs)
+      if err then return rheoError(err) end
     else
       local s = c
       while s <= hw and #seqs < limit do
@@ -532,13 +455,7 @@ for _, q in ipairs(queues) do
   end
 end
 if promoted > 0 then wake(KEYS[4]) end
-if rateLog and #rows > 0 then
-  local n = #rateLog
-  if n > 0 and rateLog[n][1] == now then rateLog[n][2] = rateLog[n][2] + #rows else rateLog[n + 1] = { now, #rows } end
-  local texts = {}
-  for i, pair in ipairs(rateLog) do texts[i] = pair[1] .. ':' .. pair[2] end
-  redis.call('HSET', KEYS[2], 'rlog', table.concat(texts, ','))
-end
+if rateLog and #rows > 0 then saveRateLog(KEYS[2], rateLog, now, #rows) end
 return out
 `,
 );

@@ -10,6 +10,7 @@ import { CHUNKED } from './chunked';
 import { DEAD_LETTER } from './dead-letter';
 import { ERROR } from './error';
 import { FENCE } from './fence';
+import { FLOW } from './flow';
 import { FRONTIER } from './frontier';
 import { KEY_PLACES } from './key-places';
 import { LOG_ENTRY } from './log-entry';
@@ -29,6 +30,7 @@ export const INCLUDES = [
   DEAD_LETTER,
   ERROR,
   FENCE,
+  FLOW,
   FRONTIER,
   KEY_PLACES,
   LOG_ENTRY,

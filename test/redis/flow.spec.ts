@@ -8,7 +8,9 @@ import { ManualClock, Rheo, redisBackend, type Lease } from '../../lib';
 import type { Backend } from '../../lib/backends/backend';
 import { StreamKeys } from '../../lib/backends/redis/keys';
 import { CLUSTER_NODES, deleteClusterKeys, ensureCluster } from './cluster-support';
-import { deleteKeys, freshPrefix, REDIS_URL } from './support';
+import { heldOf } from '../../lib/core/fetched';
+import type { RedisBackend } from '../../lib/backends/redis/redis-backend';
+import { deleteKeys, freshPrefix, REDIS_URL, ScriptCalls } from './support';
 
 const LEASE_MS = 10_000;
 
@@ -281,3 +283,38 @@ for (const target of TARGETS) {
     }
   });
 }
+
+describe('flow control on Redis: bounded work per fetch call', () => {
+  const prefix = freshPrefix('flow-bounded');
+  const backend = redisBackend({ url: REDIS_URL, prefix }) as RedisBackend;
+  const rheo = new Rheo(backend);
+
+  beforeAll(() => rheo.init());
+  afterAll(async () => {
+    await rheo.close();
+    await deleteKeys(prefix);
+  });
+
+  it('one fetch script call sets at most 1000 events waiting for their key, over all its partitions', async () => {
+    await rheo.createStream('hot', { partitions: 2 });
+    await rheo.createGroup('hot', 'g', { ordering: 'key' });
+    // Two hot keys of 800 events each, one per partition: 1598 wait behind the two heads.
+    for (let i = 0; i < 1600; i += 400)
+      await rheo.appendBatch(
+        'hot',
+        Array.from({ length: 400 }, (_, j) => ({ key: (i + j) % 2 ? 'y' : 'x', partition: (i + j) % 2, payload: i + j })),
+      );
+    // A fetch of 2 takes both heads in its first call, so it makes no second one.
+    const recorder = new ScriptCalls(backend);
+    recorder.start();
+    const leases = await rheo.fetch('hot', 'g', { limit: 2, leaseMs: LEASE_MS });
+    expect(recorder.calls().filter((c) => c.script === 'fetch')).toHaveLength(1);
+    expect(leases.map((l) => l.event.sequence)).toEqual([1, 1]);
+    expect(heldOf(leases)?.waitingForKey).toBe(1000);
+    expect((await rheo.groupInfo('hot', 'g')).waitingForKey).toBe(1000);
+    // The next claims pass the rest; each key's next event waits for its head.
+    const more = await rheo.fetch('hot', 'g', { limit: 10, leaseMs: LEASE_MS });
+    expect(more).toEqual([]);
+    expect((await rheo.groupInfo('hot', 'g')).waitingForKey).toBe(1598);
+  });
+});

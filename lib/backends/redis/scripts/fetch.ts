@@ -32,7 +32,7 @@
  * of a partition are scanned from its cursor: one whose key has no free place in
  * `ko:<p>` (counting what this call takes) or has deliveries waiting in `kw:<p>` is
  * set waiting for its key (record W, a member of `kw:<p>`, the cursor moved past it;
- * it takes no place of the limit, at most KEY_SCAN per partition and call), the
+ * it takes no place of the limit, at most KEY_SCAN in a call), the
  * others take a place (`ko:<p>` incremented) when claimed or parked. A redelivery
  * dead-lettered or voided here ends its delivery: its key's place goes to the key's
  * earliest waiting delivery (includes/key-places.ts), and the wake stream is bumped.
@@ -188,6 +188,8 @@ local heads = {}
 for j = 0, np - 1 do heads[j + 1] = ARGV[5 + j] .. ':' .. (fs[j] + 1) end
 local headRecs = redis.call('HMGET', KEYS[3], unpack(heads))
 local strict = cfg[1] == 'partition'
+-- Fresh events this call may still set waiting for their key (KEY_SCAN for the whole call).
+local waitBudget = KEY_SCAN
 local pending = 0
 local queues = {}
 for j = 0, np - 1 do
@@ -227,8 +229,9 @@ for j = 0, np - 1 do
     for i = 1, math.min(#open, limit) do seqs[#seqs + 1] = open[i] end
     if places then
       local err
-      scan, err = scanFresh(KEYS[5 + 3 * j], KEYS[fk + 1 + 2 * j], KEYS[fk + 2 + 2 * j], KEYS[8 + 3 * np], p, c, hw, dzs[j], limit - #seqs, places, seqs)
+      scan, err = scanFresh(KEYS[5 + 3 * j], KEYS[fk + 1 + 2 * j], KEYS[fk + 2 + 2 * j], KEYS[8 + 3 * np], p, c, hw, dzs[j], limit - #seqs, places, seqs, waitBudget)
       if err then return rheoError(err) end
+      waitBudget = waitBudget - scan.waits
     else
       local s = c
       while s <= hw and #seqs < limit do

@@ -11,13 +11,15 @@
  *
  * `saveRateLog(cfg, log, now, started)`: core/flow.ts rateLogAfter, written back.
  *
- * `scanFresh(log, ko, kw, cx, p, c, hw, dz, want, places, seqs)`: the fresh events of a
- * partition with key places, from cursor `c`: each whose key has a free place in `ko`
- * (counting the ones this scan takes, in order) and no delivery waiting in `kw` is added
- * to `seqs`, up to `want`; the others are listed to be set waiting, at most KEY_SCAN. A
- * delayed event cancelled in every group (`cx`) takes no place. Returns the scan
- * `{ list = { {seq, wait}... }, keys = seq -> key, entries = seq -> entry }`, or nil and
- * the code of an entry missing below the high watermark.
+ * `scanFresh(log, ko, kw, cx, p, c, hw, dz, want, places, seqs, budget)`: the fresh
+ * events of a partition with key places, from cursor `c`: each whose key has a free
+ * place in `ko` (counting the ones this scan takes, in order) and no delivery waiting in
+ * `kw` is added to `seqs`, up to `want`; the others are listed to be set waiting, at
+ * most `budget` (what is left of KEY_SCAN for the call: one call sets at most KEY_SCAN
+ * events waiting, over all its partitions). A delayed event cancelled in every group
+ * (`cx`) takes no place. Returns the scan `{ list = { {seq, wait}... }, keys = seq ->
+ * key, entries = seq -> entry, waits = how many listed to wait }`, or nil and the code of
+ * an entry missing below the high watermark.
  */
 import { include } from '../loader';
 
@@ -25,7 +27,7 @@ export const FLOW = include(
   'flow',
   { needs: ['log-entry', 'key-places'] },
   `
--- Most fresh events one call sets waiting for their key per partition (memory's KEY_SCAN).
+-- Most fresh events one call sets waiting for their key, over all its partitions (memory's KEY_SCAN is per round).
 local KEY_SCAN = 1000
 local function flowRoom(cfg, now, limit, gc, rl, firstLeased)
   local room, held, retry, log = limit, nil, 0, nil
@@ -67,35 +69,40 @@ local function saveRateLog(cfg, log, now, started)
   for i, pair in ipairs(log) do texts[i] = pair[1] .. ':' .. pair[2] end
   redis.call('HSET', cfg, 'rlog', table.concat(texts, ','))
 end
-local function scanFresh(log, ko, kw, cx, p, c, hw, dz, want, places, seqs)
-  local scan = { list = {}, keys = {}, entries = {} }
+local function scanFresh(log, ko, kw, cx, p, c, hw, dz, want, places, seqs, budget)
+  local scan = { list = {}, keys = {}, entries = {}, waits = 0 }
   local book = keyBook(ko, kw, nil, nil, log, p, places)
   local opens, waits = {}, {}
   local admitted, nwait = 0, 0
   local s = c
-  while s <= hw and admitted < want and nwait < KEY_SCAN do
-    local es = redis.call('XRANGE', log, '0-' .. s, '0-' .. hw, 'COUNT', math.min(hw - s + 1, want - admitted + KEY_SCAN - nwait))
+  local full = false
+  while s <= hw and admitted < want and not full do
+    local es = redis.call('XRANGE', log, '0-' .. s, '0-' .. hw, 'COUNT', math.min(hw - s + 1, want - admitted + budget - nwait))
     if #es == 0 then return nil, 'failed:log:' .. p .. ':' .. s end
     for _, e in ipairs(es) do
-      if admitted >= want or nwait >= KEY_SCAN then break end
+      if admitted >= want then break end
       local seq = tonumber(string.sub(e[1], 3))
       if seq ~= s then return nil, 'failed:log:' .. p .. ':' .. s end
-      s = seq + 1
       local key = entryField(e, 'k')
       if key and seq <= dz and entryField(e, 'w') and redis.call('HEXISTS', cx, p .. ':' .. seq) == 1 then key = nil end
       local wait = false
+      local n = nil
       if key then
-        local n = opens[key]
+        n = opens[key]
         if n == nil then
           n = tonumber(redis.call('HGET', ko, key) or '0')
           waits[key] = keyHasWaiting(book, key)
         end
-        if waits[key] or n >= places then
-          wait = true
-          waits[key] = true
-        else
-          n = n + 1
-        end
+        wait = waits[key] or n >= places
+      end
+      -- The call's budget of waiting events spent: the scan stops before this one.
+      if wait and nwait >= budget then
+        full = true
+        break
+      end
+      s = seq + 1
+      if key then
+        if wait then waits[key] = true else n = n + 1 end
         opens[key] = n
       end
       scan.entries[seq] = e
@@ -109,6 +116,7 @@ local function scanFresh(log, ko, kw, cx, p, c, hw, dz, want, places, seqs)
       end
     end
   end
+  scan.waits = nwait
   return scan
 end
 `,

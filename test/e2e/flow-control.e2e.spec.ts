@@ -9,6 +9,7 @@ import { CapturingLogger } from './log-capture';
 // with it, each key's events are handled in order, one at a time, and a key whose
 // head is slow does not hold back the other keys of its partition (the stream has
 // one partition, so `ordering: 'partition'` would run them one after the other).
+// A broadcast consumer's instance group is created with its key settings too.
 
 interface Order {
   key: string;
@@ -38,6 +39,10 @@ class Shipping {
     (handled[order.key] ??= []).push(order.n);
     running.set(order.key, running.get(order.key)! - 1);
   }
+
+  // Each instance's own group, with its key settings: the same per-key order in every instance.
+  @RheoConsumer({ stream: 'orders', group: 'cache', broadcast: true, keyConcurrency: 2 })
+  invalidate() {}
 }
 
 describe("@RheoConsumer with ordering: 'key'", () => {
@@ -62,6 +67,9 @@ describe("@RheoConsumer with ordering: 'key'", () => {
     const info = await app.get(Rheo).groupInfo('orders', 'shipping');
     expect(info.config).toMatchObject({ ordering: 'key', keyConcurrency: null, groupConcurrency: null, rateLimit: null });
     expect(logger.lines().find((l) => l.includes('Shipping.ship') && l.includes('consumer started'))).toContain('ordering key');
+    const [cache] = (await app.get(Rheo).listGroups('orders')).filter((g) => g.group.startsWith('cache.'));
+    expect((await app.get(Rheo).groupInfo('orders', cache.group)).config).toMatchObject({ ordering: 'none', keyConcurrency: 2 });
+    expect(logger.lines().find((l) => l.includes('Shipping.invalidate') && l.includes('consumer started'))).toContain('keyConcurrency 2');
   });
 
   it("handles each key's events in order, one at a time, while a slow key holds back only itself", async () => {

@@ -1,7 +1,7 @@
 import { Controller, type INestApplication } from '@nestjs/common';
 import { Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
-import { memoryBackend, Rheo, RheoConsumer, RheoModule, RheoServer } from '../../lib';
+import { memoryBackend, Rheo, RheoConsumer, RheoError, RheoModule, RheoServer } from '../../lib';
 import { until } from '../support/until';
 import { CapturingLogger } from './log-capture';
 
@@ -87,5 +87,51 @@ describe("@RheoConsumer with ordering: 'key'", () => {
     expect(mostOfOneKey).toBe(1);
     expect(mostAtOnce).toBeGreaterThan(1);
     expect((await rheo.groupInfo('orders', 'shipping')).waitingForKey).toBe(0);
+  });
+});
+
+describe('flow limits on a backend that does not enforce them', () => {
+  /** A memory store that declares no flow control, as a backend without it does. */
+  function withoutFlowControl() {
+    const backend = memoryBackend();
+    const { capabilities } = backend;
+    return Object.assign(backend, { capabilities: { ...capabilities, guarantees: { ...capabilities.guarantees, flowControl: false } } });
+  }
+
+  @Controller()
+  class Notify {
+    @RheoConsumer({ stream: 'orders', group: 'audit' })
+    audit() {}
+
+    @RheoConsumer({ stream: 'orders', group: 'notify', ordering: 'key' })
+    notify() {}
+  }
+
+  it('are refused at startup, naming the handler and the option, before any group is created', async () => {
+    for (const [options, field, message] of [
+      [{}, 'ordering', /^Notify\.notify: ordering is not supported by the memory backend/],
+      [
+        { consumers: { 'orders/audit': { rateLimit: { max: 5, perMs: 1000 } } } },
+        'consumers["orders/audit"].rateLimit',
+        /^Notify\.audit: /,
+      ],
+    ] as const) {
+      const backend = withoutFlowControl();
+      const app = await Test.createTestingModule({
+        imports: [RheoModule.forRoot({ backend, streams: [{ name: 'orders' }], ...options })],
+        controllers: [Notify],
+      })
+        .compile()
+        .then((ref) => ref.createNestMicroservice({ strategy: ref.get(RheoServer), logger: false }));
+      const error = await app.listen().then(
+        () => undefined,
+        (err: unknown) => err as RheoError,
+      );
+      expect(error).toBeInstanceOf(RheoError);
+      expect(error?.field).toBe(field);
+      expect(error?.message).toMatch(message);
+      expect(await new Rheo(backend).listGroups('orders')).toEqual([]);
+      await app.close();
+    }
   });
 });

@@ -54,6 +54,8 @@ export type {
   GroupOptions,
   GroupChanges,
   GroupConfig,
+  FlowLimits,
+  RateLimit,
   Lease,
   Lag,
   GroupInfo,

@@ -24,12 +24,15 @@ export interface UpgradeDialect {
   sql(statement: string, params?: unknown[]): Promise<Array<Record<string, unknown>>>;
   /** The downs of every version after `version` (newest first) and the removal of their records. */
   downTo(version: number): Promise<void>;
+  /** The versions after the spec's `from` this dialect applies, and its newest (the dialects may differ while one lags). */
+  later: number[];
+  latest: number;
 }
 
 export interface SchemaUpgrade {
   /** The version the spec upgrades from. */
   from: number;
-  /** The versions after `from` this release applies, the same on both dialects. */
+  /** The versions after `from` this release applies on PostgreSQL (each dialect's: {@link UpgradeDialect.later}). */
   later: number[];
   /** The newest version of this release. */
   latest: number;
@@ -58,7 +61,9 @@ export function schemaUpgrade(from: number, label: string): SchemaUpgrade {
     await dropSchema(schema);
     rmSync(dir, { recursive: true, force: true });
   });
-  const later = PG_SCHEMA.map((v) => v.version).filter((v) => v > from);
+  const after = (all: ReadonlyArray<{ version: number }>) => all.map((v) => v.version).filter((v) => v > from);
+  const later = after(PG_SCHEMA);
+  const sqliteLater = after(SQLITE_SCHEMA);
   const dialects: UpgradeDialect[] = [
     {
       name: 'postgres',
@@ -66,6 +71,8 @@ export function schemaUpgrade(from: number, label: string): SchemaUpgrade {
       open: (clock, install) => postgresBackend({ url: PG_URL, schema, clock, install, poolSize: 2 }),
       sql: (statement, params) =>
         onDataSource({ type: 'postgres', url: PG_URL, poolSize: 1 }, (ds) => ds.query(statement.replace(/:s\./g, `"${schema}".`), params)),
+      later,
+      latest: later[later.length - 1],
       async downTo(version) {
         for (const v of PG_SCHEMA.filter((s) => s.version > version).reverse())
           for (const statement of v.down!(pgTables(schema), schema)) await this.sql(statement);
@@ -78,6 +85,8 @@ export function schemaUpgrade(from: number, label: string): SchemaUpgrade {
       open: (clock, install) => sqliteBackend({ database: sqliteFile, clock, install }),
       sql: (statement, params) =>
         onDataSource({ type: 'better-sqlite3', database: sqliteFile }, (ds) => ds.query(statement.replace(/:s\./g, ''), params)),
+      later: sqliteLater,
+      latest: sqliteLater[sqliteLater.length - 1],
       async downTo(version) {
         for (const v of SQLITE_SCHEMA.filter((s) => s.version > version).reverse())
           for (const statement of v.down!(sqliteTables(), '')) await this.sql(statement);
@@ -115,7 +124,7 @@ export async function expectRefusedWithoutInstall(up: SchemaUpgrade, d: UpgradeD
   await expect(none.init()).rejects.toMatchObject({
     code: 'failed',
     message: expect.stringContaining(
-      `the rheo tables are at schema version ${up.from}, and this nestjs-rheo needs version ${up.latest} with install: 'none'`,
+      `the rheo tables are at schema version ${up.from}, and this nestjs-rheo needs version ${d.latest} with install: 'none'`,
     ),
   });
   await none.close();
@@ -128,9 +137,9 @@ export async function expectRefusedWithoutInstall(up: SchemaUpgrade, d: UpgradeD
  */
 export async function expectUpgraded(up: SchemaUpgrade, d: UpgradeDialect, backend: Backend, rheo: Rheo): Promise<void> {
   await rheo.init();
-  expect(backend.describe?.().installed).toEqual(up.later);
+  expect(backend.describe?.().installed).toEqual(d.later);
   expect((await d.sql(`SELECT version FROM :s.rheo_schema_version ORDER BY version`)).map((r) => Number(r.version))).toEqual([
     ...Array.from({ length: up.from }, (_, i) => i + 1),
-    ...up.later,
+    ...d.later,
   ]);
 }

@@ -72,7 +72,7 @@ export async function fetch(ctx: PostgresContext, req: FetchRequest): Promise<Fe
   const partitions = req.partitions ?? Array.from({ length: info.partitions }, (_, p) => p);
   const now = ctx.clock.now();
   ctx.board.fetching(req.stream, req.group);
-  if (hasFlowLimits(g)) return fetchFlow(ctx, req, info.partitions, partitions, now);
+  if (hasFlowLimits(g)) return fetchFlow(ctx, req, g, info.partitions, partitions, now);
   // The rows an ordered claim locked last (their pause gates), for an empty answer.
   let locked: Array<{ paused_to: unknown }> | undefined;
   // One claim, and more only while claims park delayed events (../delays.ts).

@@ -41,16 +41,24 @@ export function wakesOnSettle(config: GroupConfig | null): boolean {
   return config !== null && (keyPlaces(config) !== null || config.groupConcurrency !== null);
 }
 
+/** The claim of group `known` (the process's copy of it), which has flow limits. */
 export async function fetchFlow(
   ctx: PostgresContext,
   req: FetchRequest,
+  known: GroupConfig,
   partitionCount: number,
   partitions: number[],
   now: number,
 ): Promise<FetchedLeases> {
   let round = 0;
+  // Each round reads the group's row as stored; the next round starts from what it read. Nothing inside the
+  // transaction asks for a second connection (a pool of one would wait for itself).
   const leases = await claimPastDelays(req.limit, (limit) =>
-    ctx.preparedTx('fetch', (run) => claimRound(ctx, run, { ...req, limit }, partitionCount, partitions, now, scanOf(round++))),
+    ctx.preparedTx('fetch', async (run) => {
+      const { result, stored } = await claimRound(ctx, run, { ...req, limit }, known, partitionCount, partitions, now, scanOf(round++));
+      if (stored) known = stored;
+      return result;
+    }),
   );
   if (leases.length > 0 || deadLetteredOf(leases) || (leases as FetchedLeases).held) return leases;
   return (await claimWasPaused(ctx, req.stream, req.group, partitions, now)) ? pausedAnswer() : leases;
@@ -60,24 +68,24 @@ async function claimRound(
   ctx: PostgresContext,
   run: PreparedRun,
   req: FetchRequest,
+  known: GroupConfig,
   partitionCount: number,
   partitions: number[],
   now: number,
   scan: number,
-): Promise<ClaimRound<Lease>> {
-  const cached = await ctx.mustGroup(req.stream, req.group);
-  const wide = cached.groupConcurrency !== null || cached.rateLimit !== null;
+): Promise<{ result: ClaimRound<Lease>; stored?: GroupConfig }> {
+  const wide = known.groupConcurrency !== null || known.rateLimit !== null;
   const all = Array.from({ length: partitionCount }, (_, p) => p);
   await run(ctx.plans.delivery.lockGroupPartitions, [req.stream, req.group, wide ? all : partitions]);
   const [stored] = await run(ctx.plans.flow.state, [req.stream, req.group, now]);
   // Gone since: the claim statement finds no partition row either, and answers nothing.
-  if (!stored) return { leases: [], parked: 0 };
+  if (!stored) return { result: { leases: [], parked: 0 } };
   const g = ctx.rememberGroup(toGroup(stored));
   const log: RateLog = (stored.rate_log ?? []).map(Number);
   // A group-wide limit set in place since this process last read the group holds from its next round on, once
   // every lock is taken (taking the rest now, after some, could deadlock with a claim that took them all).
   const room = wide ? groupRoom(g, req.limit, Number(stored.live ?? 0), log, now) : { limit: req.limit };
-  if (room.limit === 0) return { leases: [], parked: 0, held: room.held };
+  if (room.limit === 0) return { result: { leases: [], parked: 0, held: room.held }, stored: g };
   const places = keyPlaces(g);
   if (places !== null) await run(ctx.plans.flow.handOn, [req.stream, req.group, partitions, places, now, ctx.channel]);
   const params = [
@@ -115,5 +123,5 @@ async function claimRound(
   }
   const held = { ...room.held, ...(waited > 0 ? { waitingForKey: waited } : {}) };
   if (held.limit || held.waitingForKey) result.held = held;
-  return result;
+  return { result, stored: g };
 }

@@ -48,6 +48,12 @@ export interface DbEndedKey {
   key: string | null;
 }
 
+/**
+ * The key index (schema version 6), named: without statistics the planner would take the
+ * primary key's range over every delivery of the partition instead of the key's rows.
+ */
+export const BY_KEY = 'INDEXED BY rheo_deliveries_key';
+
 /** The trim point of the deliveries row's partition, for the statements below. */
 const trimmedTo = (t: TableNames, x: string) =>
   `(SELECT tp.trimmed_to FROM ${t.partitions} tp WHERE tp.stream = ${x}.stream AND tp.partition = ${x}.partition)`;
@@ -80,7 +86,7 @@ export function sqliteFlowPlans(t: TableNames) {
       WHERE stream = ? AND partition = ? AND sequence BETWEEN ? AND ? ORDER BY sequence LIMIT ?`),
     /** A key's open and waiting deliveries in one group partition, above the trim point. */
     keyCount: returning<DbKeyCount>(`
-      SELECT coalesce(sum(x.state <> 'waiting'), 0) AS open, coalesce(sum(x.state = 'waiting'), 0) AS waiting FROM ${d} x
+      SELECT coalesce(sum(x.state <> 'waiting'), 0) AS open, coalesce(sum(x.state = 'waiting'), 0) AS waiting FROM ${d} x ${BY_KEY}
       WHERE x.stream = ? AND x.group_name = ? AND x.partition = ? AND x.key = ? AND x.sequence > ${trimmedTo(t, 'x')}`),
     /**
      * Give places to a key's earliest waiting deliveries (at most the given number): each is
@@ -91,13 +97,13 @@ export function sqliteFlowPlans(t: TableNames) {
         due_at = max($now, coalesce((SELECT e.deliver_at FROM ${t.events} e
                                    WHERE e.stream = ${d}.stream AND e.partition = ${d}.partition AND e.sequence = ${d}.sequence), 0))
       WHERE stream = $stream AND group_name = $group AND partition = $partition AND sequence IN (
-        SELECT x.sequence FROM ${d} x
+        SELECT x.sequence FROM ${d} x ${BY_KEY}
         WHERE x.stream = $stream AND x.group_name = $group AND x.partition = $partition AND x.key = $key AND x.state = 'waiting'
           AND x.sequence > ${trimmedTo(t, 'x')}
         ORDER BY x.sequence LIMIT $n)`,
     /** The keys of a group partition that have waiting deliveries (a recount after a path that moved many). */
     waitingKeys: returning<{ key: string }>(`
-      SELECT DISTINCT x.key FROM ${d} x
+      SELECT DISTINCT x.key FROM ${d} x ${BY_KEY}
       WHERE x.stream = ? AND x.group_name = ? AND x.partition = ? AND x.key IS NOT NULL AND x.state = 'waiting'
         AND x.sequence > ${trimmedTo(t, 'x')}`),
     /** A fresh event leased by a keyed claim, its key on the row. */

@@ -15,6 +15,7 @@ import type { TableNames } from '../sql/names';
 import type { ColumnQuery } from '../sql/query-filter';
 import type { DbCount, DbDeadLetter, DbEvent, DbGroup, DbPartitionState, DbPosition, DbStream } from '../sql/rows';
 import { returning, Sql } from '../sql/statement';
+import { BY_KEY } from './flow-plans';
 import type { JsonWhere } from './json-where';
 
 // Rows only SQLite's statements return. better-sqlite3 returns INTEGER columns as numbers.
@@ -352,7 +353,7 @@ export function sqlitePlans(t: TableNames) {
                  WHERE d.stream = g.stream AND d.group_name = g.group_name AND d.partition = g.partition AND d.sequence > p.trimmed_to
                    AND d.state = 'leased' AND d.due_at > ?) AS live,
                -- Waiting for their key (only rows with a key: the partial index of schema version 6).
-               (SELECT count(*) FROM ${t.deliveries} d
+               (SELECT count(*) FROM ${t.deliveries} d ${BY_KEY}
                  WHERE d.stream = g.stream AND d.group_name = g.group_name AND d.partition = g.partition AND d.sequence > p.trimmed_to
                    AND d.key IS NOT NULL AND d.state = 'waiting') AS waiting_key
         FROM ${t.groupPartitions} g

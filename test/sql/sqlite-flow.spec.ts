@@ -228,6 +228,103 @@ describe('sqlite: flow control across connections on one file', () => {
   }, 60_000);
 });
 
+describe('sqlite: every ending hands its key on, and a change by another process decides at once', () => {
+  const names = (leases: Lease[]) => leases.map((l) => (l.event.payload as { name: string }).name);
+  const named = (...list: string[]) => list.map((name) => ({ key: name.replace(/\d+$/, ''), payload: { name } }));
+
+  it("a transactional consumer's ack gives the key's place to its next event", async () => {
+    const { a, close } = await twoOnOneFile();
+    try {
+      await a.createStream('tx', { partitions: 1 });
+      await a.createGroup('tx', 'g', { ordering: 'key' });
+      await a.appendBatch('tx', named('a1', 'a2'));
+      const [head] = await a.fetch('tx', 'g', { limit: 10, leaseMs: LEASE_MS });
+      expect(names([head])).toEqual(['a1']);
+      expect(await a.backend.ackInTransaction!(head, async () => true)).toEqual({ kind: 'committed' });
+      expect(names(await a.fetch('tx', 'g', { limit: 10, leaseMs: LEASE_MS }))).toEqual(['a2']);
+    } finally {
+      await close();
+    }
+  });
+
+  it("the claim's dead letter of an expired last attempt gives its key on in the same fetch", async () => {
+    const { a, b, clock, close } = await twoOnOneFile();
+    try {
+      await a.createStream('expired', { partitions: 1 });
+      await a.createGroup('expired', 'g', { ordering: 'key', maxAttempts: 1 });
+      await a.appendBatch('expired', named('a1', 'a2', 'a3'));
+      expect(names(await a.fetch('expired', 'g', { limit: 10, leaseMs: LEASE_MS }))).toEqual(['a1']);
+      clock.advance(LEASE_MS);
+      const next = await b.fetch('expired', 'g', { limit: 10, leaseMs: LEASE_MS });
+      expect(names(next)).toEqual(['a2']);
+      expect(await b.countDeadLetters('expired', 'g')).toBe(1);
+      expect((await a.groupInfo('expired', 'g')).waitingForKey).toBe(1);
+    } finally {
+      await close();
+    }
+  });
+
+  it('cancelDelayed of a parked head and a forced trim of a leased one give their keys on', async () => {
+    const { a, b, clock, close } = await twoOnOneFile();
+    try {
+      await a.createStream('ends', { partitions: 1 });
+      await a.createGroup('ends', 'g', { ordering: 'key' });
+      const [delayed] = await a.appendBatch('ends', [{ key: 'a', payload: { name: 'a1' }, delayMs: 60_000 }]);
+      await a.appendBatch('ends', named('a2', 'b1', 'b2'));
+      // a1 is parked (it holds key a), a2 waits behind it; b1 is leased, b2 waits behind it.
+      expect(names(await a.fetch('ends', 'g', { limit: 10, leaseMs: LEASE_MS }))).toEqual(['b1']);
+      expect((await a.groupInfo('ends', 'g')).waitingForKey).toBe(2);
+      expect(await b.cancelDelayed('ends', delayed.id)).toBe(1);
+      expect(names(await a.fetch('ends', 'g', { limit: 10, leaseMs: LEASE_MS }))).toEqual(['a2']);
+      // Keep only b2: the forced trim takes a1, a2 and the leased b1, and b2 gets its key's place.
+      await b.setRetention('ends', { maxEvents: 1 });
+      clock.advance(1);
+      await b.trim('ends', { force: true });
+      expect(names(await a.fetch('ends', 'g', { limit: 10, leaseMs: LEASE_MS }))).toEqual(['b2']);
+      expect((await a.groupInfo('ends', 'g')).waitingForKey).toBe(0);
+    } finally {
+      await close();
+    }
+  });
+
+  it('limits set by another process hold at the next claim, though this process knew the group without them', async () => {
+    const { a, b, close } = await twoOnOneFile();
+    try {
+      await a.createStream('changed', { partitions: 2 });
+      await a.createGroup('changed', 'g');
+      await a.appendBatch(
+        'changed',
+        Array.from({ length: 10 }, (_, i) => ({ payload: { name: `-${i}` } })),
+      );
+      // a claims (and so knows the group) before b sets the limit.
+      const first = await a.fetch('changed', 'g', { limit: 1, leaseMs: LEASE_MS });
+      expect(first).toHaveLength(1);
+      await b.updateGroup('changed', 'g', { groupConcurrency: 2 });
+      expect(await a.fetch('changed', 'g', { limit: 10, leaseMs: LEASE_MS })).toHaveLength(1);
+      expect(await a.fetch('changed', 'g', { limit: 10, leaseMs: LEASE_MS })).toEqual([]);
+      await b.updateGroup('changed', 'g', { groupConcurrency: null });
+      expect(await a.fetch('changed', 'g', { limit: 10, leaseMs: LEASE_MS })).toHaveLength(8);
+    } finally {
+      await close();
+    }
+  });
+
+  it('more keyConcurrency set by another process gives waiting events their places at once', async () => {
+    const { a, b, close } = await twoOnOneFile();
+    try {
+      await a.createStream('more', { partitions: 1 });
+      await a.createGroup('more', 'g', { keyConcurrency: 1 });
+      await a.appendBatch('more', named('a1', 'a2', 'a3', 'a4'));
+      expect(names(await a.fetch('more', 'g', { limit: 10, leaseMs: LEASE_MS }))).toEqual(['a1']);
+      await b.updateGroup('more', 'g', { keyConcurrency: 3 });
+      expect(names(await a.fetch('more', 'g', { limit: 10, leaseMs: LEASE_MS }))).toEqual(['a2', 'a3']);
+      expect((await a.groupInfo('more', 'g')).waitingForKey).toBe(1);
+    } finally {
+      await close();
+    }
+  });
+});
+
 describe('sqlite: flow control across consumer processes on one file', () => {
   /** The run log as [start|end, eventId], in the one order of every process's appends. */
   const runsOf = (file: string) =>

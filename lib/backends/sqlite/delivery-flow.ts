@@ -7,7 +7,7 @@
 // no `flow` gate).
 import { groupRoom, rateLogAfter, type RateLog } from '../../core/flow';
 import { newId } from '../../core/ids';
-import type { Lease, Ordering, RheoEvent } from '../../core/types';
+import type { Lease, RheoEvent } from '../../core/types';
 import type { FetchRequest, FlowHeld } from '../backend';
 import { toEvent } from '../sql/rows';
 import type { SqliteContext } from './context';
@@ -68,13 +68,14 @@ export function openFlow(ctx: SqliteContext, stream: string, group: string, limi
   const log: RateLog = rateLimit && s.rate_log ? (JSON.parse(s.rate_log) as RateLog) : [];
   const room = groupRoom({ groupConcurrency, rateLimit }, limit, live, log, now);
   // This process's copy follows the store (the settle's wake-ups read it).
+  const keyConcurrency = s.key_concurrency === null ? null : Number(s.key_concurrency);
   const known = ctx.base.cachedGroup(stream, group);
-  if (
-    known &&
-    (known.groupConcurrency !== groupConcurrency || known.rateLimit?.max !== rateLimit?.max || known.rateLimit?.perMs !== rateLimit?.perMs)
-  ) {
-    ctx.base.rememberGroup({ ...known, groupConcurrency, rateLimit, ordering: s.ordering as Ordering });
-  }
+  const same =
+    known?.keyConcurrency === keyConcurrency &&
+    known.groupConcurrency === groupConcurrency &&
+    known.rateLimit?.max === rateLimit?.max &&
+    known.rateLimit?.perMs === rateLimit?.perMs;
+  if (known && !same) ctx.base.rememberGroup({ ...known, keyConcurrency, groupConcurrency, rateLimit });
   return {
     limit: room.limit,
     places: placesOf(s),

@@ -206,10 +206,16 @@ interface SettleFlow {
  */
 function flowsOf(ctx: SqliteContext, planned: PlannedSettle[]): Map<PlannedSettle, SettleFlow> | null {
   let flows: Map<PlannedSettle, SettleFlow> | null = null;
+  // A batch is mostly one group's: looked up once per run of it.
+  let last: PlannedSettle | undefined;
+  let flow: SettleFlow | null = null;
   for (const s of planned) {
-    const g = ctx.base.cachedGroup(s.stream, s.group);
-    if (!g || !hasFlowLimits(g)) continue;
-    (flows ??= new Map()).set(s, { keyed: keyPlaces(g) !== null, wakes: g.groupConcurrency !== null });
+    if (!last || last.group !== s.group || last.stream !== s.stream) {
+      const g = ctx.base.cachedGroup(s.stream, s.group);
+      flow = g && hasFlowLimits(g) ? { keyed: keyPlaces(g) !== null, wakes: g.groupConcurrency !== null } : null;
+      last = s;
+    }
+    if (flow) (flows ??= new Map()).set(s, flow);
   }
   return flows;
 }

@@ -1,6 +1,9 @@
 import fc from 'fast-check';
-import type { Lease } from '../../lib';
-import { ManualClock, Rheo } from '../../lib';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Backend, Lease } from '../../lib';
+import { ManualClock, Rheo, sqliteBackend } from '../../lib';
 import { MemoryBackend } from '../../lib/backends/memory/memory-backend';
 import { deadLetteredOf } from '../../lib/core/fetched';
 import type { GroupOptions } from '../../lib/core/types';
@@ -45,7 +48,17 @@ const settings: fc.Arbitrary<GroupOptions> = fc.oneof(
   fc.constant<GroupOptions>({ rateLimit: { max: 2, perMs: 500 } }),
 );
 
-describe('property: flow limits', () => {
+const dir = mkdtempSync(join(tmpdir(), 'rheo-flow-property-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+
+/** Every backend that enforces flow limits in this process: SQLite on a fresh file a run (fewer runs: each opens one). */
+const BACKENDS: Array<{ name: string; runs: number; open: (clock: ManualClock) => Backend }> = [
+  { name: 'memory', runs: 1000, open: (clock) => new MemoryBackend({ clock }) },
+  { name: 'sqlite', runs: 100, open: (clock) => sqliteBackend({ database: join(dir, `run-${++files}.db`), clock }) },
+];
+
+describe.each(BACKENDS)('property: flow limits ($name)', ({ runs, open }) => {
   it('hold every key, group and rate limit, keep per-key order, and finish every event', async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -55,118 +68,122 @@ describe('property: flow limits', () => {
         fc.array(op, { maxLength: 50 }),
         async (options, partitions, keys, ops) => {
           const clock = new ManualClock();
-          const rheo = new Rheo(new MemoryBackend({ clock }));
-          await rheo.createStream('s', { partitions });
-          await rheo.createGroup('s', 'g', { ...options, maxAttempts: 3, retry: { initialMs: 100, factor: 1, maxMs: 100 } });
-          const stored = await rheo.appendBatch(
-            's',
-            keys.map((k, i) => ({ payload: i, ...(k === undefined ? { partition: i % partitions } : { key: k }) })),
-          );
-          const places = options.ordering === 'key' ? 1 : (options.keyConcurrency ?? Infinity);
-          const finished = new Set<string>(); // acked, dead-lettered or skipped (until a redrive or replay opens it again)
-          const dead = new Set<string>();
-          const redriven = new Set<string>();
-          let leases: Lease[] = []; // every lease not yet known to be void
-          const starts: number[] = [];
+          const rheo = new Rheo(open(clock));
+          try {
+            await rheo.createStream('s', { partitions });
+            await rheo.createGroup('s', 'g', { ...options, maxAttempts: 3, retry: { initialMs: 100, factor: 1, maxMs: 100 } });
+            const stored = await rheo.appendBatch(
+              's',
+              keys.map((k, i) => ({ payload: i, ...(k === undefined ? { partition: i % partitions } : { key: k }) })),
+            );
+            const places = options.ordering === 'key' ? 1 : (options.keyConcurrency ?? Infinity);
+            const finished = new Set<string>(); // acked, dead-lettered or skipped (until a redrive or replay opens it again)
+            const dead = new Set<string>();
+            const redriven = new Set<string>();
+            let leases: Lease[] = []; // every lease not yet known to be void
+            const starts: number[] = [];
 
-          const live = () => leases.filter((l) => l.expiresAt.getTime() > clock.now());
-          const check = (got: Lease[]) => {
-            // A lease that expired on its last attempt is dead-lettered by the claim (ADR 035).
-            for (const d of deadLetteredOf(got) ?? []) {
-              finished.add(d.eventId);
-              dead.add(d.eventId);
-            }
-            for (const l of got) {
-              expect(finished.has(l.event.id)).toBe(false);
-              if (options.ordering === 'key' && l.event.key !== null) {
-                // Every earlier event of the key is finished, but a redriven one: it waits behind the key's open
-                // delivery (then goes before the key's later waiting events).
-                for (const e of stored)
-                  if (e.key === l.event.key && e.sequence < l.event.sequence && e.partition === l.event.partition && !redriven.has(e.id))
-                    expect(finished.has(e.id)).toBe(true);
+            const live = () => leases.filter((l) => l.expiresAt.getTime() > clock.now());
+            const check = (got: Lease[]) => {
+              // A lease that expired on its last attempt is dead-lettered by the claim (ADR 035).
+              for (const d of deadLetteredOf(got) ?? []) {
+                finished.add(d.eventId);
+                dead.add(d.eventId);
               }
-              // A re-claim of an expired lease voids the old one.
-              leases = leases.filter((x) => x.event.id !== l.event.id);
-              starts.push(clock.now());
-            }
-            leases.push(...got);
-            const byKey = new Map<string, number>();
-            for (const l of live()) if (l.event.key !== null) byKey.set(l.event.key, (byKey.get(l.event.key) ?? 0) + 1);
-            for (const n of byKey.values()) expect(n).toBeLessThanOrEqual(places);
-            if (options.groupConcurrency) expect(live().length).toBeLessThanOrEqual(options.groupConcurrency);
-            if (options.rateLimit) {
-              const { max, perMs } = options.rateLimit;
-              const inWindow = starts.filter((t) => clock.now() - t < perMs).length;
-              expect(inWindow).toBeLessThanOrEqual(max);
-            }
-          };
-          const settle = async (pick: number, what: (l: Lease) => Promise<unknown>): Promise<Lease | null> => {
-            const mine = live();
-            if (mine.length === 0) return null;
-            const l = mine[pick % mine.length];
-            await what(l);
-            leases = leases.filter((x) => x !== l);
-            return l;
-          };
+              for (const l of got) {
+                expect(finished.has(l.event.id)).toBe(false);
+                if (options.ordering === 'key' && l.event.key !== null) {
+                  // Every earlier event of the key is finished, but a redriven one: it waits behind the key's open
+                  // delivery (then goes before the key's later waiting events).
+                  for (const e of stored)
+                    if (e.key === l.event.key && e.sequence < l.event.sequence && e.partition === l.event.partition && !redriven.has(e.id))
+                      expect(finished.has(e.id)).toBe(true);
+                }
+                // A re-claim of an expired lease voids the old one.
+                leases = leases.filter((x) => x.event.id !== l.event.id);
+                starts.push(clock.now());
+              }
+              leases.push(...got);
+              const byKey = new Map<string, number>();
+              for (const l of live()) if (l.event.key !== null) byKey.set(l.event.key, (byKey.get(l.event.key) ?? 0) + 1);
+              for (const n of byKey.values()) expect(n).toBeLessThanOrEqual(places);
+              if (options.groupConcurrency) expect(live().length).toBeLessThanOrEqual(options.groupConcurrency);
+              if (options.rateLimit) {
+                const { max, perMs } = options.rateLimit;
+                const inWindow = starts.filter((t) => clock.now() - t < perMs).length;
+                expect(inWindow).toBeLessThanOrEqual(max);
+              }
+            };
+            const settle = async (pick: number, what: (l: Lease) => Promise<unknown>): Promise<Lease | null> => {
+              const mine = live();
+              if (mine.length === 0) return null;
+              const l = mine[pick % mine.length];
+              await what(l);
+              leases = leases.filter((x) => x !== l);
+              return l;
+            };
 
-          for (const o of ops) {
-            if (o.kind === 'advance') clock.advance(o.ms);
-            else if (o.kind === 'fetch') check(await rheo.fetch('s', 'g', { limit: o.limit, leaseMs: LEASE_MS }));
-            else if (o.kind === 'ack') {
-              const l = await settle(o.pick, (x) => rheo.ack(x));
-              if (l) finished.add(l.event.id);
-            } else if (o.kind === 'reject') {
-              const l = await settle(o.pick, (x) => rheo.reject(x, { reason: 'r' }));
-              if (l) {
+            for (const o of ops) {
+              if (o.kind === 'advance') clock.advance(o.ms);
+              else if (o.kind === 'fetch') check(await rheo.fetch('s', 'g', { limit: o.limit, leaseMs: LEASE_MS }));
+              else if (o.kind === 'ack') {
+                const l = await settle(o.pick, (x) => rheo.ack(x));
+                if (l) finished.add(l.event.id);
+              } else if (o.kind === 'reject') {
+                const l = await settle(o.pick, (x) => rheo.reject(x, { reason: 'r' }));
+                if (l) {
+                  finished.add(l.event.id);
+                  dead.add(l.event.id);
+                }
+              } else if (o.kind === 'nack') {
+                const l = await settle(o.pick, (x) => rheo.nack(x, { delayMs: o.delayMs }));
+                if (l && l.attempt >= 3) {
+                  finished.add(l.event.id);
+                  dead.add(l.event.id);
+                }
+              } else if (o.kind === 'release') await settle(o.pick, (x) => rheo.releaseMany([x]));
+              else if (o.kind === 'skip') {
+                const id = stored[o.pick % stored.length].id;
+                const [r] = await rheo.skip('s', 'g', [id]);
+                if (r.ok) finished.add(id);
+              } else if (o.kind === 'redrive') {
+                for (const dl of await rheo.deadLetters('s', 'g', { limit: 100 })) {
+                  expect(dead.has(dl.eventId)).toBe(true);
+                  finished.delete(dl.eventId);
+                  dead.delete(dl.eventId);
+                  redriven.add(dl.eventId);
+                }
+                await rheo.redrive('s', 'g', { all: true });
+              } else if (o.kind === 'replay') {
+                await rheo.replay('s', 'g', { afterSequence: 0 });
+                finished.clear();
+                dead.clear();
+                redriven.clear();
+                leases = [];
+              }
+            }
+
+            // In the end, everything finishes and nothing waits for its key.
+            for (let round = 0; round < 200 && finished.size < stored.length; round++) {
+              clock.advance(LEASE_MS);
+              const got = await rheo.fetch('s', 'g', { limit: 100, leaseMs: LEASE_MS });
+              check(got);
+              for (const l of got) {
+                await rheo.ack(l);
                 finished.add(l.event.id);
-                dead.add(l.event.id);
               }
-            } else if (o.kind === 'nack') {
-              const l = await settle(o.pick, (x) => rheo.nack(x, { delayMs: o.delayMs }));
-              if (l && l.attempt >= 3) {
-                finished.add(l.event.id);
-                dead.add(l.event.id);
-              }
-            } else if (o.kind === 'release') await settle(o.pick, (x) => rheo.releaseMany([x]));
-            else if (o.kind === 'skip') {
-              const id = stored[o.pick % stored.length].id;
-              const [r] = await rheo.skip('s', 'g', [id]);
-              if (r.ok) finished.add(id);
-            } else if (o.kind === 'redrive') {
-              for (const dl of await rheo.deadLetters('s', 'g', { limit: 100 })) {
-                expect(dead.has(dl.eventId)).toBe(true);
-                finished.delete(dl.eventId);
-                dead.delete(dl.eventId);
-                redriven.add(dl.eventId);
-              }
-              await rheo.redrive('s', 'g', { all: true });
-            } else if (o.kind === 'replay') {
-              await rheo.replay('s', 'g', { afterSequence: 0 });
-              finished.clear();
-              dead.clear();
-              redriven.clear();
               leases = [];
             }
+            expect(finished.size).toBe(stored.length);
+            const info = await rheo.groupInfo('s', 'g');
+            expect(info.lag.lag).toBe(0);
+            expect(info.waitingForKey).toBe(0);
+          } finally {
+            await rheo.close();
           }
-
-          // In the end, everything finishes and nothing waits for its key.
-          for (let round = 0; round < 200 && finished.size < stored.length; round++) {
-            clock.advance(LEASE_MS);
-            const got = await rheo.fetch('s', 'g', { limit: 100, leaseMs: LEASE_MS });
-            check(got);
-            for (const l of got) {
-              await rheo.ack(l);
-              finished.add(l.event.id);
-            }
-            leases = [];
-          }
-          expect(finished.size).toBe(stored.length);
-          const info = await rheo.groupInfo('s', 'g');
-          expect(info.lag.lag).toBe(0);
-          expect(info.waitingForKey).toBe(0);
         },
       ),
-      { numRuns: 1000 },
+      { numRuns: runs },
     );
   });
 });

@@ -1,6 +1,9 @@
 // The claim on SQLite (delivery.ts's fetch): one write transaction picks due
 // deliveries and fresh events round-robin across partitions, leases them, parks
 // delayed events not yet due and dead-letters deliveries whose last lease expired.
+// A group with flow limits (docs/adr/049-flow-control.md) claims the same way within
+// the room its limits leave, its keyed partitions' fresh events judged by their keys
+// (delivery-flow.ts); a group without them runs only the statements it always ran.
 import { newId } from '../../core/ids';
 import { leaseExpiredReason } from '../../core/settle';
 import type { GroupConfig, Lease, RheoEvent } from '../../core/types';

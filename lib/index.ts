@@ -110,4 +110,5 @@ export {
   type RenewErrorMessage,
   type ClockSkewMessage,
   type GroupPauseMessage,
+  type FlowHeldMessage,
 } from './core/diagnostics';

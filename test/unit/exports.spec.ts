@@ -72,6 +72,7 @@ const MAIN_TYPES = [
   'EventSummary',
   'FetchErrorMessage',
   'FetchOptions',
+  'FlowHeldMessage',
   'FrontierMessage',
   'GroupBatchHandler',
   'GroupChanges',

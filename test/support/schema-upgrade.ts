@@ -20,19 +20,21 @@ export interface UpgradeDialect {
   /** The PostgreSQL schema of this spec (the SQLite dialect has none but shares the name for `sql`'s placeholders). */
   schema: string;
   open(clock: ManualClock, install: 'auto' | 'none'): Backend;
+  /**
+   * The versions after the spec's `from` this release applies on this dialect: a version
+   * may land on one dialect before the other (then `SchemaUpgrade.later` is the first's).
+   */
+  later: number[];
   /** Run raw SQL on the store (its own connection); `:s.` stands for the schema. */
   sql(statement: string, params?: unknown[]): Promise<Array<Record<string, unknown>>>;
   /** The downs of every version after `version` (newest first) and the removal of their records. */
   downTo(version: number): Promise<void>;
-  /** The versions after the spec's `from` this dialect applies, and its newest (the dialects may differ while one lags). */
-  later: number[];
-  latest: number;
 }
 
 export interface SchemaUpgrade {
   /** The version the spec upgrades from. */
   from: number;
-  /** The versions after `from` this release applies on PostgreSQL (each dialect's: {@link UpgradeDialect.later}). */
+  /** The versions after `from` this release applies, the same on both dialects. */
   later: number[];
   /** The newest version of this release. */
   latest: number;
@@ -61,18 +63,15 @@ export function schemaUpgrade(from: number, label: string): SchemaUpgrade {
     await dropSchema(schema);
     rmSync(dir, { recursive: true, force: true });
   });
-  const after = (all: ReadonlyArray<{ version: number }>) => all.map((v) => v.version).filter((v) => v > from);
-  const later = after(PG_SCHEMA);
-  const sqliteLater = after(SQLITE_SCHEMA);
+  const later = PG_SCHEMA.map((v) => v.version).filter((v) => v > from);
   const dialects: UpgradeDialect[] = [
     {
       name: 'postgres',
       schema,
+      later,
       open: (clock, install) => postgresBackend({ url: PG_URL, schema, clock, install, poolSize: 2 }),
       sql: (statement, params) =>
         onDataSource({ type: 'postgres', url: PG_URL, poolSize: 1 }, (ds) => ds.query(statement.replace(/:s\./g, `"${schema}".`), params)),
-      later,
-      latest: later[later.length - 1],
       async downTo(version) {
         for (const v of PG_SCHEMA.filter((s) => s.version > version).reverse())
           for (const statement of v.down!(pgTables(schema), schema)) await this.sql(statement);
@@ -82,11 +81,10 @@ export function schemaUpgrade(from: number, label: string): SchemaUpgrade {
     {
       name: 'sqlite',
       schema,
+      later: SQLITE_SCHEMA.map((v) => v.version).filter((v) => v > from),
       open: (clock, install) => sqliteBackend({ database: sqliteFile, clock, install }),
       sql: (statement, params) =>
         onDataSource({ type: 'better-sqlite3', database: sqliteFile }, (ds) => ds.query(statement.replace(/:s\./g, ''), params)),
-      later: sqliteLater,
-      latest: sqliteLater[sqliteLater.length - 1],
       async downTo(version) {
         for (const v of SQLITE_SCHEMA.filter((s) => s.version > version).reverse())
           for (const statement of v.down!(sqliteTables(), '')) await this.sql(statement);
@@ -124,7 +122,7 @@ export async function expectRefusedWithoutInstall(up: SchemaUpgrade, d: UpgradeD
   await expect(none.init()).rejects.toMatchObject({
     code: 'failed',
     message: expect.stringContaining(
-      `the rheo tables are at schema version ${up.from}, and this nestjs-rheo needs version ${d.latest} with install: 'none'`,
+      `the rheo tables are at schema version ${up.from}, and this nestjs-rheo needs version ${d.later[d.later.length - 1]} with install: 'none'`,
     ),
   });
   await none.close();

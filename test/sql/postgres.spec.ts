@@ -341,7 +341,7 @@ describe('postgres backend', () => {
           'RheoDelayedEvents1798761600000',
           'RheoPauseGroups1801440000000',
           'RheoSkipRescheduleCancel1803859200000',
-          // Every version either dialect has: a version the other dialect has first is a no-op there.
+          // Every version either dialect has (one only the other dialect has would be a no-op here).
           'RheoFlowControl1806537600000',
         ]);
         expect(await d.query(`SELECT version FROM "${s}".rheo_schema_version ORDER BY version`)).toEqual([

@@ -68,6 +68,7 @@ describe('postgres schema versions', () => {
       [3, 'delayed-events'],
       [4, 'pause-groups'],
       [5, 'skip-reschedule-cancel'],
+      [6, 'flow-control'],
     ]);
     const again = postgresBackend({ url: PG_URL, schema: s, poolSize: 1 });
     await again.init();
@@ -147,7 +148,7 @@ describe('postgres schema versions', () => {
         'RheoDelayedEvents1798761600000',
         'RheoPauseGroups1801440000000',
         'RheoSkipRescheduleCancel1803859200000',
-        // Every version either dialect has: a version the other dialect has first is a no-op here.
+        // Every version either dialect has (one only the other dialect has would be a no-op here).
         'RheoFlowControl1806537600000',
       ]);
       expect(await versions(s)).toEqual(ALL);

@@ -299,6 +299,7 @@ describe('postgres backend', () => {
           'rheo_group_partitions',
           'rheo_groups',
           'rheo_jobs',
+          'rheo_key_releases',
           'rheo_partitions',
           'rheo_schema_version',
           'rheo_streams',
@@ -310,6 +311,7 @@ describe('postgres backend', () => {
           { version: 3, name: 'delayed-events' },
           { version: 4, name: 'pause-groups' },
           { version: 5, name: 'skip-reschedule-cancel' },
+          { version: 6, name: 'flow-control' },
         ]);
         const r = new Rheo(backends[3]);
         await r.createStream('x');
@@ -339,7 +341,7 @@ describe('postgres backend', () => {
           'RheoDelayedEvents1798761600000',
           'RheoPauseGroups1801440000000',
           'RheoSkipRescheduleCancel1803859200000',
-          // Every version either dialect has: a version the other dialect has first is a no-op here.
+          // Every version either dialect has (one only the other dialect has would be a no-op here).
           'RheoFlowControl1806537600000',
         ]);
         expect(await d.query(`SELECT version FROM "${s}".rheo_schema_version ORDER BY version`)).toEqual([
@@ -348,6 +350,7 @@ describe('postgres backend', () => {
           { version: 3 },
           { version: 4 },
           { version: 5 },
+          { version: 6 },
         ]);
         const r = new Rheo(typeormBackend({ dataSource: d, schema: s, install: 'none' }));
         await r.createStream('m');
@@ -362,9 +365,17 @@ describe('postgres backend', () => {
         await r.reject(poison, { reason: 'bad' });
         await r.close();
 
-        // Version 6's down leaves version 5 (while only SQLite has version 6, its class changes nothing here).
+        // Version 6's down drops the flow columns, the release table and its trigger, and leaves version 5.
         await d.undoLastMigration();
-        expect(await d.query(`SELECT max(version) AS v FROM "${s}".rheo_schema_version`)).toEqual([{ v: 5 }]);
+        expect(await d.query(`SELECT max(version)::int AS v FROM "${s}".rheo_schema_version`)).toEqual([{ v: 5 }]);
+        const flowColumns = await d.query(
+          `SELECT column_name FROM information_schema.columns
+           WHERE table_schema = $1 AND column_name IN ('key_concurrency', 'rate_log', 'waiting_key')`,
+          [s],
+        );
+        expect(flowColumns).toEqual([]);
+        expect(await d.query(`SELECT to_regclass($1) AS t`, [`"${s}".rheo_key_releases`])).toEqual([{ t: null }]);
+
         // Version 5's down drops the cancel and skip columns, and leaves version 4.
         await d.undoLastMigration();
         expect(await d.query(`SELECT version FROM "${s}".rheo_schema_version ORDER BY version`)).toEqual([

@@ -58,6 +58,7 @@ describe('postgres: upgrade from schema version 1 (written by the version-1 code
       { version: 3, name: 'delayed-events' },
       { version: 4, name: 'pause-groups' },
       { version: 5, name: 'skip-reschedule-cancel' },
+      { version: 6, name: 'flow-control' },
     ]);
     expect(await admin.query(`SELECT count(*)::int AS n FROM "${schema}".rheo_deliveries WHERE state = 'dead'`)).toEqual([{ n: 0 }]);
     expect(await admin.query(`SELECT event_id, reason FROM "${schema}".rheo_dead_letters ORDER BY partition, sequence`)).toEqual([
@@ -86,7 +87,8 @@ describe('postgres: upgrade from schema version 1 (written by the version-1 code
     expect([info.deadLetters, info.inflight, plain(info.config)]).toEqual([
       v1.groupInfo.billing.deadLetters,
       v1.groupInfo.billing.inflight,
-      v1.groupInfo.billing.config,
+      // Version 1 knew no flow limits: the group has none.
+      { ...v1.groupInfo.billing.config, keyConcurrency: null, groupConcurrency: null, rateLimit: null },
     ]);
     // Time lookups on old rows, whose ts_max the upgrade derived. Partition 1 ends with order-11
     // stamped 00:00:30, then order-12 stamped 00:00:11: the first event at or after 00:00:11 is

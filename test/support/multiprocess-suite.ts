@@ -3,7 +3,7 @@
 // the runtime Consumer while the parent appends; then one of them is SIGKILLed
 // mid-stream. The lease history the children report is checked: every event
 // acked, never two live leases of one event, attempts strictly increasing, lag 0.
-import type { Rheo } from '../../lib';
+import type { GroupOptions, Rheo } from '../../lib';
 import { leaseHistories, leaseViolations, startConsumers } from './multiprocess';
 
 export interface MultiprocessTarget {
@@ -15,6 +15,8 @@ export interface MultiprocessTarget {
   rheo: Rheo;
   /** Drop the store's test data after the facade closed. */
   cleanup(): Promise<unknown>;
+  /** The group's settings (flow limits, say); none by default. */
+  group?: GroupOptions;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -39,7 +41,7 @@ export function runMultiprocessSuite(target: MultiprocessTarget): void {
 
     async function create(stream: string): Promise<void> {
       await rheo.createStream(stream, { partitions: 4 });
-      await rheo.createGroup(stream, 'g');
+      await rheo.createGroup(stream, 'g', target.group ?? {});
     }
 
     async function load(stream: string, n: number): Promise<string[]> {

@@ -8,7 +8,7 @@ import type { Registrations } from '../../core/registrations';
 import type { GroupConfig, Lease, RheoEvent, StreamInfo } from '../../core/types';
 import type { AppendedEvents, NewEvent } from '../backend';
 import { mapDriverError, type StatementKind } from '../sql/errors';
-import type { PostgresDriver, TypeormDataSource, TypeormQueryable } from '../sql/external';
+import type { PgPoolClient, PostgresDriver, TypeormDataSource, TypeormQueryable } from '../sql/external';
 import type { TableNames } from '../sql/names';
 import type { PlannedLease } from '../sql/settle-plan';
 import { query, type Sql } from '../sql/statement';
@@ -50,7 +50,12 @@ export interface PostgresContext extends SqlBaseHelpers {
   q<Row>(sql: Sql<Row>, params: unknown[], kind: StatementKind, what: string, runner?: TypeormQueryable): Promise<Row[]>;
   /** `fn` in a transaction on one connection (see {@link PgRunner.tx}). */
   tx<T>(what: string, fn: (qr: TypeormQueryable) => Promise<T>): Promise<T>;
+  /** `fn` in a transaction of named prepared statements (see {@link PgRunner.preparedTx}). */
+  preparedTx<T>(what: string, fn: (run: PreparedRun) => Promise<T>): Promise<T>;
 }
+
+/** One statement of a {@link PgRunner.preparedTx} transaction. */
+export type PreparedRun = <Row>(sql: Sql<Row>, params: unknown[]) => Promise<Row[]>;
 
 /** The error of any statement run once the backend is closed. */
 export function backendClosed(): RheoError {
@@ -90,12 +95,49 @@ export class PgRunner {
     if (this.isClosed()) throw backendClosed();
     try {
       if (runner) return await query(runner, sql, params);
-      const pool = pgPool(this.ds);
-      let name = this.prepared.get(sql);
-      if (name === undefined) this.prepared.set(sql, (name = `rheo_${this.prepared.size}_${sqlHash(sql)}`));
-      return (await pool.query({ name, text: sql, values: params })).rows as Row[];
+      return (await pgPool(this.ds).query({ name: this.nameOf(sql), text: sql, values: params })).rows as Row[];
     } catch (err) {
       throw mapDriverError(err, kind, what);
+    }
+  }
+
+  /** The name of `sql` as a prepared statement (the same on every connection; pg prepares it once per connection). */
+  private nameOf(sql: string): string {
+    let name = this.prepared.get(sql);
+    if (name === undefined) this.prepared.set(sql, (name = `rheo_${this.prepared.size}_${sqlHash(sql)}`));
+    return name;
+  }
+
+  /**
+   * Run `fn` in a transaction on one of the pool's connections, each statement a
+   * named prepared statement as {@link q} runs it: for a transaction on the hot
+   * path (the claim of a group with flow limits), whose statements would otherwise
+   * be planned on every call. Driver errors are mapped as {@link tx} maps them.
+   */
+  async preparedTx<T>(what: string, fn: (run: PreparedRun) => Promise<T>): Promise<T> {
+    if (this.isClosed()) throw backendClosed();
+    let client: PgPoolClient;
+    try {
+      client = await pgPool(this.ds).connect();
+    } catch (err) {
+      throw err instanceof RheoError ? err : mapDriverError(err, 'read', what);
+    }
+    const run: PreparedRun = async <Row>(sql: Sql<Row>, params: unknown[]) =>
+      (await client.query({ name: this.nameOf(sql), text: sql, values: params })).rows as Row[];
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const out = await fn(run);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
+      throw err instanceof RheoError ? err : mapDriverError(err, 'write', what);
+    } finally {
+      // A connection whose rollback failed is not given back to the pool as if it were clean.
+      client.release(broken);
     }
   }
 

@@ -2,18 +2,20 @@
 // settle, release, and the transactional consumer's ack.
 import { RheoError } from '../../core/errors';
 import { deadLetteredOf, pausedAnswer } from '../../core/fetched';
+import { hasFlowLimits } from '../../core/flow';
 import { newId } from '../../core/ids';
-import { classifySettleError, leaseExpiredReason } from '../../core/settle';
+import { classifySettleError } from '../../core/settle';
 import type { Lease } from '../../core/types';
-import type { ClaimDeadLetter, FetchedLeases, FetchRequest, RenewResult, SettleOp, SettleResult, TransactionalAck } from '../backend';
+import type { FetchedLeases, FetchRequest, RenewResult, SettleOp, SettleResult, TransactionalAck } from '../backend';
 import { claimPastDelays } from '../delays';
 import { isUniqueViolation, mapDriverError } from '../sql/errors';
-import { toEvent } from '../sql/rows';
 import { leasePosition, planLeases, type PlannedLease, planSettles, settled, staleRenewals } from '../sql/settle-plan';
 import { query } from '../sql/statement';
 import { runHandlerWork } from '../sql/transaction';
 import { boolArray, intArray, textArray } from './arrays';
+import { claimedRound } from './claimed';
 import { backendClosed, type PostgresContext } from './context';
+import { fetchFlow, wakesOnSettle } from './flow';
 import { claimWasPaused } from './pause';
 import type { DbClaimed } from './plans/claim';
 import type { DbFenced, DbSettledOp } from './plans/delivery';
@@ -70,6 +72,7 @@ export async function fetch(ctx: PostgresContext, req: FetchRequest): Promise<Fe
   const partitions = req.partitions ?? Array.from({ length: info.partitions }, (_, p) => p);
   const now = ctx.clock.now();
   ctx.board.fetching(req.stream, req.group);
+  if (hasFlowLimits(g)) return fetchFlow(ctx, req, g, info.partitions, partitions, now);
   // The rows an ordered claim locked last (their pause gates), for an empty answer.
   let locked: Array<{ paused_to: unknown }> | undefined;
   // One claim, and more only while claims park delayed events (../delays.ts).
@@ -94,32 +97,7 @@ export async function fetch(ctx: PostgresContext, req: FetchRequest): Promise<Fe
             return query(qr, ctx.plans.delivery.fetchOrdered, params);
           })
         : await claimFresh(ctx, params);
-    const leases: Lease[] = [];
-    let deadLettered: ClaimDeadLetter[] | undefined;
-    for (const r of rows) {
-      // A row without a lease id is a delayed event the claim parked (no id), or one it dead-lettered.
-      if (r.lease_id === null) {
-        if (r.id !== null) {
-          const attempt = Number(r.attempt);
-          const dead = { eventId: r.id, partition: Number(r.partition), sequence: Number(r.sequence), attempt };
-          (deadLettered ??= []).push({ ...dead, reason: leaseExpiredReason(attempt, Number(r.max_attempts ?? g.maxAttempts)) });
-        }
-        continue;
-      }
-      leases.push({
-        leaseId: r.lease_id,
-        receipt: r.lease_id,
-        stream: req.stream,
-        group: req.group,
-        consumerId: req.consumerId,
-        attempt: Number(r.attempt),
-        leasedAt: new Date(now),
-        expiresAt: new Date(now + req.leaseMs),
-        event: toEvent(req.stream, r),
-      });
-    }
-    const parked = rows.length - leases.length;
-    return deadLettered ? { leases, parked, deadLettered } : { leases, parked };
+    return claimedRound(rows, req, now, g.maxAttempts);
   });
   // Empty: was it the pause? (docs/adr/046-pausing-a-group.md; a claim that found events never asks.)
   if (leases.length > 0 || deadLetteredOf(leases)) return leases;
@@ -179,7 +157,7 @@ export async function settle(ctx: PostgresContext, ops: SettleOp[]): Promise<Set
           batch.map((p) => p.delayMs),
           batch.map((p) => p.reason),
           ctx.channel,
-          boolArray(batch.map((p) => p.ordered)),
+          boolArray(batch.map((p) => p.ordered || wakesOnSettle(ctx.cachedGroup(p.stream, p.group)))),
         ],
         'write',
         'settle',
@@ -255,7 +233,7 @@ export async function ackInTransaction(
       throw mapDriverError(err, 'read', 'ackInTransaction');
     }
     if (!(await runHandlerWork(work, qr.manager, rollback))) return { kind: 'rolled_back' };
-    const ordered = p.config.ordering === 'partition';
+    const ordered = p.config.ordering === 'partition' || wakesOnSettle(p.config);
     let row: { acked: number; live: boolean } | undefined;
     try {
       [row] = await query(qr, ctx.plans.delivery.ackInTransaction, [

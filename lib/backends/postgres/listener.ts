@@ -46,6 +46,30 @@ export function listenerClientConfig(options: PgDataSourceOptions, schema: strin
 }
 
 /**
+ * A notice that a group's settings changed (updateGroup), on the wake-up channel:
+ * a payload no stream name starts with (names hold no control characters), then
+ * the stream and the group as JSON. Every process forgets its copy of the group,
+ * so one that took the group for one without flow limits (whose claim never reads
+ * the group's row) reads its limits again before its next claim. A process of an
+ * older release wakes the waiters of a stream of that name: none.
+ */
+const GROUP_CHANGED = '\u0001';
+
+export function groupChangedPayload(stream: string, group: string): string {
+  return GROUP_CHANGED + JSON.stringify([stream, group]);
+}
+
+function groupChangedOf(payload: string): { stream: string; group: string } | null {
+  if (!payload.startsWith(GROUP_CHANGED)) return null;
+  try {
+    const [stream, group] = JSON.parse(payload.slice(GROUP_CHANGED.length)) as [unknown, unknown];
+    return typeof stream === 'string' && typeof group === 'string' ? { stream, group } : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * The LISTEN side of wake-ups: one dedicated connection per backend (a pooled one
  * would be handed to other queries). When the connection dies (server restart,
  * `pg_terminate_backend`, network), it reconnects with capped backoff and wakes
@@ -67,6 +91,8 @@ export class PgListener {
     private readonly config: PgClientConfig,
     private readonly channel: string,
     private readonly board: WakeBoard,
+    /** A group's settings changed in another process (updateGroup): this process reads them again. */
+    private readonly onGroupChanged?: (stream: string, group: string) => void,
   ) {}
 
   /** Make sure a LISTEN connection is up or coming (idempotent). Resolves once this attempt is done. */
@@ -101,7 +127,10 @@ export class PgListener {
     client.on('error', onLost);
     client.on('end', onLost);
     client.on('notification', (n: PgNotification) => {
-      if (n.channel === this.channel && n.payload) this.board.wake(n.payload);
+      if (n.channel !== this.channel || !n.payload) return;
+      const changed = groupChangedOf(n.payload);
+      if (changed) this.onGroupChanged?.(changed.stream, changed.group);
+      this.board.wake(changed ? changed.stream : n.payload);
     });
     try {
       await client.connect();

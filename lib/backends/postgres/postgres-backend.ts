@@ -81,7 +81,15 @@ export interface PostgresBackendSettings {
  */ export class PostgresBackend extends SqlBackendBase implements Backend {
   readonly name = 'postgres';
   readonly capabilities = createCapabilities({
-    guarantees: { durable: true, distributed: true, partitions: true, contiguousFrontier: true, replay: true, orderedPartitions: true },
+    guarantees: {
+      durable: true,
+      distributed: true,
+      partitions: true,
+      contiguousFrontier: true,
+      replay: true,
+      orderedPartitions: true,
+      flowControl: true,
+    },
     mechanisms: {
       notifications: true,
       blockingReads: false,
@@ -122,6 +130,7 @@ export interface PostgresBackendSettings {
       // Through this.q, not the runner itself: every statement outside a transaction passes one method of the backend.
       q: (sql, params, kind, what, runner) => this.q(sql, params, kind, what, runner),
       tx: (what, fn) => this.runner.tx(what, fn),
+      preparedTx: (what, fn) => this.runner.preparedTx(what, fn),
       ...this.baseHelpers(),
     };
   }
@@ -155,6 +164,7 @@ export interface PostgresBackendSettings {
       listenerClientConfig(this.ds.options as PgDataSourceOptions, this.schema),
       this.ctx.channel,
       this.ctx.board,
+      (stream, group) => this.forgetGroup(stream, group),
     );
   }
 

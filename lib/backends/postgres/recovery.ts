@@ -1,6 +1,7 @@
 // The recovery section of the PostgreSQL backend: replay, reset and redrive, and
 // what an operator inspects (lag, groupInfo, deadLetters, countDeadLetters).
 import { RheoError } from '../../core/errors';
+import { keyPlaces } from '../../core/flow';
 import type { DeadLetter, GroupInfo, Lag } from '../../core/types';
 import type { ReplayRequest, ResolvedStart } from '../backend';
 import { groupInfoOf, lagOf, pauseOf, toDeadLetter, toGroup } from '../sql/rows';
@@ -11,7 +12,7 @@ import { partitionMarks, startAfters } from './starts';
 
 export async function replay(ctx: PostgresContext, req: ReplayRequest): Promise<number> {
   const info = await ctx.mustStream(req.stream);
-  await ctx.mustGroup(req.stream, req.group);
+  const keyed = keyPlaces(await ctx.mustGroup(req.stream, req.group)) !== null;
   const all = Array.from({ length: info.partitions }, (_, p) => p);
   // The time lookup runs before the transaction takes the group's locks (it is an index seek per partition,
   // and events appended meanwhile are after it anyway).
@@ -26,6 +27,8 @@ export async function replay(ctx: PostgresContext, req: ReplayRequest): Promise<
         req.events.map((e) => e.partition),
         req.events.map((e) => e.sequence),
       ]);
+      // Re-opened deliveries of keyed events wait for a place of their key again (plans/flow.ts rekey).
+      if (keyed) await query(qr, ctx.plans.flow.rekey, [req.stream, req.group]);
       return rows.length;
     }
     const parts = req.partitions ?? all;
@@ -61,16 +64,20 @@ export async function reset(ctx: PostgresContext, stream: string, group: string,
 }
 
 export async function redrive(ctx: PostgresContext, stream: string, group: string, eventIds: string[] | 'all'): Promise<number> {
-  await ctx.mustGroup(stream, group);
+  const keyed = keyPlaces(await ctx.mustGroup(stream, group)) !== null;
   const info = await ctx.mustStream(stream);
   const all = Array.from({ length: info.partitions }, (_, p) => p);
   const [row] = await ctx.tx('redrive', async (qr) => {
     // As a replay does: a trim deciding its points waits for this (or this for it), so a trim never
     // drops the events of dead letters this makes unfinished again.
     await query(qr, ctx.plans.delivery.lockGroupPartitions, [stream, group, all]);
-    return eventIds === 'all'
-      ? query(qr, ctx.plans.recovery.redriveAll, [stream, group, ctx.channel])
-      : query(qr, ctx.plans.recovery.redriveIds, [stream, group, eventIds, ctx.channel]);
+    const redriven =
+      eventIds === 'all'
+        ? await query(qr, ctx.plans.recovery.redriveAll, [stream, group, ctx.channel])
+        : await query(qr, ctx.plans.recovery.redriveIds, [stream, group, eventIds, ctx.channel]);
+    // Redriven deliveries of keyed events wait for a place of their key (plans/flow.ts rekey).
+    if (keyed && Number(redriven[0].n) > 0) await query(qr, ctx.plans.flow.rekey, [stream, group]);
+    return redriven;
   });
   const n = Number(row.n);
   if (n > 0) ctx.board.wake(stream);

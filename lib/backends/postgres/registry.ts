@@ -4,7 +4,7 @@ import { RheoError } from '../../core/errors';
 import type { GroupConfig, Retention, StreamInfo } from '../../core/types';
 import type { CreateGroupRequest } from '../backend';
 import { copyGroupConfig } from '../copies';
-import { retentionColumns, toGroup, toStream } from '../sql/rows';
+import { flowColumns, retentionColumns, toGroup, toStream } from '../sql/rows';
 import { query } from '../sql/statement';
 import type { PostgresContext } from './context';
 import { startAfters } from './starts';
@@ -42,7 +42,7 @@ export async function createGroup(ctx: PostgresContext, req: CreateGroupRequest)
   try {
     const [row] = await ctx.q(
       ctx.plans.registry.createGroup,
-      [req.stream, req.group, req.maxAttempts, r.initialMs, r.factor, r.maxMs, req.ordering, ctx.clock.now(), afters],
+      [req.stream, req.group, req.maxAttempts, r.initialMs, r.factor, r.maxMs, req.ordering, ctx.clock.now(), afters, ...flowColumns(req)],
       'write',
       'createGroup',
     );
@@ -78,6 +78,7 @@ export async function deleteGroup(ctx: PostgresContext, stream: string, group: s
   const removed = await ctx.tx('deleteGroup', async (qr) => {
     await query(qr, ctx.plans.delivery.lockGroupPartitions, [stream, group, all]);
     await query(qr, removal.deliveries, [stream, group]);
+    await query(qr, ctx.plans.registry.removeKeyReleases, [stream, group]);
     await query(qr, removal.deadLetters, [stream, group]);
     await query(qr, removal.positions, [stream, group]);
     return query(qr, removal.group, [stream, group]);

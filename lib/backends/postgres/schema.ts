@@ -279,6 +279,107 @@ const V5: SchemaVersion = {
 };
 
 /**
+ * The due time of a delivery waiting for its key (state 'waiting'): no clock
+ * reaches it, so every scan of due deliveries (`due_at <= now`) passes it by.
+ */
+export const WAITING_DUE = '9223372036854775807';
+
+/**
+ * Version 6: flow control (docs/adr/049-flow-control.md).
+ * - Per group, the limits: `key_concurrency`, `group_concurrency`, `rate_max` and
+ *   `rate_per_ms` (NULL: none), and `rate_log`, the recent starts of a rate limit
+ *   (core/flow.ts RateLog: time, count, ...), written by claims of such groups only.
+ * - Per delivery of a group with key places, its event's key in one of two
+ *   columns: `key` while the delivery holds one of the key's places (leased, or
+ *   waiting for a retry, a delay or a re-claim), `waiting_key` while it waits for
+ *   one (state 'waiting', due at WAITING_DUE: never claimable). Both NULL in every
+ *   other group. Two columns and not a key and a state, so that each partial index
+ *   below names only columns no update of a keyless row changes: an index on
+ *   `state` (even in its predicate) would make every claim and nack of every group
+ *   a non-HOT update. Counting a key's places reads only its open deliveries, not
+ *   its waiting ones (a hot key may have thousands).
+ * - rheo_key_releases: a row each time a delivery gives up its key's place (its
+ *   row deleted, or `key` cleared when it is set waiting again), written by a
+ *   trigger (below), taken by the next claim of the group under its partition
+ *   locks, which hands the places on (plans/flow.ts).
+ * - 'waiting' joins the states the CHECK allows.
+ * Nullable columns without a default: adding them rewrites nothing.
+ *
+ * The release rows are written by a trigger and not by a CTE in each statement
+ * that ends a delivery: those are many (settle, the claim's dead letters and
+ * voided offers, skip, cancelDelayed, replay, reset, trim, deleteGroup, and any
+ * added later), and a trigger cannot be forgotten by one of them. Its WHEN clause
+ * is tested per deleted or updated row before anything is queued: for a keyless
+ * row (every row of a group without key places) it costs one null test, no call
+ * and no statement, so those groups' settles and claims do the work they did.
+ */
+const V6: SchemaVersion = {
+  version: 6,
+  name: 'flow-control',
+  up: (t, schema) => {
+    const fn = `${quote(schema)}."rheo_key_released"`;
+    return [
+      `ALTER TABLE ${t.groups}
+         ADD COLUMN IF NOT EXISTS key_concurrency integer,
+         ADD COLUMN IF NOT EXISTS group_concurrency integer,
+         ADD COLUMN IF NOT EXISTS rate_max integer,
+         ADD COLUMN IF NOT EXISTS rate_per_ms bigint,
+         ADD COLUMN IF NOT EXISTS rate_log bigint[]`,
+      `ALTER TABLE ${t.deliveries} ADD COLUMN IF NOT EXISTS key text, ADD COLUMN IF NOT EXISTS waiting_key text`,
+      `CREATE INDEX IF NOT EXISTS rheo_deliveries_key ON ${t.deliveries} (stream, group_name, partition, key)
+         WHERE key IS NOT NULL`,
+      `CREATE INDEX IF NOT EXISTS rheo_deliveries_waiting_key ON ${t.deliveries} (stream, group_name, partition, waiting_key, sequence)
+         WHERE waiting_key IS NOT NULL`,
+      `ALTER TABLE ${t.deliveries}
+         DROP CONSTRAINT IF EXISTS rheo_deliveries_in_flight,
+         ADD CONSTRAINT rheo_deliveries_in_flight CHECK (state IN ('available', 'leased', 'waiting'))`,
+      // No primary key: two ends of one key each leave a row (a unique row would make the second end
+      // wait for the first, or be lost when a claim takes the first in between).
+      `CREATE TABLE IF NOT EXISTS ${t.keyReleases} (
+        stream      text    NOT NULL,
+        group_name  text    NOT NULL,
+        partition   integer NOT NULL,
+        key         text    NOT NULL
+      )`,
+      `CREATE INDEX IF NOT EXISTS rheo_key_releases_group ON ${t.keyReleases} (stream, group_name, partition)`,
+      `CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         INSERT INTO ${t.keyReleases} (stream, group_name, partition, key) VALUES (OLD.stream, OLD.group_name, OLD.partition, OLD.key);
+         RETURN NULL;
+       END $$`,
+      `DROP TRIGGER IF EXISTS rheo_key_ended ON ${t.deliveries}`,
+      `CREATE TRIGGER rheo_key_ended AFTER DELETE ON ${t.deliveries}
+         FOR EACH ROW WHEN (OLD.key IS NOT NULL) EXECUTE FUNCTION ${fn}()`,
+      `DROP TRIGGER IF EXISTS rheo_key_given_up ON ${t.deliveries}`,
+      `CREATE TRIGGER rheo_key_given_up AFTER UPDATE OF key ON ${t.deliveries}
+         FOR EACH ROW WHEN (OLD.key IS NOT NULL AND NEW.key IS NULL) EXECUTE FUNCTION ${fn}()`,
+    ];
+  },
+  down: (t, schema) => [
+    `DROP TRIGGER IF EXISTS rheo_key_given_up ON ${t.deliveries}`,
+    `DROP TRIGGER IF EXISTS rheo_key_ended ON ${t.deliveries}`,
+    `DROP FUNCTION IF EXISTS ${quote(schema)}."rheo_key_released"()`,
+    `DROP TABLE IF EXISTS ${t.keyReleases}`,
+    // A waiting delivery has no place in version 5: it becomes due at once (what version 5 would have made it).
+    `UPDATE ${t.deliveries} SET state = 'available', due_at = 0 WHERE state = 'waiting'`,
+    `ALTER TABLE ${t.deliveries}
+       DROP CONSTRAINT IF EXISTS rheo_deliveries_in_flight,
+       ADD CONSTRAINT rheo_deliveries_in_flight CHECK (state IN ('available', 'leased'))`,
+    `DROP INDEX IF EXISTS ${quote(schema)}.rheo_deliveries_waiting_key`,
+    `DROP INDEX IF EXISTS ${quote(schema)}.rheo_deliveries_key`,
+    `ALTER TABLE ${t.deliveries} DROP COLUMN IF EXISTS waiting_key, DROP COLUMN IF EXISTS key`,
+    `ALTER TABLE ${t.groups}
+       DROP COLUMN IF EXISTS rate_log, DROP COLUMN IF EXISTS rate_per_ms, DROP COLUMN IF EXISTS rate_max,
+       DROP COLUMN IF EXISTS group_concurrency, DROP COLUMN IF EXISTS key_concurrency`,
+  ],
+};
+
+/** A schema name as an identifier. */
+function quote(schema: string): string {
+  return `"${schema.replace(/"/g, '""')}"`;
+}
+
+/**
  * Give rheo_events the primary key `key` (as pg_get_constraintdef writes it after
  * PRIMARY KEY) unless it has it already, so that running a version twice, as a
  * host switching from install 'auto' to migrations does, rebuilds nothing.
@@ -293,7 +394,7 @@ function primaryKey(t: TableNames, key: string): string {
 }
 
 /** Every version, in order. The last one is what this release reads and writes. */
-export const PG_SCHEMA: readonly SchemaVersion[] = [V1, V2, V3, V4, V5];
+export const PG_SCHEMA: readonly SchemaVersion[] = [V1, V2, V3, V4, V5, V6];
 
 /** The version this release needs. */
 export const PG_SCHEMA_VERSION = PG_SCHEMA[PG_SCHEMA.length - 1].version;

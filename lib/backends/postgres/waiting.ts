@@ -10,7 +10,7 @@ import type { GroupSkips } from '../../core/types';
 import type { CancelDelayedRequest, RescheduleRequest, SettleResult, SkipRequest } from '../backend';
 import { query } from '../sql/statement';
 import type { TypeormQueryable } from '../sql/external';
-import { CANCELLED_REASON, notDelayed, notInStream, notOffered, settledAlready, type WaitingOperation } from '../waiting';
+import { CANCELLED_REASON, notDelayed, notInStream, notOffered, settledAlready, waitsForKey, type WaitingOperation } from '../waiting';
 import { intArray, textArray } from './arrays';
 import type { PostgresContext } from './context';
 import type { DbWaiting } from './plans/waiting';
@@ -97,7 +97,9 @@ async function judged(
     let error: RheoError | undefined;
     if (w.partition === null || w.cursor === null) error = notInStream(operation, id, stream);
     else if (w.state !== null) {
-      if (w.state === 'leased' && Number(w.due_at) > now) error = RheoError.leaseHeld(operation, id, group, new Date(Number(w.due_at)));
+      if (w.state === 'waiting' && operation === 'reschedule') error = waitsForKey(id, group);
+      else if (w.state === 'leased' && Number(w.due_at) > now)
+        error = RheoError.leaseHeld(operation, id, group, new Date(Number(w.due_at)));
     } else if (Number(w.sequence) >= Number(w.cursor)) error = notOffered(operation, id, group);
     else error = settledAlready(operation, id, group);
     if (error) return { ok: false, error };

@@ -156,6 +156,14 @@ export interface PgClientConfig {
 /** A pg pool (pg's `Pool`): named prepared statements go straight to it. */
 export interface PgPool {
   query(statement: { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+  /** One of the pool's connections, for a transaction of named prepared statements (pg's `PoolClient`). */
+  connect(): Promise<PgPoolClient>;
+}
+
+/** A connection lent by a {@link PgPool}. */
+export interface PgPoolClient {
+  query(statement: string | { name: string; text: string; values: unknown[] }): Promise<{ rows: unknown[] }>;
+  release(err?: Error | boolean): void;
 }
 
 /** A NOTIFY as a pg `Client` delivers it (pg's `Notification`). */

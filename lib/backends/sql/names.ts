@@ -10,6 +10,7 @@ export const TABLES = {
   deliveries: 'rheo_deliveries',
   deadLetters: 'rheo_dead_letters',
   jobs: 'rheo_jobs',
+  keyReleases: 'rheo_key_releases',
   schemaVersion: 'rheo_schema_version',
 } as const;
 

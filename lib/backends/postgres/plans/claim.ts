@@ -31,7 +31,7 @@ export type DbClaimed = { attempt: number; max_attempts: number | null } & (
 export const ASYNC_COMMIT = `set_config('synchronous_commit', 'off', true) IS NOT NULL`;
 
 /** The group's maxAttempts as stored, read once by the claim statement ($1 stream, $2 group). */
-function storedMaxAttempts(t: TableNames): string {
+export function storedMaxAttempts(t: TableNames): string {
   return `(SELECT max_attempts FROM ${t.groups} WHERE stream = $1 AND name = $2)`;
 }
 
@@ -41,7 +41,7 @@ function storedMaxAttempts(t: TableNames): string {
  * partition's `delayed_to` (the last delayed event's sequence), so a claim over
  * events without a delay reads nothing more than before (ADR 028).
  */
-function parkAt(t: TableNames, partition: string, sequence: string, delayedTo: string): string {
+export function parkAt(t: TableNames, partition: string, sequence: string, delayedTo: string): string {
   // FOR KEY SHARE: a locking read returns the event row's newest version, so a cancel (which holds the row
   // FOR UPDATE until it commits) committed after this statement's snapshot is seen all the same, and one
   // under way waits for this claim (then finds what it wrote): a claim never leases an event cancelled
@@ -59,7 +59,7 @@ function parkAt(t: TableNames, partition: string, sequence: string, delayedTo: s
  * done (the cursor moves past it, no delivery row is written). No real park time
  * is negative: parkAt gives only times after now.
  */
-const CANCELLED = '-1';
+export const CANCELLED = '-1';
 
 /**
  * Whether due delivery `d` offers an event cancelled in every group: one at attempt
@@ -67,7 +67,7 @@ const CANCELLED = '-1';
  * below the partition's delayed_to.
  * The claim ends it instead of leasing it. Every other delivery reads nothing more.
  */
-function cancelledOffer(t: TableNames, d: string, delayedTo: string): string {
+export function cancelledOffer(t: TableNames, d: string, delayedTo: string): string {
   return `(${d}.attempt = 0 AND ${d}.sequence <= ${delayedTo} AND EXISTS (
             SELECT 1 FROM ${t.events} x
             WHERE x.stream = $1 AND x.sequence = ${d}.sequence AND x.partition = ${d}.partition AND x.cancelled_at IS NOT NULL))`;
@@ -79,7 +79,7 @@ function cancelledOffer(t: TableNames, d: string, delayedTo: string): string {
  * core/settle.ts leaseExpiredReason) instead of leasing it again, and it takes
  * its place of the limit like a parked event, so the caller claims again for it.
  */
-function expiredOnLast(t: TableNames, d: string): string {
+export function expiredOnLast(t: TableNames, d: string): string {
   return `(${d}.state = 'leased' AND ${d}.attempt >= ${storedMaxAttempts(t)})`;
 }
 

@@ -7,10 +7,15 @@ import { returning } from '../../sql/statement';
 
 export function groupSettingsPlans(t: TableNames) {
   return {
-    /** $3..$6: max_attempts and the three retry columns; no row when there is no such group. */
-    updateGroup: returning<DbGroup>(`
-      UPDATE ${t.groups} SET max_attempts = $3, retry_initial_ms = $4, retry_factor = $5, retry_max_ms = $6
-      WHERE stream = $1 AND name = $2
-      RETURNING *`),
+    /**
+     * $3..$6: max_attempts and the three retry columns, $7..$10 the flow limits (rows.ts flowColumns); no row
+     * when there is no such group. `old_key_concurrency`: the number it replaced (more places are handed on).
+     */
+    updateGroup: returning<DbGroup & { old_key_concurrency: number | null }>(`
+      UPDATE ${t.groups} g SET max_attempts = $3, retry_initial_ms = $4, retry_factor = $5, retry_max_ms = $6,
+             key_concurrency = $7, group_concurrency = $8, rate_max = $9, rate_per_ms = $10
+      FROM (SELECT key_concurrency FROM ${t.groups} WHERE stream = $1 AND name = $2 FOR UPDATE) old
+      WHERE g.stream = $1 AND g.name = $2
+      RETURNING g.*, old.key_concurrency AS old_key_concurrency`),
   };
 }

@@ -1,6 +1,6 @@
 // Every SQL statement of the PostgreSQL backend, in plan modules by contract
 // section (pg-boss's plans.js style): registry.ts, log.ts, delivery.ts, recovery.ts,
-// retention.ts, coordination.ts, group-settings.ts, pause.ts and waiting.ts; the query compiler is in ../query-plan.ts,
+// retention.ts, coordination.ts, group-settings.ts, pause.ts, waiting.ts and flow.ts; the query compiler is in ../query-plan.ts,
 // the DDL in ../schema.ts. Values are always bound parameters; the only spliced
 // text is the table identifiers, built from a validated, quoted schema name
 // (sql/names.ts).
@@ -15,7 +15,8 @@
 //   GREATEST(cursor, trimmed_to + 1): a group never reaches below the trim point;
 // - rheo_deliveries holds one row per offered event of a group that is still in
 //   flight: state 'available' (due_at = when it may be claimed) or 'leased'
-//   (due_at = lease expiry). An ack deletes the row; a dead letter moves it to
+//   (due_at = lease expiry), or, in a group with key places, 'waiting' for its
+//   key (schema version 6, docs/adr/049-flow-control.md). An ack deletes the row; a dead letter moves it to
 //   rheo_dead_letters. So the table stays as small as the work in flight, and the
 //   hot path never reads a dead letter;
 // - the frontier is therefore derived, never stored: the sequence before the first
@@ -26,6 +27,7 @@ import { groupRemovalPlans } from '../../sql/group-removal';
 import type { TableNames } from '../../sql/names';
 import { coordinationPlans } from './coordination';
 import { deliveryPlans } from './delivery';
+import { flowPlans } from './flow';
 import { groupSettingsPlans } from './group-settings';
 import { logPlans } from './log';
 import { pausePlans } from './pause';
@@ -41,6 +43,7 @@ export function pgPlans(t: TableNames) {
     registry: registryPlans(t),
     log: logPlans(t),
     delivery: deliveryPlans(t),
+    flow: flowPlans(t),
     recovery: recoveryPlans(t),
     retention: retentionPlans(t),
     coordination: coordinationPlans(t),

@@ -86,7 +86,7 @@ export function recoveryPlans(t: TableNames) {
      * read here.
      */
     groupState: returning<DbPartitionState>(`
-      SELECT g.partition, p.hwm, c.cursor,
+      SELECT g.partition, p.hwm, c.cursor, COALESCE(o.waiting_key, 0) AS waiting_key,
              LEAST(c.cursor - 1, COALESCE(o.first_open - 1, c.cursor - 1)) AS frontier,
              COALESCE(o.live, 0) AS live,
              -- A delayed event is unsettled from its deliver_at on.
@@ -98,7 +98,8 @@ export function recoveryPlans(t: TableNames) {
       CROSS JOIN LATERAL (SELECT GREATEST(g.cursor, p.trimmed_to + 1) AS cursor, GREATEST(g.low, p.trimmed_to + 1) AS low) c
       LEFT JOIN LATERAL (
         SELECT min(d.sequence) AS first_open,
-               count(*) FILTER (WHERE d.state = 'leased' AND d.due_at > $3) AS live
+               count(*) FILTER (WHERE d.state = 'leased' AND d.due_at > $3) AS live,
+               count(*) FILTER (WHERE d.state = 'waiting') AS waiting_key
         FROM ${t.deliveries} d
         WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = g.partition AND d.sequence >= c.low
       ) o ON true

@@ -71,10 +71,12 @@ export function registryPlans(t: TableNames) {
       )
       SELECT partition, min(hi) - 1 AS after FROM search GROUP BY partition ORDER BY partition`),
 
+    /** $10..$13: the flow limits (rows.ts flowColumns), null when unset. */
     createGroup: returning<DbGroup>(`
       WITH grp AS (
-        INSERT INTO ${t.groups} (stream, name, max_attempts, retry_initial_ms, retry_factor, retry_max_ms, ordering, created_at)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+        INSERT INTO ${t.groups} (stream, name, max_attempts, retry_initial_ms, retry_factor, retry_max_ms, ordering, created_at,
+                                 key_concurrency, group_concurrency, rate_max, rate_per_ms)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10, $11, $12, $13)
         RETURNING *
       ), cursors AS (
         INSERT INTO ${t.groupPartitions} (stream, group_name, partition, cursor)
@@ -84,5 +86,7 @@ export function registryPlans(t: TableNames) {
 
     getGroup: returning<DbGroup>(`SELECT * FROM ${t.groups} WHERE stream = $1 AND name = $2`),
     listGroups: returning<DbGroup>(`SELECT * FROM ${t.groups} WHERE stream = $1 ORDER BY name COLLATE "C"`),
+    /** deleteGroup, after its deliveries (whose deletion wrote release rows of their keys): the group's release rows. */
+    removeKeyReleases: `DELETE FROM ${t.keyReleases} WHERE stream = $1 AND group_name = $2`,
   };
 }

@@ -21,7 +21,7 @@ export interface DbWaiting {
   deliver_at: DbInt | null;
   cancelled_at: DbInt | null;
   cursor: DbInt | null;
-  state: 'available' | 'leased' | null;
+  state: 'available' | 'leased' | 'waiting' | null;
   due_at: DbInt | null;
 }
 

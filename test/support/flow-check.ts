@@ -198,6 +198,19 @@ export function busiestWindow(times: readonly number[], spanMs: number): { most:
   return { most, from };
 }
 
+/** The claims of the runs in [from, from + spanMs), as `pid@leasedAt×count` per claim call, in claim time order: what a breach looked like. */
+export function claimsIn(runs: readonly Run[], from: number, spanMs: number): string[] {
+  const calls = new Map<string, { pid: number; at: number; n: number }>();
+  for (const r of runs) {
+    if (r.leasedAt < from || r.leasedAt >= from + spanMs) continue;
+    const id = `${r.pid}@${r.leasedAt}`;
+    const call = calls.get(id);
+    if (call) call.n++;
+    else calls.set(id, { pid: r.pid, at: r.leasedAt, n: 1 });
+  }
+  return [...calls.values()].sort((a, b) => a.at - b.at || a.pid - b.pid).map((c) => `${c.pid}@${c.at}×${c.n}`);
+}
+
 /** The claims of the runs, once per lease, by the store's clock. */
 export function claimTimes(runs: readonly Run[]): number[] {
   return runs.map((r) => r.leasedAt);

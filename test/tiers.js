@@ -130,6 +130,7 @@ const SLOW = [
   'test/sql/postgres.broadcast.spec.ts',
   'test/sql/postgres.flow.spec.ts',
   'test/redis/flow.spec.ts',
+  'test/sql/sqlite.flow.spec.ts',
   'test/runtime/memory.flow.spec.ts',
 ];
 

@@ -5,7 +5,10 @@
 // ack was sent, and a SIGKILL loses at most the row being written.
 //   postgres  a table of its own in the test's schema;
 //   redis     a list per scenario under the test's key prefix;
+//   file      a file of JSON lines, each appended synchronously (one write each, kept
+//             by the kernel once written however the process dies), for SQLite;
 //   memory    an array, for in-process consumers.
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import Redis from 'ioredis';
 import { Pool } from 'pg';
 import type { RunRow } from './flow-check';
@@ -20,6 +23,7 @@ export interface FlowLog {
 export type FlowLogSpec =
   | { kind: 'postgres'; url: string; schema: string; scenario: string }
   | { kind: 'redis'; url: string; key: string }
+  | { kind: 'file'; path: string }
   | { kind: 'memory'; scenario: string };
 
 const memoryLogs = new Map<string, RunRow[]>();
@@ -81,6 +85,22 @@ function redisLog(spec: Extract<FlowLogSpec, { kind: 'redis' }>): FlowLog {
   };
 }
 
+function fileLog(spec: Extract<FlowLogSpec, { kind: 'file' }>): FlowLog {
+  return {
+    async write(r) {
+      appendFileSync(spec.path, `${JSON.stringify(r)}\n`);
+    },
+    async rows() {
+      if (!existsSync(spec.path)) return [];
+      return readFileSync(spec.path, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as RunRow);
+    },
+    async close() {},
+  };
+}
+
 function memoryLog(spec: Extract<FlowLogSpec, { kind: 'memory' }>): FlowLog {
   if (!memoryLogs.has(spec.scenario)) memoryLogs.set(spec.scenario, []);
   const rows = memoryLogs.get(spec.scenario)!;
@@ -98,5 +118,6 @@ function memoryLog(spec: Extract<FlowLogSpec, { kind: 'memory' }>): FlowLog {
 /** Open the log `spec` names; on PostgreSQL its table exists once this resolves. */
 export async function openFlowLog(spec: FlowLogSpec): Promise<FlowLog> {
   if (spec.kind === 'postgres') return pgLog(spec);
-  return spec.kind === 'redis' ? redisLog(spec) : memoryLog(spec);
+  if (spec.kind === 'redis') return redisLog(spec);
+  return spec.kind === 'file' ? fileLog(spec) : memoryLog(spec);
 }

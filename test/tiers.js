@@ -129,7 +129,7 @@ const SLOW = [
   'test/redis/broadcast.spec.ts',
   'test/sql/postgres.broadcast.spec.ts',
   'test/sql/postgres.flow.spec.ts',
-  'test/redis/flow.spec.ts',
+  'test/redis/flow.multiprocess.spec.ts',
   'test/sql/sqlite.flow.spec.ts',
   'test/runtime/memory.flow.spec.ts',
 ];

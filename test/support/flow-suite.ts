@@ -249,7 +249,13 @@ export function runFlowSuite(target: FlowTarget): void {
     const t0 = Date.now();
     try {
       const slots: Array<Promise<Incarnation>> = [];
-      for (let i = 0; i < PROCESSES; i++) slots.push(fleet.spawn(config));
+      /** Each slot's process once it is up; null while it starts. */
+      const up: Array<Incarnation | null> = [];
+      const start = (slot: number) => {
+        up[slot] = null;
+        slots[slot] = fleet.spawn(config).then((inc) => (up[slot] = inc));
+      };
+      for (let i = 0; i < PROCESSES; i++) start(i);
       await Promise.all(slots);
       const expected: Array<{ key: string; seq: number }> = [];
       for (let i = 0; i < events; i += 1000) {
@@ -266,14 +272,13 @@ export function runFlowSuite(target: FlowTarget): void {
       await until('a twentieth of the events to have run', async () => (await ended()) >= events / 20, WAIT_MS, 20);
       const deadline = Date.now() + WAIT_MS;
       for (let k = 0; ; k++) {
-        // The next slot whose process is up (one still starting is passed over).
-        const slot = k % PROCESSES;
-        const settledSlot = await Promise.race([slots[slot], sleep(0).then(() => null)]);
-        if (settledSlot) {
-          const pid = settledSlot.pid;
-          const diedAt = await settledSlot.kill();
-          deaths.push({ pid, diedAt });
-          slots[slot] = fleet.spawn(config);
+        // In turn, the next slot whose process is up (those still starting are passed over).
+        const slot = Array.from({ length: PROCESSES }, (_, d) => (k + d) % PROCESSES).find((i) => up[i] !== null);
+        if (slot !== undefined) {
+          const victim = up[slot]!;
+          up[slot] = null;
+          deaths.push({ pid: victim.pid, diedAt: await victim.kill() });
+          start(slot);
         }
         await sleep(killEveryMs);
         if ((await rheo.lag(stream, 'g')).lag === 0) break;

@@ -78,8 +78,12 @@ const CHILD: Omit<FlowChildConfig, 'stream' | 'group' | 'log'> = {
   pollMs: 200,
   workMs: [2, 6],
 };
-/** Bounds against hangs, never timings. */
-const WAIT_MS = FULL ? 600_000 : 240_000;
+/**
+ * Bounds against hangs, never timings. At full size the kills set the pace: under
+ * groupConcurrency a killed process's leases hold the group's places until they
+ * expire, and 20,000 events took 6 minutes on Redis.
+ */
+const WAIT_MS = FULL ? 1_800_000 : 240_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

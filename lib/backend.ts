@@ -11,6 +11,7 @@ export type {
   AppendedEvents,
   ClaimDeadLetter,
   FetchedLeases,
+  FlowHeld,
   ResolvedStart,
   CreateGroupRequest,
   FetchRequest,

@@ -54,6 +54,8 @@ export type {
   GroupOptions,
   GroupChanges,
   GroupConfig,
+  FlowLimits,
+  RateLimit,
   Lease,
   Lag,
   GroupInfo,
@@ -110,4 +112,5 @@ export {
   type RenewErrorMessage,
   type ClockSkewMessage,
   type GroupPauseMessage,
+  type FlowHeldMessage,
 } from './core/diagnostics';

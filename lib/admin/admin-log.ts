@@ -55,6 +55,10 @@ export function updateGroupLine(stream: string, group: string, changes: GroupCha
   const parts: string[] = [];
   if (changes.maxAttempts !== undefined) parts.push(`maxAttempts ${changes.maxAttempts}`);
   for (const [k, v] of Object.entries(changes.retry ?? {})) if (v !== undefined) parts.push(`retry.${k} ${v}`);
+  if (changes.keyConcurrency !== undefined) parts.push(`keyConcurrency ${changes.keyConcurrency}`);
+  if (changes.groupConcurrency !== undefined) parts.push(`groupConcurrency ${changes.groupConcurrency ?? 'none'}`);
+  if (changes.rateLimit !== undefined)
+    parts.push(`rateLimit ${changes.rateLimit === null ? 'none' : `${changes.rateLimit.max} per ${changes.rateLimit.perMs} ms`}`);
   return `Changed the settings of ${stream}/${group}: ${parts.join(', ')}`;
 }
 

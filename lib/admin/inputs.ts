@@ -18,7 +18,7 @@ const INPUT_KEYS = {
   reset: keySet('a reset option', ['start', 'confirm']),
   trim: keySet('a trim option', ['force', 'confirm']),
   purgeDeadLetters: keySet('a purgeDeadLetters option', ['before', 'all']),
-  updateGroup: keySet('an updateGroup option', ['maxAttempts', 'retry', 'confirm']),
+  updateGroup: keySet('an updateGroup option', ['maxAttempts', 'retry', 'keyConcurrency', 'groupConcurrency', 'rateLimit', 'confirm']),
   pauseGroup: keySet('a pauseGroup option', ['until', 'reason', 'by', 'confirm']),
   resumeGroup: keySet('a resumeGroup option', ['confirm']),
   skip: keySet('a skip option', ['eventIds', 'reason', 'confirm']),

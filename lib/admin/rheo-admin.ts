@@ -37,7 +37,7 @@ import {
 } from './admin-log';
 import { fromLag, readHighWatermarks } from './high-watermarks';
 import { checkInput, parseStart, parseTime, parseUntil, requireConfirm } from './inputs';
-import { deadLetterSummary, eventSummary, groupSummary, pauseSummary, streamSummary } from './summaries';
+import { deadLetterSummary, eventSummary, flowSummary, groupSummary, pauseSummary, streamSummary } from './summaries';
 import { checkTailOptions, decodeTailCursor, encodeTailCursor, tailAfter, tailLatest } from './tail';
 import type {
   AdminActor,
@@ -242,13 +242,13 @@ export class RheoAdmin implements RheoAdminOperations {
 
   async updateGroup(stream: string, group: string, options: UpdateGroupInput): Promise<GroupSettingsSummary> {
     checkInput('updateGroup', 'options', options);
-    requireConfirm(options.confirm, 'updateGroup changes how every process of the group retries and dead-letters');
+    requireConfirm(options.confirm, 'updateGroup changes how every process of the group claims, retries and dead-letters');
     const changes: GroupChanges = {};
-    if (options.maxAttempts !== undefined) changes.maxAttempts = options.maxAttempts;
-    if (options.retry !== undefined) changes.retry = options.retry;
+    for (const k of ['maxAttempts', 'retry', 'keyConcurrency', 'groupConcurrency', 'rateLimit'] as const)
+      if (options[k] !== undefined) (changes as Record<string, unknown>)[k] = options[k];
     const c = await this.rheo.updateGroup(stream, group, changes);
     this.logged(updateGroupLine(stream, group, changes));
-    return { stream: c.stream, group: c.group, maxAttempts: c.maxAttempts, retry: { ...c.retry }, ordering: c.ordering };
+    return { stream: c.stream, group: c.group, maxAttempts: c.maxAttempts, retry: { ...c.retry }, ordering: c.ordering, ...flowSummary(c) };
   }
 
   async pauseGroup(stream: string, group: string, options: PauseGroupInput): Promise<GroupPauseSummary> {

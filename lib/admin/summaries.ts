@@ -1,7 +1,7 @@
 // The facade's records turned into the admin DTOs: plain JSON (ISO strings for
 // dates, null for absent, no class instances), so the CLI's --json and the
 // dashboard's API print exactly what they get.
-import type { DeadLetter, GroupInfo, GroupPause, JsonValue, RheoEvent, StreamInfo } from '../core/types';
+import type { DeadLetter, FlowLimits, GroupInfo, GroupPause, JsonValue, RheoEvent, StreamInfo } from '../core/types';
 import type { DeadLetterSummary, EventSummary, GroupPauseSummary, GroupSummary, StreamSummary } from './types';
 
 export function streamSummary(info: StreamInfo, highWatermarks: number[]): StreamSummary {
@@ -26,6 +26,8 @@ export function groupSummary(info: GroupInfo, consumer: string | undefined): Gro
     maxAttempts: info.config.maxAttempts,
     retry: { ...info.config.retry },
     ordering: info.config.ordering,
+    ...flowSummary(info.config),
+    waitingForKey: info.waitingForKey,
     partitions: info.lag.partitions.map(({ partition, frontier, highWatermark, lag }) => ({ partition, frontier, highWatermark, lag })),
     skipped: {
       count: info.skipped.count,
@@ -37,6 +39,11 @@ export function groupSummary(info: GroupInfo, consumer: string | undefined): Gro
   };
   if (consumer !== undefined) summary.consumer = consumer;
   return summary;
+}
+
+/** A group's flow limits, each null when it has none. */
+export function flowSummary(c: FlowLimits): Pick<GroupSummary, 'keyConcurrency' | 'groupConcurrency' | 'rateLimit'> {
+  return { keyConcurrency: c.keyConcurrency, groupConcurrency: c.groupConcurrency, rateLimit: c.rateLimit ? { ...c.rateLimit } : null };
 }
 
 export function pauseSummary(p: GroupPause): GroupPauseSummary {

@@ -29,6 +29,14 @@ export interface GroupSummary {
   /** The backoff between a failed delivery's attempts, as stored. */
   retry: { initialMs: number; factor: number; maxMs: number };
   ordering: string;
+  /** At most this many open deliveries per key (`keyConcurrency`), or null: none. */
+  keyConcurrency: number | null;
+  /** At most this many leases of the group in flight at once (`groupConcurrency`), or null: none. */
+  groupConcurrency: number | null;
+  /** At most `max` deliveries started per `perMs` ms (`rateLimit`), or null: none. */
+  rateLimit: { max: number; perMs: number } | null;
+  /** Events the group has reached that wait for their key (GroupInfo.waitingForKey). */
+  waitingForKey: number;
   /** Per partition: frontier, high watermark, lag. */
   partitions: Array<{ partition: number; frontier: number; highWatermark: number; lag: number }>;
   /** The group's skips (GroupInfo.skipped), the time as ISO. */
@@ -195,6 +203,12 @@ export interface WaitingResultSummary {
 export interface UpdateGroupInput {
   maxAttempts?: number;
   retry?: { initialMs?: number; factor?: number; maxMs?: number };
+  /** A new key limit for a group that has one (it cannot be added or removed in place). */
+  keyConcurrency?: number;
+  /** A new group-wide limit, or null to remove it. */
+  groupConcurrency?: number | null;
+  /** A new rate limit, or null to remove it. */
+  rateLimit?: { max: number; perMs: number } | null;
   confirm: boolean;
 }
 
@@ -216,4 +230,7 @@ export interface GroupSettingsSummary {
   maxAttempts: number;
   retry: { initialMs: number; factor: number; maxMs: number };
   ordering: 'none' | 'partition' | 'key';
+  keyConcurrency: number | null;
+  groupConcurrency: number | null;
+  rateLimit: { max: number; perMs: number } | null;
 }

@@ -91,6 +91,24 @@ export function retryText(r: { initialMs: number; factor: number; maxMs: number 
   return `${r.initialMs} ms x${r.factor} up to ${r.maxMs} ms`;
 }
 
+/** A rate limit as stored: `100 per 1000 ms`, or `none`. */
+export function rateText(r: { max: number; perMs: number } | null): string {
+  return r === null ? 'none' : `${r.max} per ${r.perMs} ms`;
+}
+
+/** A group's flow limits in one cell: `key 2, group 10, rate 100 per 1000 ms`, or `none`. */
+export function limitsText(g: {
+  keyConcurrency: number | null;
+  groupConcurrency: number | null;
+  rateLimit: { max: number; perMs: number } | null;
+}): string {
+  const parts: string[] = [];
+  if (g.keyConcurrency !== null) parts.push(`key ${g.keyConcurrency}`);
+  if (g.groupConcurrency !== null) parts.push(`group ${g.groupConcurrency}`);
+  if (g.rateLimit !== null) parts.push(`rate ${rateText(g.rateLimit)}`);
+  return parts.length === 0 ? 'none' : parts.join(', ');
+}
+
 /** A duration an operator reads at a glance: 850ms, 12s, 3m 4s, 2h 5m, 7d (the two largest units, zeros left out). */
 export function duration(ms: number | null): string {
   if (ms === null) return '-';

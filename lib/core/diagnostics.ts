@@ -193,6 +193,22 @@ export interface GroupPauseMessage {
   wasPaused?: boolean;
 }
 
+/**
+ * `rheo:flow:held`: a group's flow limits held one fetch back
+ * (docs/adr/049-flow-control.md): `limit`, the group-wide limit that took the
+ * claim below what it asked for, with `retryInMs` when a rate limit allowed no
+ * start (how long until its window frees one, by the store's clock);
+ * `waitingForKey`, how many events the claim reached and set waiting for their key.
+ */
+export interface FlowHeldMessage {
+  stream: string;
+  group: string;
+  consumerId: string;
+  limit?: 'group_concurrency' | 'rate_limit';
+  retryInMs?: number;
+  waitingForKey?: number;
+}
+
 /** The channels, by name. Subscribe with `diagnostics_channel.subscribe(name, fn)` or `tracingChannel(name).subscribe({...})`. */
 export const CHANNELS = {
   lease: 'rheo:lease',
@@ -211,6 +227,7 @@ export const CHANNELS = {
   clockSkew: 'rheo:clock_skew',
   groupPaused: 'rheo:group:paused',
   groupResumed: 'rheo:group:resumed',
+  flowHeld: 'rheo:flow:held',
 } as const;
 
 /** The plain channels (typed by their message). */
@@ -230,6 +247,7 @@ export const channels = {
   clockSkew: channel(CHANNELS.clockSkew) as Channel & { publish(m: ClockSkewMessage): void },
   groupPaused: channel(CHANNELS.groupPaused) as Channel & { publish(m: GroupPauseMessage): void },
   groupResumed: channel(CHANNELS.groupResumed) as Channel & { publish(m: GroupPauseMessage): void },
+  flowHeld: channel(CHANNELS.flowHeld) as Channel & { publish(m: FlowHeldMessage): void },
 };
 
 /** `rheo:process`: one handler run (start when the handler is called, asyncEnd when its result is known). */

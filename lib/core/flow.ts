@@ -98,6 +98,27 @@ export function rateLogAfter(log: RateLog, now: number, perMs: number, started: 
   return kept;
 }
 
+/**
+ * Flow limits on a backend that does not enforce them (`guarantees.flowControl`)
+ * are refused, naming the first one set: at createGroup and updateGroup, and by
+ * the Nest transport before it creates anything.
+ */
+export function checkFlowSupported(
+  backend: { name: string; capabilities: { guarantees: { flowControl: boolean } } },
+  config: Pick<GroupConfig, 'ordering' | 'keyConcurrency' | 'groupConcurrency' | 'rateLimit'>,
+): void {
+  if (backend.capabilities.guarantees.flowControl || !hasFlowLimits(config)) return;
+  const field =
+    config.ordering === 'key'
+      ? 'ordering'
+      : config.keyConcurrency !== null
+        ? 'keyConcurrency'
+        : config.groupConcurrency !== null
+          ? 'groupConcurrency'
+          : 'rateLimit';
+  throw RheoError.invalid(field, `is not supported by the ${backend.name} backend (it does not declare guarantees.flowControl)`);
+}
+
 /** A group without flow limits. */
 export const NO_FLOW_LIMITS: Readonly<FlowLimits> = Object.freeze({ keyConcurrency: null, groupConcurrency: null, rateLimit: null });
 

@@ -3,7 +3,7 @@
 // frontiers seen. Each publisher returns at once when nobody subscribes.
 import type { SettleOp, SettleResult } from '../backends/backend';
 import { channels, deliveryOf } from './diagnostics';
-import { deadLetteredOf } from './fetched';
+import { deadLetteredOf, heldOf } from './fetched';
 import { groupKey, type Registrations } from './registrations';
 import { writtenOutcome } from './settle';
 import type { Lag, Lease } from './types';
@@ -12,10 +12,13 @@ import type { Lag, Lease } from './types';
  * `rheo:lease` for a fetch that returned leases, `rheo:redelivery` for each lease
  * past its first attempt, and `rheo:dead_letter` (cause `lease_expired`) for each
  * delivery the claim dead-lettered (FetchedLeases.deadLettered): a dead letter no
- * settle tells of, told here by the consumer whose fetch made it.
+ * settle tells of, told here by the consumer whose fetch made it; `rheo:flow:held`
+ * when the group's flow limits held the claim back (FetchedLeases.held).
  */
 export function publishLeases(stream: string, group: string, consumerId: string, leases: Lease[]): void {
   if (leases.length > 0 && channels.lease.hasSubscribers) channels.lease.publish({ stream, group, consumerId, count: leases.length });
+  const held = heldOf(leases);
+  if (held !== undefined && channels.flowHeld.hasSubscribers) channels.flowHeld.publish({ stream, group, consumerId, ...held });
   if (channels.redelivery.hasSubscribers) for (const lease of leases) if (lease.attempt > 1) channels.redelivery.publish(deliveryOf(lease));
   const dead = deadLetteredOf(leases);
   if (dead === undefined || !channels.deadLetter.hasSubscribers) return;

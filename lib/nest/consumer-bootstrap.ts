@@ -4,10 +4,11 @@
 import type { Logger } from '@nestjs/common';
 import type { MessageHandler } from '@nestjs/microservices';
 import { RheoError } from '../core/errors';
+import { checkFlowSupported } from '../core/flow';
 import type { Rheo } from '../core/rheo';
 import { checkTransactional } from '../runtime/transactional';
 import { RHEO_CONSUMER_EXTRAS } from './constants';
-import { prefixed, resolveConsumer, type ResolvedConsumer } from './consumer-options';
+import { blameSource, prefixed, resolveConsumer, type ResolvedConsumer } from './consumer-options';
 import type { RheoConsumerMarker } from './rheo-consumer.decorator';
 import type { RheoInstance } from './rheo-instance';
 
@@ -43,8 +44,10 @@ export function collectConsumers(
         );
       }
       const consumer = resolveConsumer(marker.handlerName, marker.options, instance.options);
-      // Refused before anything is touched: a backend that cannot ack inside the handler's transaction.
+      // Refused before anything is touched: a backend that cannot ack inside the handler's transaction,
+      // or that does not enforce the group's flow limits.
       if (consumer.run.transactional) checkTransactional(instance.rheo);
+      checkFlowBackend(instance.rheo, consumer);
       consumers.push(consumer);
       handlers.set(consumer.key, handler);
     } catch (err) {
@@ -54,6 +57,17 @@ export function collectConsumers(
   if (problems.length === 1) throw problems[0];
   if (problems.length > 1) throw new RheoError('invalid_argument', problems.map((p) => p.message).join('\n'), { field: problems[0].field });
   return consumers;
+}
+
+/** The consumer's flow limits, refused (blaming the option they came from) on a backend that does not enforce them. */
+function checkFlowBackend(rheo: Rheo, c: ResolvedConsumer): void {
+  const g = c.group;
+  const limits = { keyConcurrency: g.keyConcurrency ?? null, groupConcurrency: g.groupConcurrency ?? null, rateLimit: g.rateLimit ?? null };
+  try {
+    checkFlowSupported(rheo.backend, { ordering: g.ordering ?? 'none', ...limits });
+  } catch (err) {
+    throw blameSource(c.sources, err);
+  }
 }
 
 /** A `consumers` key that matches no handler is most likely a typo; it may also belong to another app, so warn only. */

@@ -29,6 +29,9 @@ export function settingsText(s: RheoConsumerSettingsSnapshot): string {
     `maxAttempts ${s.maxAttempts}`,
     `retry ${initialMs} ms x${factor} up to ${maxMs} ms`,
     `ordering ${s.ordering}`,
+    ...(s.keyConcurrency === undefined ? [] : [`keyConcurrency ${s.keyConcurrency}`]),
+    ...(s.groupConcurrency === undefined ? [] : [`groupConcurrency ${s.groupConcurrency}`]),
+    ...(s.rateLimit === undefined ? [] : [`rateLimit ${s.rateLimit.max} per ${s.rateLimit.perMs} ms`]),
   ].join(', ');
 }
 

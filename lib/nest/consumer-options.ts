@@ -1,4 +1,5 @@
 import { RheoError } from '../core/errors';
+import { checkFlowOptions } from '../core/flow';
 import { MAX_NAME_LENGTH } from '../core/limits';
 import type { GroupOptions } from '../core/types';
 import { checkKeys, checkObject, keySet } from '../core/validate';
@@ -16,8 +17,8 @@ type SettingKey = FieldsOn<'nest', 'process' | 'group'>;
 /**
  * How a consumer runs: everything but its identity (stream, group, instance) and
  * its handler's shape. The module's `defaults` and `consumers` take these; the
- * group settings among them (`maxAttempts`, `retry`, `ordering`, `start`) apply
- * when the group is created (and `maxAttempts`, `retry` at each start with the
+ * group settings among them (`maxAttempts`, `retry`, `ordering`, `start` and the
+ * flow limits) apply when the group is created (and `maxAttempts`, `retry` at each start with the
  * module's `groupSettings: 'apply'`).
  */
 export type RheoConsumerSettings = Pick<ConsumerFields, SettingKey>;
@@ -108,6 +109,13 @@ function checkBroadcast(
     if (own('broadcastTtlMs')) throw RheoError.invalid('broadcastTtlMs', 'applies to broadcast consumers only (broadcast: true)');
     return undefined;
   }
+  // Each instance consumes a group of its own: a group-wide limit would hold per instance, not across them.
+  for (const k of GROUP_WIDE_LIMITS)
+    if (own(k))
+      throw RheoError.invalid(
+        k,
+        "cannot be set on a broadcast consumer: each instance consumes a group of its own, so the limit would hold per instance, not across instances (use concurrency for each instance's own limit)",
+      );
   if (merged.start !== 'end' && own('start'))
     throw RheoError.invalid(
       'start',
@@ -128,6 +136,9 @@ function runOptions(given: Record<string, unknown>): GroupRunOptions {
   for (const k of RUNTIME_KEYS) if (given[k] !== undefined) run[k] = given[k];
   return run as unknown as GroupRunOptions;
 }
+
+/** The flow limits that hold across every process of a group (docs/adr/049-flow-control.md): not for broadcast groups. */
+const GROUP_WIDE_LIMITS = ['groupConcurrency', 'rateLimit'] as const;
 
 /** Settings whose names cannot be mistaken for ordinary words in a message. */
 const CAMEL_CASE_SETTINGS = SETTINGS.filter((k) => /[A-Z]/.test(k));
@@ -187,9 +198,11 @@ export function resolveConsumer(
       const run = runOptions({ ...options, ...merged, stream, group, drainTimeoutMs: moduleOptions.drainTimeoutMs });
       resolveGroupOptions(run);
       const broadcast = checkBroadcast(options, group, merged, sources);
-      // A broadcast group always starts at the end (a start from the module's defaults does not apply to it).
-      const settings = broadcast ? { ...merged, start: 'end' as const } : merged;
+      // A broadcast group always starts at the end, and has no group-wide limits (from the module's defaults, they do not apply to it).
+      const settings = broadcast ? { ...merged, start: 'end' as const, groupConcurrency: undefined, rateLimit: undefined } : merged;
       const groupOptions: GroupOptions = { ifNotExists: true, ...checkFields(settings, GROUP_SETTINGS) };
+      // The limits against the ordering, as createGroup will check them: refused before anything is created.
+      checkFlowOptions(groupOptions, groupOptions.ordering ?? 'none');
       return { handlerName, key, run, group: groupOptions, sources, ...(broadcast && { broadcast }) };
     } catch (err) {
       throw blameSource(sources, err);

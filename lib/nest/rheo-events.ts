@@ -5,7 +5,7 @@
 import { Logger } from '@nestjs/common';
 import type { RheoError } from '../core/errors';
 import type { Outcome } from '../core/outcomes';
-import type { Lease, Ordering, RetryBackoff } from '../core/types';
+import type { Lease, Ordering, RateLimit, RetryBackoff } from '../core/types';
 
 /** The consumer an event is about: its stream, group and handler (`Class.method`). */
 export interface RheoEventConsumer {
@@ -38,6 +38,10 @@ export interface RheoConsumerSettingsSnapshot {
   maxAttempts: number;
   retry: Required<RetryBackoff>;
   ordering: Ordering;
+  /** The group's flow limits (docs/consumers.md#flow-control); each absent: none. */
+  keyConcurrency?: number;
+  groupConcurrency?: number;
+  rateLimit?: RateLimit;
 }
 
 /**

@@ -49,11 +49,12 @@ export interface RheoModuleOptions {
   trimIntervalMs?: number;
   /**
    * What startup does with a consumer's group that exists already and whose stored
-   * settings (`maxAttempts`, `retry`) differ from the consumer's declared options.
-   * `'create'` (the default): they apply only when a group is created; the
-   * transport warns of each difference. `'apply'`: the stored group is changed in
-   * place to match (`Rheo#updateGroup`), each change logged. `ordering` cannot
-   * change in place and only warns either way. See docs/consumers.md.
+   * settings (`maxAttempts`, `retry`, the flow limits) differ from the consumer's
+   * declared options. `'create'` (the default): they apply only when a group is
+   * created; the transport warns of each difference. `'apply'`: the stored group is
+   * changed in place to match (`Rheo#updateGroup`), each change logged. `ordering`
+   * cannot change in place, nor can a `keyConcurrency` be added: those only warn
+   * either way. See docs/consumers.md.
    */
   groupSettings?: GroupSettingsMode;
   /**

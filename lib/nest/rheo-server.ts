@@ -196,7 +196,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
       // A group of this instance's own, at the end of the stream: nothing of an existing group to compare.
       this.memberships ??= new BroadcastMemberships(this.instance.rheo, this.logger);
       const { stream, group } = c.run;
-      const { maxAttempts, retry, ordering } = c.group;
+      const { maxAttempts, retry, ordering, keyConcurrency } = c.group;
       let joined: BroadcastJoined;
       try {
         joined = await this.memberships.join({
@@ -208,6 +208,7 @@ export class RheoServer extends Server<RheoServerEvents, RheoServerStatus> imple
           maxAttempts,
           retry,
           ordering,
+          keyConcurrency,
         });
       } catch (err) {
         throw prefixed(c.handlerName, blameSource(c.sources, err));

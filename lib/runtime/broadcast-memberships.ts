@@ -1,7 +1,7 @@
 import { toRheoError } from '../core/errors';
 import type { Rheo } from '../core/rheo';
 import type { GroupConfig, GroupOptions } from '../core/types';
-import { BroadcastMember } from './broadcast';
+import { type BroadcastGroupSetting, BroadcastMember } from './broadcast';
 
 /** Where memberships report what their heartbeats find (Nest's `Logger` is one). */
 export interface MembershipLogger {
@@ -10,7 +10,7 @@ export interface MembershipLogger {
 }
 
 /** One broadcast consumer to join: who it is (for the log) and its broadcast group's settings. */
-export interface BroadcastJoin extends Pick<GroupOptions, 'maxAttempts' | 'retry' | 'ordering'> {
+export interface BroadcastJoin extends Pick<GroupOptions, BroadcastGroupSetting> {
   /** The consumer's `'stream/group'`, by which it is left again. */
   key: string;
   handlerName: string;
@@ -52,6 +52,7 @@ export class BroadcastMemberships {
       maxAttempts: consumer.maxAttempts,
       retry: consumer.retry,
       ordering: consumer.ordering,
+      keyConcurrency: consumer.keyConcurrency,
       events: {
         rejoined: (g) =>
           this.logger.warn(

@@ -31,7 +31,7 @@ export interface BroadcastEvents {
 }
 
 /** Options of a {@link BroadcastMember}. */
-export interface BroadcastOptions extends Pick<GroupOptions, 'maxAttempts' | 'retry' | 'ordering'> {
+export interface BroadcastOptions extends Pick<GroupOptions, BroadcastGroupSetting> {
   stream: string;
   /** The broadcast group's name; each instance consumes its own group `<group>.<instance id>`. */
   group: string;
@@ -45,6 +45,13 @@ export interface BroadcastOptions extends Pick<GroupOptions, 'maxAttempts' | 're
   manual?: boolean;
 }
 
+/**
+ * What a broadcast group may be created with: not the group-wide flow limits
+ * (`groupConcurrency`, `rateLimit`), which would hold per instance, each instance
+ * consuming a group of its own.
+ */
+export type BroadcastGroupSetting = 'maxAttempts' | 'retry' | 'ordering' | 'keyConcurrency';
+
 const OPTION_KEYS = keySet('a BroadcastMember option', [
   'stream',
   'group',
@@ -52,6 +59,7 @@ const OPTION_KEYS = keySet('a BroadcastMember option', [
   'maxAttempts',
   'retry',
   'ordering',
+  'keyConcurrency',
   'events',
   'manual',
   'error',
@@ -86,7 +94,7 @@ export class BroadcastMember {
   readonly stream: string;
   readonly ttlMs: number;
   private readonly base: string;
-  private readonly settings: Pick<GroupOptions, 'maxAttempts' | 'retry' | 'ordering'>;
+  private readonly settings: Pick<GroupOptions, BroadcastGroupSetting>;
   private readonly sibling: RegExp;
   private timer?: NodeJS.Timeout;
   private beats = 0;
@@ -100,7 +108,14 @@ export class BroadcastMember {
     private readonly rheo: Rheo,
     private readonly options: BroadcastOptions,
   ) {
-    checkKeys('options', checkObject('options', options), OPTION_KEYS);
+    const o = checkObject('options', options);
+    for (const k of ['groupConcurrency', 'rateLimit'])
+      if (Object.prototype.hasOwnProperty.call(o, k))
+        throw RheoError.invalid(
+          k,
+          'cannot be set on a broadcast group: each instance consumes a group of its own, so the limit would hold per instance, not across instances',
+        );
+    checkKeys('options', o, OPTION_KEYS);
     if (options.events !== undefined) checkKeys('events', checkObject('events', options.events), EVENT_KEYS);
     this.stream = checkName('stream', options.stream);
     this.base = checkName('group', options.group);
@@ -111,7 +126,8 @@ export class BroadcastMember {
       );
     this.ttlMs =
       options.ttlMs === undefined ? DEFAULT_BROADCAST_TTL_MS : checkInt('ttlMs', options.ttlMs, MIN_BROADCAST_TTL_MS, MAX_DURATION_MS);
-    this.settings = { maxAttempts: options.maxAttempts, retry: options.retry, ordering: options.ordering };
+    const { maxAttempts, retry, ordering, keyConcurrency } = options;
+    this.settings = { maxAttempts, retry, ordering, ...(keyConcurrency !== undefined && { keyConcurrency }) };
     this.instanceId = randomBytes(ID_DIGITS / 2).toString('hex');
     this.group = `${this.base}.${this.instanceId}`;
     this.sibling = new RegExp(`^${escapeRegExp(this.base)}\\.[0-9a-f]{${ID_DIGITS}}$`);

@@ -10,8 +10,9 @@ import { RheoError } from '../core/errors';
 import { newId } from '../core/ids';
 import { DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_ATTEMPTS, MAX_ATTEMPTS_LIMIT, MAX_BATCH } from '../core/limits';
 import { MAX_DURATION_MS, MAX_PARTITIONS } from '../core/limits';
+import { checkRateLimit, MAX_GROUP_CONCURRENCY, MAX_KEY_CONCURRENCY } from '../core/flow';
 import { checkPartitions } from '../core/requests';
-import type { GroupConfig, Ordering, RetryBackoff, StartPosition } from '../core/types';
+import type { GroupConfig, Ordering, RateLimit, RetryBackoff, StartPosition } from '../core/types';
 import { checkBoolean, checkInt, checkKeys, checkName, checkObject, keySet } from '../core/validate';
 import { DEFAULT_BROADCAST_TTL_MS, MIN_BROADCAST_TTL_MS } from './broadcast';
 
@@ -83,8 +84,14 @@ export interface ConsumerGroupSettings {
   maxAttempts?: number;
   /** Redelivery backoff after a failure. Default `{ initialMs: 1000, factor: 2, maxMs: 60000 }`. Group setting, applied when the group is created. */
   retry?: RetryBackoff;
-  /** `'partition'`: one outstanding lease per partition across all processes (strict per-key order). Default `'none'`. Group setting, applied when the group is created. */
+  /** `'partition'`: one outstanding lease per partition across all processes; `'key'`: one per key. Default `'none'`. Group setting. */
   ordering?: Ordering;
+  /** At most this many open deliveries per key across the group, 1..10,000; not with an `ordering`. Group setting. */
+  keyConcurrency?: number;
+  /** At most this many leases of the group in flight across every process, 1..100,000. Group setting. */
+  groupConcurrency?: number;
+  /** At most `max` deliveries started per `perMs` ms across every process. Group setting. */
+  rateLimit?: RateLimit;
   /** Where a new group starts reading. Default `'beginning'`. Group setting, applied when the group is created. */
   start?: StartPosition;
 }
@@ -304,8 +311,33 @@ export const CONSUMER_FIELDS = {
     kind: 'group',
     on: ['nest'],
     default: 'none',
-    check: checkOneOf<Ordering>(['none', 'partition'], "'none' or 'partition'"),
-    doc: "`'partition'`: one outstanding lease per partition across every process, strict per-key order; a delayed event holds the later events of its partition until it is settled",
+    check: checkOneOf<Ordering>(['none', 'partition', 'key'], "'none', 'partition' or 'key'"),
+    doc: "`'partition'`: one outstanding lease per partition across every process, strict per-key order; a delayed event holds the later events of its partition until it is settled. `'key'`: one open delivery per key, in order, keys never wait for each other ([flow control](#flow-control))",
+    snapshot: true,
+  },
+  // The facade checks these against the group's ordering when it creates the group; here each alone.
+  keyConcurrency: {
+    kind: 'group',
+    on: ['nest'],
+    defaultText: 'none',
+    check: (field, value) => checkInt(field, value, 1, MAX_KEY_CONCURRENCY),
+    doc: 'most open deliveries (in flight or waiting for a retry) per key across the group; not with an `ordering` ([flow control](#flow-control))',
+    snapshot: true,
+  },
+  groupConcurrency: {
+    kind: 'group',
+    on: ['nest'],
+    defaultText: 'none',
+    check: (field, value) => checkInt(field, value, 1, MAX_GROUP_CONCURRENCY),
+    doc: 'most leases of the group in flight at once, across every process ([flow control](#flow-control))',
+    snapshot: true,
+  },
+  rateLimit: {
+    kind: 'group',
+    on: ['nest'],
+    defaultText: 'none',
+    check: checkRateLimit,
+    doc: '`{ max, perMs }`: most deliveries started in any `perMs` ms, across every process ([flow control](#flow-control))',
     snapshot: true,
   },
   start: {
@@ -386,7 +418,7 @@ export type GroupRunOptions = Pick<ConsumerFields, RuntimeKey>;
 export type ResolvedGroupOptions = { [K in RuntimeKey]: Always<K> extends true ? Checked<K> : Checked<K> | undefined };
 
 type SnapshotValue<K extends FieldKey> = K extends GroupSettingKey & keyof GroupConfig
-  ? GroupConfig[K]
+  ? Exclude<GroupConfig[K], null>
   : K extends RuntimeKey
     ? Exclude<ResolvedGroupOptions[K], undefined>
     : never;
@@ -433,7 +465,8 @@ export function settingsSnapshot(run: Readonly<ResolvedGroupOptions>, config: Gr
   const out: Record<string, unknown> = {};
   for (const k of SNAPSHOT_KEYS) {
     const value = spec(k).kind === 'group' ? config[k as keyof GroupConfig] : run[k as RuntimeKey];
-    if (value === undefined) continue;
+    // A group setting the group does not have (a flow limit) is stored as null: absent from the snapshot.
+    if (value === undefined || value === null) continue;
     // A copy: the snapshot goes to listeners, who must not change what the consumer runs with.
     out[k] = Array.isArray(value) ? [...value] : typeof value === 'object' && value !== null ? { ...value } : value;
   }

@@ -139,11 +139,12 @@ export class FetchLoop {
     this.phase = 'off';
     if (!this.hooks.claimed(leases)) return;
     if (leases.length === 0) {
-      // A paused group's answers are empty by design: the wake-up that resumes it must not be ignored.
-      if (byWake && !isPausedAnswer(leases)) this.emptyWakeUps++;
+      // A paused group's answers are empty by design, and so are those a flow limit held back (another
+      // process took the place a settle freed): the wake-up that frees it must not be ignored.
+      const held = heldOf(leases);
+      if (byWake && !isPausedAnswer(leases) && held === undefined) this.emptyWakeUps++;
       // A rate limit that allows no start says when one may start: a wait for that, not for hints that
       // would only find it full again (docs/adr/049-flow-control.md).
-      const held = heldOf(leases);
       if (held?.limit === 'rate_limit' && held.retryInMs !== undefined) this.waitForRate(held.retryInMs);
       else this.waitForWork();
     } else {

@@ -94,6 +94,10 @@ describe.each(CLOCKED_BACKENDS)('RheoAdmin on $name', ({ make }) => {
         maxAttempts: 5,
         retry: { initialMs: 1000, factor: 2, maxMs: 60000 },
         ordering: 'none',
+        keyConcurrency: null,
+        groupConcurrency: null,
+        rateLimit: null,
+        waitingForKey: 0,
         partitions: [
           { partition: 0, frontier: 2, highWatermark: 2, lag: 0 },
           { partition: 1, frontier: 0, highWatermark: 1, lag: 1 },
@@ -113,6 +117,10 @@ describe.each(CLOCKED_BACKENDS)('RheoAdmin on $name', ({ make }) => {
         maxAttempts: 3,
         retry: { initialMs: 1000, factor: 2, maxMs: 60000 },
         ordering: 'partition',
+        keyConcurrency: null,
+        groupConcurrency: null,
+        rateLimit: null,
+        waitingForKey: 0,
         partitions: [
           { partition: 0, frontier: 0, highWatermark: 2, lag: 2 },
           { partition: 1, frontier: 0, highWatermark: 1, lag: 1 },

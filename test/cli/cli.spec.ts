@@ -171,6 +171,10 @@ describe.each(stores(dir))('rheo on $name', (store) => {
     maxAttempts: 5,
     retry: { initialMs: 1000, factor: 2, maxMs: 60000 },
     ordering: 'none',
+    keyConcurrency: null,
+    groupConcurrency: null,
+    rateLimit: null,
+    waitingForKey: 0,
     partitions: [
       { partition: 0, frontier: 2, highWatermark: 2, lag: 0 },
       { partition: 1, frontier: 1, highWatermark: 1, lag: 0 },
@@ -214,8 +218,9 @@ describe.each(stores(dir))('rheo on $name', (store) => {
     expect(info.stdout).toMatch(/^dead letters +1$/m);
     expect(info.stdout).toMatch(/^retry +1000 ms x2 up to 60000 ms$/m);
     expect(info.stdout).toMatch(/^skipped +0$/m);
+    expect(info.stdout).toMatch(/^limits +none\nwaiting for key +0\npaused +no$/m);
     expect(info.stdout).toMatch(/^PARTITION +FRONTIER +HIGH WATERMARK +LAG\n +0 +2 +2 +0\n +1 +1 +1 +0\n/m);
-    expect(groupsTable.stdout).toMatch(/^billing +0 +0 +1 +- +5 +none +no$/m);
+    expect(groupsTable.stdout).toMatch(/^billing +0 +0 +1 +- +5 +none +none +0 +no$/m);
   });
 
   it('dead-letters: pages, payloads on request', async () => {

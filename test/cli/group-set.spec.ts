@@ -34,7 +34,7 @@ describe('rheo group set', () => {
     const set = await rheoCli('group', 'set', 'orders', 'billing', '--max-attempts', '10', '--retry-factor', '1.5', '--confirm');
     expect(set).toEqual({
       code: 0,
-      out: 'Changed the settings of orders/billing:\nmax attempts  10\nretry         1000 ms x1.5 up to 60000 ms\nordering      none\n',
+      out: 'Changed the settings of orders/billing:\nmax attempts  10\nretry         1000 ms x1.5 up to 60000 ms\nordering      none\nlimits        none\n',
       err: '',
     });
     const after = await stored();
@@ -62,6 +62,9 @@ describe('rheo group set', () => {
       maxAttempts: 10,
       retry: { initialMs: 250, factor: 1.5, maxMs: 500 },
       ordering: 'none',
+      keyConcurrency: null,
+      groupConcurrency: null,
+      rateLimit: null,
     });
   });
 
@@ -69,7 +72,7 @@ describe('rheo group set', () => {
     const before = await stored();
     const unconfirmed = await rheoCli('group', 'set', 'orders', 'billing', '--max-attempts', '10');
     expect(unconfirmed.code).toBe(2);
-    expect(unconfirmed.err).toMatch(/confirm_required: updateGroup changes how every process of the group retries/);
+    expect(unconfirmed.err).toMatch(/confirm_required: updateGroup changes how every process of the group claims, retries/);
     const nothing = await rheoCli('group', 'set', 'orders', 'billing', '--confirm');
     expect(nothing.code).toBe(2);
     expect(nothing.err).toMatch(/nothing to change: give --max-attempts/);
@@ -81,6 +84,39 @@ describe('rheo group set', () => {
     const backwards = await rheoCli('group', 'set', 'orders', 'billing', '--retry-max-ms', '10', '--confirm');
     expect(backwards).toMatchObject({ code: 1, err: 'error: invalid_argument: retry.maxMs must be >= retry.initialMs (1000)\n' });
     expect(await stored()).toEqual(before);
+  });
+
+  it('reads --key-concurrency, --group-concurrency <n|none> and --rate-limit <max>/<perMs>|none; a bad one is a usage error', async () => {
+    const before = await stored();
+    const rate = await rheoCli('group', 'set', 'orders', 'billing', '--rate-limit', '100', '--confirm');
+    expect(rate.code).toBe(2);
+    expect(rate.err).toMatch(/--rate-limit <max\/perMs\|none>' argument '100' is invalid. must be <max>\/<perMs>, such as 100\/1000/);
+    const group = await rheoCli('group', 'set', 'orders', 'billing', '--group-concurrency', 'all', '--confirm');
+    expect(group.code).toBe(2);
+    expect(group.err).toMatch(/--group-concurrency <n\|none>' argument 'all' is invalid. must be a whole number/);
+    const key = await rheoCli('group', 'set', 'orders', 'billing', '--key-concurrency', 'none', '--confirm');
+    expect(key.code).toBe(2);
+    const nothing = await rheoCli('group', 'set', 'orders', 'billing', '--confirm');
+    expect(nothing.err).toMatch(/--key-concurrency, --group-concurrency or --rate-limit/);
+    // Removing a limit the group does not have changes nothing, on any store.
+    const none = await rheoCli('group', 'set', 'orders', 'billing', '--group-concurrency', 'none', '--rate-limit', 'none', '--confirm');
+    expect(none).toMatchObject({ code: 0, err: '' });
+    expect(none.out).toMatch(/^limits {8}none$/m);
+    expect(await stored()).toEqual(before);
+  });
+
+  it('sets a group-wide limit where the store enforces it, and is refused naming the field where it does not', async () => {
+    const flow = sqliteBackend({ database: sqlite.file }).capabilities.guarantees.flowControl;
+    const set = await rheoCli('group', 'set', 'orders', 'billing', '--group-concurrency', '4', '--rate-limit', '100/1000', '--confirm');
+    if (flow) {
+      expect(set).toMatchObject({ code: 0, err: '' });
+      expect(set.out).toMatch(/^limits {8}group 4, rate 100 per 1000 ms$/m);
+      expect((await stored()).config).toMatchObject({ groupConcurrency: 4, rateLimit: { max: 100, perMs: 1000 } });
+    } else {
+      expect(set.code).toBe(1);
+      expect(set.err).toMatch(/^error: invalid_argument: (groupConcurrency|rateLimit) is not supported by the sqlite backend/);
+      expect((await stored()).config).toMatchObject({ groupConcurrency: null, rateLimit: null });
+    }
   });
 
   it('answers group_not_found for a group that does not exist', async () => {

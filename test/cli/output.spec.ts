@@ -1,6 +1,6 @@
 // The CLI's printing helpers, in process: the progress line (on a terminal only,
 // first drawn after a second, erased at the end), durations and tables.
-import { duration, escapeControls, fields, table } from '../../lib/cli/output';
+import { duration, escapeControls, fields, limitsText, table } from '../../lib/cli/output';
 import { progress } from '../../lib/cli/progress';
 
 /** A stand-in for process.stderr that records what was written. */
@@ -92,5 +92,17 @@ describe('escapeControls', () => {
   it('is what every table and field cell goes through', () => {
     expect(table([{ r: 'x\x1b]0;title\x07' }], [{ header: 'R', cell: (row) => row.r }], '')).toBe('R\nx\\x1b]0;title\\x07\n');
     expect(fields([['reason', '\rgone']])).toBe('reason  \\rgone\n');
+  });
+});
+
+describe('limitsText', () => {
+  it("names each flow limit a group has, in one cell, and 'none' when it has none", () => {
+    const none = { keyConcurrency: null, groupConcurrency: null, rateLimit: null };
+    expect(limitsText(none)).toBe('none');
+    expect(limitsText({ ...none, keyConcurrency: 2 })).toBe('key 2');
+    expect(limitsText({ keyConcurrency: 2, groupConcurrency: 10, rateLimit: { max: 100, perMs: 1000 } })).toBe(
+      'key 2, group 10, rate 100 per 1000 ms',
+    );
+    expect(limitsText({ ...none, rateLimit: { max: 5, perMs: 60_000 } })).toBe('rate 5 per 60000 ms');
   });
 });

@@ -62,7 +62,7 @@ describe('rheo pause / resume', () => {
         'paused by         ana\npause reason      card API down\n',
     );
     const groups = await rheoCli('groups', 'orders');
-    expect(groups.out).toMatch(new RegExp(`^billing +1 +0 +0 +\\S+ +5 +none +until ${until.replace(/\./g, '\\.')}$`, 'm'));
+    expect(groups.out).toMatch(new RegExp(`^billing +1 +0 +0 +\\S+ +5 +none +none +0 +until ${until.replace(/\./g, '\\.')}$`, 'm'));
     const asJson = await rheoCli('--json', 'info', 'orders', 'billing');
     expect(JSON.parse(asJson.out).paused).toEqual({
       pausedAt: s.paused!.pausedAt.toISOString(),
@@ -89,7 +89,7 @@ describe('rheo pause / resume', () => {
     expect(open.out).toMatch(/^paused until {2}resumed$/m);
     expect(open.out).toMatch(/^paused by {5}-$/m);
     expect(await stored()).toEqual({ paused: { pausedAt: expect.any(Date), until: null, reason: null, by: null }, claimed: 0 });
-    expect((await rheoCli('groups', 'orders')).out).toMatch(/^billing +1 +0 +0 +\S+ +5 +none +yes$/m);
+    expect((await rheoCli('groups', 'orders')).out).toMatch(/^billing +1 +0 +0 +\S+ +5 +none +none +0 +yes$/m);
   });
 
   it('resumes at once: the next claim leases again; a second resume says it was not paused', async () => {

@@ -162,6 +162,18 @@ describe('bad broadcast options are refused at startup, naming the field and its
     );
   });
 
+  it('a group-wide flow limit, on the decorator or in consumers[...]: each instance has a group of its own', async () => {
+    const own = await startupError(consumer({ broadcast: true, groupConcurrency: 4 }));
+    expect(own.field).toBe('groupConcurrency');
+    expect(own.message).toMatch(
+      /^C\.on: groupConcurrency cannot be set on a broadcast consumer: each instance consumes a group of its own/,
+    );
+    const configured = await startupError(consumer({ broadcast: true }), {
+      consumers: { 'prices/cache': { rateLimit: { max: 10, perMs: 1000 } } },
+    });
+    expect(configured.field).toBe('consumers["prices/cache"].rateLimit');
+  });
+
   it('broadcast itself: a boolean, on the decorator only, with room in the group name for the instance id', async () => {
     expect((await startupError(consumer({ broadcast: 'yes' }))).field).toBe('broadcast');
     // Refused with the module's options, before any transport starts.

@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import { ManualClock, Rheo, RheoError, redisBackend } from '../../lib';
-import { BASE_LAYOUT, DELAYED_LAYOUT, LAYOUT_VERSION } from '../../lib/backends/redis/layout';
+import { BASE_LAYOUT, DELAYED_LAYOUT, FLOW_LAYOUT, LAYOUT_VERSION } from '../../lib/backends/redis/layout';
 import { deleteKeys, freshPrefix, REDIS_URL } from './support';
 
 // The layout version key, and data of layout 1 (written before the key existed)
@@ -37,8 +37,8 @@ async function initError(prefix: string): Promise<RheoError> {
 }
 
 describe('redis layout version', () => {
-  it('is 3; init records 2 under an empty prefix, and the first delayed event 3', async () => {
-    expect([BASE_LAYOUT, DELAYED_LAYOUT, LAYOUT_VERSION]).toEqual([2, 3, 3]);
+  it('is 4; init records 2 under an empty prefix, the first delayed event 3, the first group with a flow limit 4', async () => {
+    expect([BASE_LAYOUT, DELAYED_LAYOUT, FLOW_LAYOUT, LAYOUT_VERSION]).toEqual([2, 3, 4, 4]);
     const prefix = prefixFor('fresh');
     const rheo = new Rheo(redisBackend({ url: REDIS_URL, prefix }));
     try {
@@ -62,6 +62,15 @@ describe('redis layout version', () => {
       await again.init();
       expect(await admin.get(`${prefix}:layout`)).toBe('3');
       expect((await again.read('s')).map((e) => e.deliverAt !== undefined)).toEqual([false, true]);
+      // A group without flow limits leaves it there; one with a limit is data layout 3's code would
+      // claim past (and whose waiting deliveries it would never hand a key's place): layout 4 first.
+      await again.createGroup('s', 'plain');
+      expect(await admin.get(`${prefix}:layout`)).toBe('3');
+      await again.createGroup('s', 'keyed', { ordering: 'key' });
+      expect(await admin.get(`${prefix}:layout`)).toBe('4');
+      // A later delayed event does not take it back to 3.
+      await again.append('s', { payload: 3, delayMs: 1000 });
+      expect(await admin.get(`${prefix}:layout`)).toBe('4');
     } finally {
       await again.close();
     }
@@ -69,12 +78,12 @@ describe('redis layout version', () => {
 
   it('refuses at init a layout newer than this code knows, writing nothing', async () => {
     const prefix = prefixFor('newer');
-    await admin.set(`${prefix}:layout`, '4');
+    await admin.set(`${prefix}:layout`, '5');
     const err = await initError(prefix);
     expect(err.code).toBe('failed');
-    expect(err.message).toBe(`Redis layout version 4 at prefix ${prefix} is newer than this nestjs-rheo knows (3): upgrade nestjs-rheo`);
+    expect(err.message).toBe(`Redis layout version 5 at prefix ${prefix} is newer than this nestjs-rheo knows (4): upgrade nestjs-rheo`);
     expect(await keysUnder(prefix)).toEqual([`${prefix}:layout`]);
-    expect(await admin.get(`${prefix}:layout`)).toBe('4');
+    expect(await admin.get(`${prefix}:layout`)).toBe('5');
     // Every later call refuses the same way (init is tried again, not remembered as done).
     expect((await initError(prefix)).message).toMatch(/newer than this nestjs-rheo knows/);
   });
@@ -114,7 +123,7 @@ describe('redis layout version', () => {
     expect(await open(old)).toEqual([]);
     expect(await keysUnder(old)).toEqual([`${old}:streams`]);
     const newer = prefixFor('none-newer');
-    await admin.set(`${newer}:layout`, '4');
+    await admin.set(`${newer}:layout`, '5');
     expect(await open(newer)).toMatchObject({ code: 'failed', message: expect.stringContaining('newer than this nestjs-rheo knows') });
     const older = prefixFor('none-older');
     await admin.set(`${older}:layout`, '1');

@@ -49,3 +49,25 @@ describe('Consumer: a paused group (Rheo#pauseGroup)', () => {
     await until('all 8 handled', () => handled.length === 8, 10_000);
   });
 });
+
+describe('Consumer: a group whose flow limit holds it back (groupConcurrency)', () => {
+  it('hears the settle that frees a place through the wake-up, even after many appends woke it to a held answer', async () => {
+    const { rheo, stream, group } = await setup({ group: { groupConcurrency: 1 } });
+    await rheo.append(stream, { payload: 'first' });
+    // Another process holds the group's one place.
+    const [held] = await rheo.fetch(stream, group, { consumerId: 'elsewhere', leaseMs: 600_000 });
+    const handled: number[] = [];
+    // A poll interval far longer than the case: only wake-ups can end the waits in time.
+    const g = startConsumer(rheo, { stream, group, leaseMs: 600_000, pollMs: 300_000 }, async (lease) => {
+      handled.push(lease.event.sequence);
+    });
+    for (let i = 0; i < 8; i++) {
+      await rheo.append(stream, { payload: i });
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(g.stats.wakeUps).toBeGreaterThan(3); // more held answers to a wake-up than a spurious run would tolerate
+    expect(handled).toEqual([]);
+    await rheo.ack(held);
+    await until('all 8 handled, one at a time', () => handled.length === 8, 10_000);
+  });
+});

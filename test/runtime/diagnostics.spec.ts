@@ -342,7 +342,80 @@ describe.each(CLOCKED_BACKENDS)('diagnostics channels of the runtime on $name', 
 
   it('fired rheo:process and every plain channel of the runtime in this run', () => {
     expect(seen).toContain('rheo:process');
-    // rheo:clock_skew is the store clock's (PostgreSQL, Redis), not the runtime's: test/unit/store-clock.spec.ts.
-    for (const name of PLAIN_CHANNEL_NAMES.filter((n) => n !== CHANNELS.clockSkew)) expect(seen).toContain(name);
+    // rheo:clock_skew is the store clock's (PostgreSQL, Redis), not the runtime's: test/unit/store-clock.spec.ts;
+    // rheo:flow:held needs a backend that enforces flow limits: below.
+    for (const name of PLAIN_CHANNEL_NAMES.filter((n) => n !== CHANNELS.clockSkew && n !== CHANNELS.flowHeld)) expect(seen).toContain(name);
+  });
+});
+
+/** The backends of the list that enforce flow limits (guarantees.flowControl). */
+const FLOW_BACKENDS = CLOCKED_BACKENDS.filter(({ make }) => {
+  const probe = make(new ManualClock());
+  void probe.close();
+  return probe.capabilities.guarantees.flowControl;
+});
+
+describe.each(FLOW_BACKENDS)('rheo:flow:held on $name', ({ make }) => {
+  let rheo: Rheo;
+  let rec: ChannelRecorder;
+  let stream: string;
+  let group: string;
+
+  beforeEach(async () => {
+    rheo = new Rheo(make(new ManualClock(Date.UTC(2026, 0, 1))));
+    stream = unique('s');
+    group = unique('g');
+    rec = new ChannelRecorder();
+    await rheo.createStream(stream, { partitions: 1 });
+  });
+
+  afterEach(async () => {
+    await drainAll();
+    rec.close();
+    await rheo.close();
+  });
+
+  const fetch = (consumerId: string, limit = 10) => rheo.fetch(stream, group, { limit, consumerId, leaseMs: 60_000 });
+
+  it("names the group-wide limit that held a fetch back, with the rate window's wait when it allowed none", async () => {
+    await rheo.createGroup(stream, group, { groupConcurrency: 3, rateLimit: { max: 5, perMs: 1000 } });
+    await rheo.appendBatch(
+      stream,
+      [1, 2, 3, 4, 5, 6, 7].map((n) => ({ payload: { n } })),
+    );
+    expect(await fetch('A', 2)).toHaveLength(2);
+    expect(rec.messages('rheo:flow:held')).toEqual([]);
+    expect(await fetch('A')).toHaveLength(1);
+    expect(rec.messages('rheo:flow:held')).toEqual([{ stream, group, consumerId: 'A', limit: 'group_concurrency' }]);
+    rec.clear();
+    await rheo.updateGroup(stream, group, { groupConcurrency: null });
+    expect(await fetch('B')).toHaveLength(2);
+    expect(await fetch('B')).toHaveLength(0);
+    expect(rec.messages('rheo:flow:held')).toEqual([
+      { stream, group, consumerId: 'B', limit: 'rate_limit' },
+      // The manual clock stands still: the window frees its first start a whole window from now.
+      { stream, group, consumerId: 'B', limit: 'rate_limit', retryInMs: 1000 },
+    ]);
+  });
+
+  it("counts the events a fetch set waiting for their key, once each: a direct fetch, and a Consumer's under its id", async () => {
+    const keyed = ['a', 'a', 'b', 'a', 'b'].map((key) => ({ key, payload: { key } }));
+    await rheo.createGroup(stream, group, { ordering: 'key' });
+    await rheo.appendBatch(stream, keyed);
+    const first = await fetch('A');
+    expect(first.map((l) => l.event.key)).toEqual(['a', 'b']);
+    expect(rec.messages('rheo:flow:held')).toEqual([{ stream, group, consumerId: 'A', waitingForKey: 3 }]);
+
+    rec.clear();
+    group = unique('g');
+    await rheo.createGroup(stream, group, { ordering: 'key' });
+    const handled: string[] = [];
+    const g = startConsumer(rheo, { stream, group, consumerId: 'C', leaseMs: 60_000, pollMs: 10 }, async (lease) => {
+      handled.push(lease.event.key!);
+    });
+    await until('every event handled', () => handled.length === 5);
+    await g.drain();
+    // The first claim set a's second and third and b's second waiting; the fetches that took them set none.
+    expect(rec.messages('rheo:flow:held')).toEqual([{ stream, group, consumerId: 'C', waitingForKey: 3 }]);
   });
 });

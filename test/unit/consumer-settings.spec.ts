@@ -36,6 +36,9 @@ const SAMPLES: { [K in FieldKey]-?: Exclude<ConsumerFields[K], undefined> } = {
   maxAttempts: 3,
   retry: { initialMs: 10, factor: 3, maxMs: 100 },
   ordering: 'partition',
+  keyConcurrency: 3,
+  groupConcurrency: 4,
+  rateLimit: { max: 10, perMs: 1000 },
   start: 'end',
   timeoutMs: 1000,
   onTimeout: 'dead-letter',
@@ -83,7 +86,15 @@ describe('consumer settings: every field where its declaration says', () => {
   it('the declaration names every kind and surface the APIs use', () => {
     expect(configKeys).toEqual(expect.arrayContaining(['maxDemand', 'maxAttempts', 'broadcastTtlMs']));
     expect(KEYS.filter((k) => FIELDS[k].kind === 'handler')).toEqual(['batch', 'transactional', 'broadcast']);
-    expect(KEYS.filter((k) => FIELDS[k].kind === 'group')).toEqual(['maxAttempts', 'retry', 'ordering', 'start']);
+    expect(KEYS.filter((k) => FIELDS[k].kind === 'group')).toEqual([
+      'maxAttempts',
+      'retry',
+      'ordering',
+      'keyConcurrency',
+      'groupConcurrency',
+      'rateLimit',
+      'start',
+    ]);
   });
 
   describe.each(KEYS.filter((k) => on(k, 'nest') && FIELDS[k].kind !== 'identity'))('%s on @RheoConsumer', (k) => {

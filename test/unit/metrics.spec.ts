@@ -97,11 +97,13 @@ describe('the metrics option', () => {
         'shop_append_to_handler_seconds',
         'shop_appended_events_total',
         'shop_deliveries_total',
+        'shop_flow_held_total',
         'shop_group_dead_letters',
         'shop_group_inflight',
         'shop_group_lag',
         'shop_group_oldest_unsettled_age_seconds',
         'shop_group_paused',
+        'shop_group_waiting_for_key',
         'shop_handler_duration_seconds',
       ]);
     } finally {
@@ -119,6 +121,7 @@ describe('the metrics option', () => {
           CHANNELS.settle,
           CHANNELS.leaseLost,
           CHANNELS.leaseExpired,
+          CHANNELS.flowHeld,
           'tracing:rheo:append:asyncEnd',
           'tracing:rheo:process:start',
         ])
@@ -243,6 +246,91 @@ describe('the group gauges at scrape time', () => {
       // The failed round is not cached.
       await registry.metrics();
       expect(listStreams.mock.calls.length).toBeGreaterThan(rounds);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('flow control', () => {
+  const handled: string[] = [];
+  let capped = 0;
+  let releaseCapped!: () => void;
+  const cappedHeld = new Promise<void>((resolve) => (releaseCapped = resolve));
+
+  @Controller()
+  class Flow {
+    @RheoConsumer({ stream: 'orders', group: 'keyed', ordering: 'key', pollMs: 10 })
+    onKeyed(@Payload() p: { key: string }) {
+      handled.push(p.key);
+    }
+
+    @RheoConsumer({ stream: 'orders', group: 'capped', groupConcurrency: 1, concurrency: 2, pollMs: 10 })
+    async onCapped() {
+      capped++;
+      await cappedHeld;
+    }
+  }
+
+  it("rheo_flow_held_total counts events set waiting for their key and fetches a group-wide limit held, for this app's consumers", async () => {
+    const registry = new Registry();
+    const ref = await Test.createTestingModule({
+      imports: [RheoModule.forRoot({ backend: memoryBackend(), streams: [{ name: 'orders', partitions: 1 }], metrics: { registry } })],
+      controllers: [Flow],
+    }).compile();
+    const app = ref.createNestApplication({ logger: false });
+    app.connectMicroservice({ strategy: app.get(RheoServer) }, { inheritAppConfig: true });
+    await app.init();
+    await app.startAllMicroservices();
+    try {
+      const rheo = app.get(Rheo);
+      await rheo.appendBatch(
+        'orders',
+        ['a', 'a', 'b', 'a'].map((key) => ({ key, payload: { key } })),
+      );
+      await until('every keyed event handled', () => handled.length === 4);
+      await until('the capped group holds one', () => capped === 1);
+      // A fetch of another process (not this app's consumer) is not counted.
+      await rheo.createGroup('orders', 'other', { ordering: 'key' });
+      expect(await rheo.fetch('orders', 'other', { consumerId: 'elsewhere' })).toHaveLength(2);
+      const text = await registry.metrics();
+      expect(text).toContain('# TYPE rheo_flow_held_total counter');
+      expect(text).toContain('rheo_flow_held_total{stream="orders",group="keyed",reason="key"} 2');
+      expect(text).not.toContain('rheo_flow_held_total{stream="orders",group="other"');
+      const held = /rheo_flow_held_total\{stream="orders",group="capped",reason="group_concurrency"\} (\d+)/.exec(text);
+      expect(Number(held?.[1])).toBeGreaterThan(0);
+      expect(capped).toBe(1);
+      // The gauge reads the store: 'other' has the events its fetch set waiting, keyed none any more.
+      expect(text).toContain('rheo_group_waiting_for_key{stream="orders",group="other"} 2');
+      expect(text).toContain('rheo_group_waiting_for_key{stream="orders",group="keyed"} 0');
+    } finally {
+      releaseCapped();
+      await app.close();
+    }
+  });
+
+  it('rheo_group_waiting_for_key: the events waiting for their key, read at scrape time', async () => {
+    const clock = new ManualClock();
+    const registry = new Registry();
+    const app = await boot({ registry, groups: 'all' }, memoryBackend({ clock }));
+    try {
+      const rheo = app.get(Rheo);
+      await rheo.createGroup('orders', 'keyed', { ordering: 'key' });
+      await rheo.createGroup('orders', 'plain');
+      await rheo.appendBatch(
+        'orders',
+        ['a', 'a', 'a', 'b'].map((key) => ({ key, payload: 1 })),
+      );
+      const leases = await rheo.fetch('orders', 'keyed', { limit: 10 });
+      expect(leases).toHaveLength(2);
+      const text = await registry.metrics();
+      expect(text).toContain('# TYPE rheo_group_waiting_for_key gauge');
+      expect(text).toContain('rheo_group_waiting_for_key{stream="orders",group="keyed"} 2');
+      expect(text).toContain('rheo_group_waiting_for_key{stream="orders",group="plain"} 0');
+      for (const lease of leases) await rheo.ack(lease);
+      clock.advance(1000);
+      // The ack of a's head gave its place to a's next event: one left waiting.
+      expect(await registry.metrics()).toContain('rheo_group_waiting_for_key{stream="orders",group="keyed"} 1');
     } finally {
       await app.close();
     }

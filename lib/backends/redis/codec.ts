@@ -1,5 +1,5 @@
 import type { EventMetadata, JsonValue, Lease, Retention, RheoEvent } from '../../core/types';
-import type { ClaimDeadLetter, NewEvent, SettleOp } from '../backend';
+import type { ClaimDeadLetter, FlowHeld, NewEvent, SettleOp } from '../backend';
 
 /**
  * Stream entry fields of an event (stored names, one letter each: existing logs
@@ -124,6 +124,23 @@ export interface FetchAnswer {
   deadLettered: ClaimDeadLetter[] | undefined;
   /** The group is paused: the script claimed nothing (leases empty). */
   paused?: true;
+  /** The group has flow limits and the call lacked their KEYS: nothing was written, call again with them. */
+  flowKeys?: true;
+  /** What the group's flow limits held back (docs/adr/049-flow-control.md). */
+  held?: FlowHeld;
+}
+
+/** The parked slot of a fetch reply: a count, or `<parked>:<limit>:<retryInMs>:<waitingForKey>` when a flow limit held the call. */
+function parkedOf(slot: unknown): { parked: number; held?: FlowHeld } {
+  if (typeof slot !== 'string' || !slot.includes(':')) return { parked: Number(slot) };
+  const [parked, limit, retryInMs, waiting] = slot.split(':');
+  const held: FlowHeld = {};
+  if (limit === 'group_concurrency' || limit === 'rate_limit') {
+    held.limit = limit;
+    if (Number(retryInMs) > 0) held.retryInMs = Number(retryInMs);
+  }
+  if (Number(waiting) > 0) held.waitingForKey = Number(waiting);
+  return { parked: Number(parked), held };
 }
 
 export function fetchAnswer(reply: unknown): FetchAnswer {
@@ -131,14 +148,19 @@ export function fetchAnswer(reply: unknown): FetchAnswer {
   // A paused group's claim (docs/adr/046-pausing-a-group.md): its wake id, and nothing claimed.
   if (out[1] === 'paused')
     return { wakeId: String(out[0]), pending: false, parked: 0, leases: fetchedLeases([]), deadLettered: undefined, paused: true };
+  if (out[1] === 'flow')
+    return { wakeId: String(out[0]), pending: false, parked: 0, leases: fetchedLeases([]), deadLettered: undefined, flowKeys: true };
   const leases = fetchedLeases(out);
-  return {
+  const { parked, held } = parkedOf(out[2]);
+  const answer: FetchAnswer = {
     wakeId: String(out[0]),
     pending: Number(out[1]) === 1,
-    parked: Number(out[2]),
+    parked,
     leases,
     deadLettered: fetchedDeadLetters(out, leases.count),
   };
+  if (held) answer.held = held;
+  return answer;
 }
 
 /** Lease n's lease id and attempt (see {@link LeaseRows}). */

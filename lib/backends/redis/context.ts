@@ -54,6 +54,8 @@ export class RedisContext {
   readonly wake: WakeState = { lastIds: new Map() };
   /** Layout 3 is recorded under the prefix (recordDelayedLayout): this process may write delayed events. */
   delayedLayout = false;
+  /** Layout 4 (flow limits) recorded by this process (lifecycle.ts recordFlowLayout). */
+  flowLayout = false;
   /** What init found wrong with the server's durability settings (durability.ts), told by every groupInfo. */
   durabilityWarnings: string[] = [];
   /** The process warning about them was emitted (once per backend). */

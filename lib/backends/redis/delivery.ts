@@ -3,15 +3,16 @@ import { deadLetteredOf, fetched, pausedAnswer } from '../../core/fetched';
 import { newId } from '../../core/ids';
 import { groupKey } from '../../core/registrations';
 import { checkPartition } from '../../core/requests';
-import type { Lease } from '../../core/types';
-import type { ClaimDeadLetter, FetchedLeases, FetchRequest, RenewResult, SettleOp, SettleResult } from '../backend';
+import { hasFlowLimits } from '../../core/flow';
+import type { GroupConfig, Lease } from '../../core/types';
+import type { ClaimDeadLetter, FetchedLeases, FetchRequest, FlowHeld, RenewResult, SettleOp, SettleResult } from '../backend';
 import { claimPastDelays, type ClaimRound } from '../delays';
 import { eventOfLease, type FetchAnswer, fetchAnswer, leaseOf, leaseOpValues, type OpValue, settleOpValues } from './codec';
 import type { RedisContext } from './context';
 import type { RedisPipelineResult } from './external';
-import type { GroupKeys, StreamKeys } from './keys';
+import { flowSlots, type GroupKeys, type StreamKeys } from './keys';
 import { entryId } from './log-scan';
-import { configOf, partitionsOf } from './registry';
+import { configOf, getGroup, partitionsOf } from './registry';
 import type { ScriptCall } from './script-runner';
 
 // The delivery section: fetch (the claim), renew, settle and release.
@@ -74,20 +75,35 @@ async function claim(
 ): Promise<ClaimRound<Lease> & { pending: boolean; paused: boolean }> {
   const k = ctx.keys(req.stream);
   const g = k.group(req.group);
-  const keys = [k.meta, g.cfg, g.deliveries, k.wake];
+  let keys = [k.meta, g.cfg, g.deliveries, k.wake];
   for (const p of parts) keys.push(k.log(p), g.leased(p), g.available(p));
   // Where a claim files a lease that expired on the last attempt (scripts/fetch.ts).
   keys.push(g.dead, g.deadOrder, g.deadTimes);
   // The stream's cancelled delayed events (cancelDelayed): read only for delayed entries.
   keys.push(k.cancelled);
+  const plain = keys;
+  // A group with flow limits gets their keys; one this process has no copy of is told by the script.
+  const known = ctx.registrations.group(req.stream, req.group);
+  if (known && hasFlowLimits(known)) keys = await flowKeys(ctx, req.stream, req.group, parts, plain, known);
   const now = ctx.clock.now();
   const call = (want: number): ScriptCall => ({ name: 'fetch', keys, args: [now, want, req.leaseMs, newId(), ...parts] });
-  const first = call(Math.min(FETCH_PER_CALL, req.limit));
-  const answers: FetchAnswer[] = [fetchAnswer(await ctx.script('write', 'fetch', keys, first.args, req))];
+  let first = call(Math.min(FETCH_PER_CALL, req.limit));
+  let answer = fetchAnswer(await ctx.script('write', 'fetch', keys, first.args, req));
+  if (answer.flowKeys) {
+    const config = await getGroup(ctx, req.stream, req.group);
+    if (!config) throw RheoError.groupNotFound(req.stream, req.group);
+    keys = await flowKeys(ctx, req.stream, req.group, parts, plain, config);
+    first = call(Math.min(FETCH_PER_CALL, req.limit));
+    answer = fetchAnswer(await ctx.script('write', 'fetch', keys, first.args, req));
+    if (answer.flowKeys)
+      throw new RheoError('failed', `fetch of group "${req.group}" on stream "${req.stream}" kept asking for its flow keys`);
+  }
+  const answers: FetchAnswer[] = [answer];
   // The first call's wake id: wait() then wakes for anything written since this fetch began (a resume included).
   ctx.wake.lastIds.set(groupKey(req.stream, req.group), answers[0].wakeId);
   if (answers[0].paused) return { leases: [], pending: false, parked: 0, paused: true };
-  if (answers[0].leases.count === first.args[1] && req.limit > FETCH_PER_CALL) {
+  // A call held by a group-wide limit took all it may: no more calls.
+  if (answers[0].leases.count === first.args[1] && req.limit > FETCH_PER_CALL && !answers[0].held?.limit) {
     const rest: ScriptCall[] = [];
     for (let left = req.limit - FETCH_PER_CALL; left > 0; left -= FETCH_PER_CALL) rest.push(call(Math.min(FETCH_PER_CALL, left)));
     const replies = await ctx.call('write', () => ctx.scripts.runPipelined(rest));
@@ -100,9 +116,17 @@ async function claim(
   let pending = false;
   let parked = 0;
   let deadLettered: ClaimDeadLetter[] | undefined;
+  let held: FlowHeld | undefined;
   for (const out of answers) {
     pending ||= out.pending;
     parked += out.parked;
+    if (out.held)
+      held = {
+        ...out.held,
+        ...(held?.waitingForKey || out.held.waitingForKey
+          ? { waitingForKey: (held?.waitingForKey ?? 0) + (out.held.waitingForKey ?? 0) }
+          : {}),
+      };
     if (out.deadLettered) deadLettered = deadLettered ? [...deadLettered, ...out.deadLettered] : out.deadLettered;
     for (let n = 0; n < out.leases.count; n++) {
       const event = eventOfLease(req.stream, out.leases, n);
@@ -120,7 +144,32 @@ async function claim(
       });
     }
   }
-  return deadLettered ? { leases, pending, parked, deadLettered, paused: false } : { leases, pending, parked, paused: false };
+  const round: ClaimRound<Lease> & { pending: boolean; paused: boolean } = { leases, pending, parked, paused: false };
+  if (deadLettered) round.deadLettered = deadLettered;
+  if (held) round.held = held;
+  return round;
+}
+
+/**
+ * The fetch KEYS of a group with flow limits (scripts/fetch.ts): after the plain ones, the
+ * key places of the named partitions, and under groupConcurrency the leased set of every
+ * partition of the stream (its live leases are counted wherever they are).
+ */
+async function flowKeys(
+  ctx: RedisContext,
+  stream: string,
+  group: string,
+  parts: number[],
+  plain: string[],
+  config: GroupConfig,
+): Promise<string[]> {
+  const g = ctx.keys(stream).group(group);
+  const keys = [...plain, ...g.keySlots(parts)];
+  if (config.groupConcurrency !== null) {
+    const P = await partitionsOf(ctx, stream);
+    for (let p = 0; p < P; p++) keys.push(g.leased(p));
+  }
+  return keys;
 }
 
 /**
@@ -133,7 +182,7 @@ export async function tidy(ctx: RedisContext, stream: string, group: string, par
   const g = k.group(group);
   let left = parts;
   while (left.length > 0) {
-    const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...g.slots(left)];
+    const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...g.slots(left), ...flowSlots(k, g, left)];
     left = ((await ctx.script('write', 'tidy', keys, [SLICE, ...left], { stream, group })) as unknown[]).map(Number);
   }
 }
@@ -316,6 +365,7 @@ function bulkKeys(name: 'renew' | 'settle' | 'release', k: StreamKeys, g: GroupK
         k.wake,
         g.deadTimes,
         ...parts.flatMap((p) => [g.leased(p), g.available(p), k.log(p)]),
+        ...g.keySlots(parts),
       ];
     case 'release':
       return [k.meta, g.cfg, g.deliveries, k.wake, ...parts.flatMap((p) => [g.leased(p), g.available(p)])];

@@ -78,7 +78,8 @@ export class GroupKeys {
   /**
    * HASH: the group's config (stored field names in group-config.ts), `f:<p>` frontier,
    * `c:<p>` cursor (next never-delivered sequence), `rw:<p>` rewind target, `rr` fetch rotation,
-   * `pu`, `pa`, `pr`, `pb` the group's pause (STORED_PAUSE_FIELDS).
+   * `pu`, `pa`, `pr`, `pb` the group's pause (STORED_PAUSE_FIELDS), `rlog` a rate limit's recent
+   * claims (`<at>:<count>,...`, core/flow.ts RateLog).
    */
   get cfg(): string {
     return `${this.base}:cfg`;
@@ -110,10 +111,33 @@ export class GroupKeys {
   available(p: number): string {
     return `${this.base}:avail:${p}`;
   }
+  /**
+   * HASH: event key -> open deliveries of it in partition p (leased or available, not
+   * waiting), for a group with key places (docs/adr/049-flow-control.md, scripts/includes/key-places.ts).
+   */
+  keyOpen(p: number): string {
+    return `${this.base}:ko:${p}`;
+  }
+  /** ZSET (all scores 0): `<escaped key>\0<16-digit sequence>`, partition p's deliveries waiting for their key (state W). */
+  keyWaiting(p: number): string {
+    return `${this.base}:kw:${p}`;
+  }
+  /** Per partition, its key-place keys: keyOpen then keyWaiting. */
+  keySlots(parts: number[]): string[] {
+    return parts.flatMap((p) => [this.keyOpen(p), this.keyWaiting(p)]);
+  }
   /** KEYS shared by reopen / redrive / reset / tidy / deleteGroup after their fixed part: per partition slot, leased then available. */
   slots(parts: number[]): string[] {
     return parts.flatMap((p) => [this.leased(p), this.available(p)]);
   }
+}
+
+/**
+ * KEYS of the key places of `parts` (docs/adr/049-flow-control.md) for reopen / redrive /
+ * reset / tidy / deleteGroup / skip, after their slots: per partition, ko, kw, then its log.
+ */
+export function flowSlots(k: StreamKeys, g: GroupKeys, parts: number[]): string[] {
+  return parts.flatMap((p) => [g.keyOpen(p), g.keyWaiting(p), k.log(p)]);
 }
 
 /**

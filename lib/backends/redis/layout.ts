@@ -12,14 +12,22 @@ import { RheoError } from '../../core/errors';
  * `meta`, which code of layout 2 would deliver at once. It is recorded only when the
  * first delayed event is written ({@link DELAYED_LAYOUT}), so a prefix that never
  * delays an event stays at layout 2 (docs/adr/028-delayed-events.md).
+ * Layout 4 adds flow limits (docs/adr/049-flow-control.md): groups with `kc`, `gc` or
+ * `rl` in cfg, delivery records in state W (waiting for a place of their key) and the
+ * key-place keys `ko:<p>`, `kw:<p>`, which code of layout 3 would ignore (claiming past
+ * every limit, and never handing a key's place on). It is recorded only when the first
+ * group with a flow limit is written ({@link FLOW_LAYOUT}).
  */
-export const LAYOUT_VERSION = 3;
+export const LAYOUT_VERSION = 4;
 
 /** The layout this code records at start-up: what it writes until a delayed event is appended. */
 export const BASE_LAYOUT = 2;
 
 /** The layout recorded before the first delayed event under a prefix is written: older code refuses it from then on. */
 export const DELAYED_LAYOUT = 3;
+
+/** The layout recorded before the first group with a flow limit under a prefix is written. */
+export const FLOW_LAYOUT = 4;
 
 /**
  * The answer of the layout script (the version recorded under the prefix now): a

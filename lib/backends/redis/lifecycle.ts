@@ -6,7 +6,7 @@ import type { RedisContext } from './context';
 import type { RedisLink } from './errors';
 import type { RedisClient, RedisClientOptions, RedisCluster, RedisClusterNode, RedisClusterOptions, RedisCommands } from './external';
 import { layoutKey, registryKey } from './keys';
-import { BASE_LAYOUT, checkLayout, DELAYED_LAYOUT } from './layout';
+import { BASE_LAYOUT, checkLayout, DELAYED_LAYOUT, FLOW_LAYOUT } from './layout';
 import type { RedisSettings, RedisTarget } from './options';
 
 /**
@@ -195,6 +195,18 @@ export async function recordDelayedLayout(ctx: RedisContext): Promise<void> {
   const recorded = await ctx.call('write', () => ctx.scripts.callScript('layout', [layoutKey(ctx.prefix)], [DELAYED_LAYOUT]));
   checkLayout(recorded, ctx.prefix);
   ctx.delayedLayout = true;
+}
+
+/**
+ * Before the first group with a flow limit this process writes (createGroup, updateGroup):
+ * record layout 4 under the prefix (layout.ts), so code that knows nothing of key places and
+ * group-wide limits refuses the prefix from then on. Once per process.
+ */
+export async function recordFlowLayout(ctx: RedisContext): Promise<void> {
+  if (ctx.flowLayout) return;
+  const recorded = await ctx.call('write', () => ctx.scripts.callScript('layout', [layoutKey(ctx.prefix)], [FLOW_LAYOUT]));
+  checkLayout(recorded, ctx.prefix);
+  ctx.flowLayout = true;
 }
 
 /** A startup node as describe() shows it: `host:port`, never credentials. */

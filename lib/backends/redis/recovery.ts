@@ -10,6 +10,7 @@ import { firstAtOrAfter } from './log-scan';
 import { activePause } from './pause';
 import { configOf, getGroup, partitionsOf, startArgs } from './registry';
 import { indexDeadTimes } from './retention';
+import { flowSlots } from './keys';
 
 // The recovery section: replay, reset, redrive, the dead letters, lag and groupInfo.
 
@@ -72,7 +73,8 @@ async function reopen(
       if (!slots.has(e.partition)) slots.set(e.partition, slots.size);
       args.push(slots.get(e.partition)!, e.partition, e.sequence, e.id);
     }
-    const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...g.slots([...slots.keys()])];
+    const parts = [...slots.keys()];
+    const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...g.slots(parts), ...flowSlots(k, g, parts)];
     n += Number(await ctx.script('write', 'reopen', keys, args, { stream, group }));
   }
   return n;
@@ -85,7 +87,7 @@ export async function reset(ctx: RedisContext, stream: string, group: string, st
   const g = k.group(group);
   const { mode, after } = await startArgs(ctx, stream, P, start);
   const all = Array.from({ length: P }, (_, p) => p);
-  const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...g.slots(all)];
+  const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...g.slots(all), ...flowSlots(k, g, all)];
   await ctx.script('write', 'reset', keys, [mode, ...after], { stream, group });
 }
 
@@ -101,7 +103,7 @@ export async function redrive(ctx: RedisContext, stream: string, group: string, 
   const g = k.group(group);
   if (eventIds === 'all') {
     const all = Array.from({ length: P }, (_, p) => p);
-    const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...g.slots(all)];
+    const keys = [k.meta, g.cfg, g.deliveries, g.dead, g.deadOrder, k.wake, g.deadTimes, ...g.slots(all), ...flowSlots(k, g, all)];
     let total = 0;
     let start = '-';
     for (;;) {
@@ -189,7 +191,7 @@ export async function groupInfo(ctx: RedisContext, stream: string, group: string
   // The config as stored now: another process may have changed it (updateGroup).
   const config = await getGroup(ctx, stream, group);
   if (!config) throw RheoError.groupNotFound(stream, group);
-  const { lag, inflight, dead, oldest, now, paused } = await inspect(ctx, stream, group);
+  const { lag, inflight, dead, oldest, now, paused, waitingForKey } = await inspect(ctx, stream, group);
   return {
     stream,
     group,
@@ -198,7 +200,7 @@ export async function groupInfo(ctx: RedisContext, stream: string, group: string
     deadLetters: dead,
     oldestUnsettledAgeMs: oldest === null ? null : Math.max(0, now - oldest),
     config: copyGroupConfig(config),
-    waitingForKey: 0,
+    waitingForKey,
     paused,
     skipped: await skipsOf(ctx, stream, group),
     ...(ctx.durabilityWarnings.length > 0 ? { warnings: [...ctx.durabilityWarnings] } : {}),
@@ -215,6 +217,8 @@ interface Inspection {
   pending: number[];
   /** The group's pause while it holds at `now` (not past its until), else null. */
   paused: GroupPause | null;
+  /** Deliveries waiting for a place of their key (docs/adr/049-flow-control.md). */
+  waitingForKey: number;
 }
 
 /** One consistent read; work found unfinished (a cut-short walk, a rewind) is finished and the read repeated. */
@@ -230,7 +234,7 @@ async function inspectOnce(ctx: RedisContext, stream: string, group: string): Pr
   const k = ctx.keys(stream);
   const g = k.group(group);
   const keys = [k.meta, g.cfg, g.deliveries, g.dead];
-  for (let p = 0; p < P; p++) keys.push(g.leased(p), k.log(p));
+  for (let p = 0; p < P; p++) keys.push(g.leased(p), k.log(p), g.keyWaiting(p));
   const now = ctx.clock.now();
   const out = (await ctx.script('read', 'inspect', keys, [now], { stream, group })) as Array<number | string | null>;
   const partitions = [];
@@ -249,5 +253,5 @@ async function inspectOnce(ctx: RedisContext, stream: string, group: string): Pr
   const lag: Lag = { stream, group, lag: partitions.reduce((n, x) => n + x.lag, 0), partitions };
   // The pause fields follow the partitions' figures (scripts/inspect.ts).
   const paused = activePause(out.slice(1 + 5 * P, 5 + 5 * P) as Array<string | null>, now);
-  return { lag, inflight, dead: Number(out[0]), oldest, now, pending, paused };
+  return { lag, inflight, dead: Number(out[0]), oldest, now, pending, paused, waitingForKey: Number(out[5 + 5 * P]) };
 }

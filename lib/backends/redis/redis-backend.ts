@@ -71,7 +71,15 @@ export type { RedisBackendOptions, RedisDurability } from './options';
 export class RedisBackend implements Backend {
   readonly name = 'redis';
   readonly capabilities = createCapabilities({
-    guarantees: { durable: true, distributed: true, partitions: true, contiguousFrontier: true, replay: true, orderedPartitions: true },
+    guarantees: {
+      durable: true,
+      distributed: true,
+      partitions: true,
+      contiguousFrontier: true,
+      replay: true,
+      orderedPartitions: true,
+      flowControl: true,
+    },
     mechanisms: { notifications: false, blockingReads: true, batchWrites: true, secondaryIndexes: false, transactionalAppend: false },
   });
   readonly clock: Clock;

@@ -1,4 +1,5 @@
 import { RheoError } from '../../core/errors';
+import { hasFlowLimits } from '../../core/flow';
 import { groupKey } from '../../core/registrations';
 import type { GroupConfig, Retention, StreamInfo } from '../../core/types';
 import type { CreateGroupRequest, ResolvedStart } from '../backend';
@@ -6,8 +7,9 @@ import { copyGroupConfig, copyStreamInfo, newGroupConfig } from '../copies';
 import type { RedisContext } from './context';
 import { decodeRetention, retentionArgs, setLimits } from './codec';
 import { decodeGroupConfig, encodeGroupConfig, STORED_GROUP_FIELD_NAMES } from './group-config';
-import { META_FIELDS, registryKey } from './keys';
+import { flowSlots, META_FIELDS, registryKey } from './keys';
 import { firstAtOrAfter } from './log-scan';
+import { recordFlowLayout } from './lifecycle';
 
 // The registry section: streams and groups, created, read, listed and deleted.
 
@@ -102,6 +104,7 @@ export async function createGroup(ctx: RedisContext, req: CreateGroupRequest): P
   const createdAt = ctx.clock.now();
   const { mode, after } = await startArgs(ctx, req.stream, P, req.start);
   const config = newGroupConfig(req, createdAt);
+  if (hasFlowLimits(config)) await recordFlowLayout(ctx);
   const stored = encodeGroupConfig(config);
   await ctx
     .script('write', 'createGroup', [k.meta, g.cfg, k.groups], [req.group, mode, stored.length, ...stored, ...after], {
@@ -158,7 +161,7 @@ export async function deleteGroup(ctx: RedisContext, stream: string, group: stri
   ctx.registrations.forgetGroup(stream, group);
   ctx.wake.lastIds.delete(groupKey(stream, group));
   const all = Array.from({ length: P }, (_, p) => p);
-  const keys = [k.meta, g.cfg, k.groups, g.deliveries, g.dead, g.deadOrder, g.deadTimes, k.wake, ...g.slots(all)];
+  const keys = [k.meta, g.cfg, k.groups, g.deliveries, g.dead, g.deadOrder, g.deadTimes, k.wake, ...g.slots(all), ...flowSlots(k, g, all)];
   await ctx.script('write', 'deleteGroup', keys, [group], { stream, group });
 }
 

@@ -51,7 +51,7 @@ export async function trim(ctx: RedisContext, req: TrimRequest): Promise<TrimRes
         const keys = [k.meta, k.ids, k.groups, k.log(p), k.wake];
         for (const name of groups) {
           const g = k.group(name);
-          keys.push(g.cfg, g.deliveries, g.leased(p), g.available(p));
+          keys.push(g.cfg, g.deliveries, g.leased(p), g.available(p), g.keyOpen(p), g.keyWaiting(p));
         }
         const args = [p, upTo, before, req.force ? 1 : 0, TRIM_SLICE, ...groups];
         const out = (await ctx.script('write', 'trim', keys, args, on)) as unknown[];

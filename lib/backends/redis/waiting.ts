@@ -7,10 +7,11 @@
 import { RheoError } from '../../core/errors';
 import type { GroupSkips } from '../../core/types';
 import type { CancelDelayedRequest, RescheduleRequest, SettleResult, SkipRequest } from '../backend';
-import { CANCELLED_REASON, notDelayed, notInStream, notOffered, settledAlready, type WaitingOperation } from '../waiting';
+import { CANCELLED_REASON, notDelayed, notInStream, notOffered, settledAlready, type WaitingOperation, waitsForKey } from '../waiting';
 import type { RedisContext } from './context';
 import { tidy } from './delivery';
 import { configOf, partitionsOf } from './registry';
+import { flowSlots } from './keys';
 
 /** Ids per script call: a bounded call, as settle's ops are. */
 const IDS_PER_CALL = 100;
@@ -69,7 +70,7 @@ export async function cancelDelayed(ctx: RedisContext, req: CancelDelayedRequest
     const keys = [k.meta, k.ids, k.groups, k.wake, k.cancelled, k.log(p)];
     for (const name of groups) {
       const g = k.group(name);
-      keys.push(g.cfg, g.deliveries, g.leased(p), g.available(p));
+      keys.push(g.cfg, g.deliveries, g.leased(p), g.available(p), g.keyOpen(p), g.keyWaiting(p));
     }
     const args = [ctx.clock.now(), BUDGET, req.reason ?? CANCELLED_REASON, req.id, pos, ...groups];
     const out = (await ctx.script('write', 'cancelDelayed', keys, args, { stream: req.stream })) as Array<string | number>;
@@ -108,6 +109,13 @@ function keysOf(ctx: RedisContext, stream: string, group: string, partitions: nu
   const g = k.group(group);
   const keys = [k.meta, g.cfg, g.deliveries, k.ids, k.wake];
   for (let p = 0; p < partitions; p++) keys.push(g.leased(p), g.available(p));
+  keys.push(
+    ...flowSlots(
+      k,
+      g,
+      Array.from({ length: partitions }, (_, p) => p),
+    ),
+  );
   return keys;
 }
 
@@ -117,6 +125,7 @@ function answer(ctx: RedisContext, operation: WaitingOperation, stream: string, 
   if (code === 'not_in_stream') return { ok: false, error: notInStream(operation, id, stream) };
   if (code === 'not_offered') return { ok: false, error: notOffered(operation, id, group) };
   if (code === 'settled') return { ok: false, error: settledAlready(operation, id, group) };
+  if (code === 'waits_for_key') return { ok: false, error: waitsForKey(id, group) };
   if (code.startsWith('lease_held:'))
     return { ok: false, error: RheoError.leaseHeld(operation, id, group, new Date(Number(code.slice(11)))) };
   return { ok: false, error: ctx.opError(operation, code, stream, group) };

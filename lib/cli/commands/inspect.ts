@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import type { GroupSummary, StreamSummary } from '../../admin/types';
 import type { Retention } from '../../core/types';
-import { type Column, duration, escapeControls, fields, type Io, json, oneLine, preview, retryText, table } from '../output';
+import { type Column, duration, escapeControls, fields, type Io, json, limitsText, oneLine, preview, retryText, table } from '../output';
 import { type GlobalOptions, withReadOnlyAdmin } from '../store';
 import { positiveNumber } from '../usage';
 import { pauseFields } from './pause';
@@ -32,6 +32,8 @@ const GROUP_COLUMNS: Column<GroupSummary>[] = [
   { header: 'OLDEST UNSETTLED', cell: (g) => duration(g.oldestUnsettledAgeMs) },
   { header: 'MAX ATTEMPTS', cell: (g) => g.maxAttempts },
   { header: 'ORDERING', cell: (g) => g.ordering },
+  { header: 'LIMITS', cell: (g) => limitsText(g) },
+  { header: 'WAITING FOR KEY', cell: (g) => g.waitingForKey },
   { header: 'PAUSED', cell: (g) => (g.paused ? (g.paused.until ? `until ${g.paused.until}` : 'yes') : 'no') },
 ];
 
@@ -65,7 +67,7 @@ export function inspectCommands(program: Command, io: Io): void {
 
   program
     .command('groups <stream>')
-    .description("list a stream's consumer groups: lag, inflight, dead letters, oldest unsettled event, settings, pause")
+    .description("list a stream's consumer groups: lag, inflight, dead letters, oldest unsettled event, settings, flow limits, pause")
     .action((stream: string, _opts, cmd: Command) =>
       withReadOnlyAdmin(cmd.optsWithGlobals<GlobalOptions>(), async (admin) => {
         const groups = await admin.groups(stream);
@@ -107,6 +109,8 @@ export function inspectCommands(program: Command, io: Io): void {
           ['max attempts', g.maxAttempts],
           ['retry', retryText(g.retry)],
           ['ordering', g.ordering],
+          ...flowFields(g),
+          ['waiting for key', g.waitingForKey],
           ['paused', g.paused ? 'yes' : 'no'],
           ...(g.paused ? pauseFields(g.paused) : []),
           ['skipped', skipped(g.skipped)],
@@ -140,6 +144,11 @@ export function inspectCommands(program: Command, io: Io): void {
         io.out(table(page.items, columns, `No dead letters in ${stream}/${group}.`) + more);
       }),
     );
+}
+
+/** A group's flow limits (docs/consumers.md#flow-control), in one field. */
+export function flowFields(g: Pick<GroupSummary, 'keyConcurrency' | 'groupConcurrency' | 'rateLimit'>): Array<[string, string]> {
+  return [['limits', limitsText(g)]];
 }
 
 /** A group's skips in a line: how many, and the last one's reason and time. */

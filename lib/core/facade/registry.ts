@@ -2,7 +2,7 @@
 // and a stream's retention. Each operation checks its input before anything
 // reaches the store; an `ifNotExists` create returns what exists, and a '/' is
 // refused in a new name only (one that exists is returned as it is).
-import { hasFlowLimits } from '../flow';
+import { checkFlowSupported as checkBackendFlow } from '../flow';
 import { RheoError } from '../errors';
 import { MAX_PARTITIONS } from '../limits';
 import { checkGroupOptions, checkOptions, checkRetention, keepsEverything, resolveStart } from '../requests';
@@ -142,14 +142,5 @@ export function checkFlowSupported(
   ctx: FacadeContext,
   config: Pick<GroupConfig, 'ordering' | 'keyConcurrency' | 'groupConcurrency' | 'rateLimit'>,
 ): void {
-  if (ctx.backend.capabilities.guarantees.flowControl || !hasFlowLimits(config)) return;
-  const field =
-    config.ordering === 'key'
-      ? 'ordering'
-      : config.keyConcurrency !== null
-        ? 'keyConcurrency'
-        : config.groupConcurrency !== null
-          ? 'groupConcurrency'
-          : 'rateLimit';
-  throw RheoError.invalid(field, `is not supported by the ${ctx.backend.name} backend (it does not declare guarantees.flowControl)`);
+  checkBackendFlow(ctx.backend, config);
 }

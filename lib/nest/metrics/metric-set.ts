@@ -9,6 +9,7 @@ import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import {
   channels,
   type DeadLetterMessage,
+  type FlowHeldMessage,
   type LeaseLostMessage,
   type OperationMessage,
   operationChannel,
@@ -47,6 +48,7 @@ export class MetricSet {
   private readonly appended: Counter<'stream'>;
   private readonly repeats: Counter<'stream'>;
   private readonly deliveries: Counter<'stream' | 'group' | 'outcome'>;
+  private readonly flowHeld: Counter<'stream' | 'group' | 'reason'>;
   private readonly handlerDuration: Histogram<'stream' | 'group'>;
   private readonly appendToHandler: Histogram<'stream' | 'group'>;
   /** Full names of the metrics registered, to unregister them. */
@@ -115,6 +117,18 @@ export class MetricSet {
           registers,
         }),
     );
+    this.flowHeld = named(
+      'flow_held_total',
+      (name) =>
+        new prom.Counter({
+          name,
+          help:
+            "What the group's flow limits held back: fetches a group-wide limit took below what they asked for (reason " +
+            'group_concurrency, rate_limit), and events set waiting for their key (reason key).',
+          labelNames: ['stream', 'group', 'reason'],
+          registers,
+        }),
+    );
     this.handlerDuration = named(
       'handler_duration_seconds',
       (name) =>
@@ -163,6 +177,11 @@ export class MetricSet {
       'Whether a pause holds the group back from claiming (1) or not (0), read at scrape time; its lag grows while paused.',
       (i) => (i.paused ? 1 : 0),
     );
+    gauge(
+      'group_waiting_for_key',
+      'Events the group has reached that wait for their key (ordering key, keyConcurrency), read at scrape time.',
+      (i) => i.waitingForKey,
+    );
     this.subscribe();
   }
 
@@ -190,6 +209,12 @@ export class MetricSet {
     });
     on(channels.leaseLost, (m: LeaseLostMessage) => this.delivered(m, 'lease_lost'));
     on(channels.leaseExpired, (m: LeaseLostMessage) => this.delivered(m, 'expired'));
+    on(channels.flowHeld, (m: FlowHeldMessage) => {
+      if (!this.owner(m.consumerId)) return;
+      const labels = { stream: m.stream, group: m.group };
+      if (m.limit !== undefined) this.flowHeld.inc({ ...labels, reason: m.limit });
+      if (m.waitingForKey) this.flowHeld.inc({ ...labels, reason: 'key' }, m.waitingForKey);
+    });
     on(channels.consumerStart, () => this.sources.forEach((s) => s.consumersChanged()));
     on(processChannel.start, (m: ProcessMessage) => {
       const source = this.owner(m.consumerId);

@@ -16,10 +16,13 @@
  * KEYS[4]       wake    STREAM  bumped when a group had it to run
  * KEYS[5]       cx      HASH    cancelled events, <p>:<seq> -> ms (written)
  * KEYS[6]       log     STREAM  the event's partition's log (read: is it delayed?)
- * KEYS[7+4g]    cfg     HASH    group g's config: f:<p> (written), c:<p>, sk, skr, ska (written)
- * KEYS[8+4g]    dl      HASH    group g's delivery records (written)
- * KEYS[9+4g]    leased  ZSET    group g's leased set of the partition
- * KEYS[10+4g]   avail   ZSET    group g's available set of the partition
+ * KEYS[7+6g]    cfg     HASH    group g's config: f:<p> (written), c:<p>, sk, skr, ska (written)
+ * KEYS[8+6g]    dl      HASH    group g's delivery records (written)
+ * KEYS[9+6g]    leased  ZSET    group g's leased set of the partition
+ * KEYS[10+6g]   avail   ZSET    group g's available set of the partition
+ * KEYS[11+6g]   ko      HASH    group g's open deliveries per key of the partition (a group with key places:
+ *                               the cancelled delivery ends, its key's place goes to its earliest waiting one)
+ * KEYS[12+6g]   kw      ZSET    group g's deliveries of the partition waiting for their key
  *
  * ARGV[1]      now        ms, from the backend's clock
  * ARGV[2]      budget     records each frontier walk may look at
@@ -40,7 +43,7 @@
 import { script } from './includes';
 
 export const CANCEL_DELAYED = script(
-  { uses: ['error', 'check-group', 'record', 'frontier', 'wake'] },
+  { uses: ['error', 'check-group', 'record', 'frontier', 'key-places', 'wake'] },
   `
 local now, budget = tonumber(ARGV[1]), tonumber(ARGV[2])
 local gone = missing(KEYS[1])
@@ -69,7 +72,7 @@ if redis.call('HEXISTS', KEYS[5], field) == 1 then return { 'cancelled' } end
 -- Where each group stands on it: every group is looked at before anything is written.
 local ending = {}
 for g = 0, ng - 1 do
-  local cfg, dl = KEYS[7 + 4 * g], KEYS[8 + 4 * g]
+  local cfg, dl = KEYS[7 + 6 * g], KEYS[8 + 6 * g]
   local v = redis.call('HMGET', cfg, 'f:' .. p, 'c:' .. p)
   local f, c = math.max(tonumber(v[1] or '0'), lw), math.max(tonumber(v[2] or '1'), lw + 1)
   if seq >= c then
@@ -79,17 +82,23 @@ for g = 0, ng - 1 do
     if rec and not isTerminal(rec) then
       local st, att, _, ex = parseRecord(rec)
       if st == 'L' and ex > now then return { 'lease_held', g, ex } end
-      ending[#ending + 1] = { g = g, f = f, c = c, att = att }
+      ending[#ending + 1] = { g = g, f = f, c = c, att = att, st = st }
     end
   end
 end
 redis.call('HSET', KEYS[5], field, now)
 local out = { 'ok', #ending }
 for _, e in ipairs(ending) do
-  local cfg, dl = KEYS[7 + 4 * e.g], KEYS[8 + 4 * e.g]
+  local cfg, dl = KEYS[7 + 6 * e.g], KEYS[8 + 6 * e.g]
   if e.att then
-    redis.call('ZREM', KEYS[9 + 4 * e.g], seq)
-    redis.call('ZREM', KEYS[10 + 4 * e.g], seq)
+    local places = placesOf(cfg)
+    local key = places and entryField(entry, 'k')
+    if key then
+      local book = keyBook(KEYS[11 + 6 * e.g], KEYS[12 + 6 * e.g], dl, KEYS[10 + 6 * e.g], KEYS[6], p, places)
+      if e.st == 'W' then keyUnwait(book, key, seq) else keyEnded(book, key, now) end
+    end
+    redis.call('ZREM', KEYS[9 + 6 * e.g], seq)
+    redis.call('ZREM', KEYS[10 + 6 * e.g], seq)
     redis.call('HSET', dl, field, terminalRecord(e.att))
     if seq == e.f + 1 then
       local nf, _, more = walkFrontier(dl, p, e.f, e.c, budget)

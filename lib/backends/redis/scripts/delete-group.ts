@@ -18,6 +18,9 @@
  * KEYS[8]     wake    STREAM  bumped: a consumer waiting on the group looks again and learns it is gone
  * KEYS[9+2p]  leased  ZSET    the leased set of partition p (every partition; unlinked)
  * KEYS[10+2p] avail   ZSET    the retry set of partition p (unlinked)
+ * KEYS[9+2P+3p]  ko   HASH    open deliveries per key of partition p (P partitions; unlinked)
+ * KEYS[10+2P+3p] kw   ZSET    its deliveries waiting for their key (unlinked)
+ * KEYS[11+2P+3p] log  STREAM  its log (not touched: passed with the key places, as every caller does)
  *
  * ARGV[1]  group  the group's name (its member in the group set)
  *
@@ -35,7 +38,7 @@ if gone then return rheoError(gone) end
 local P = tonumber(redis.call('HGET', KEYS[1], 'partitions'))
 redis.call('UNLINK', KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
 for p = 0, P - 1 do
-  redis.call('UNLINK', KEYS[9 + 2 * p], KEYS[10 + 2 * p])
+  redis.call('UNLINK', KEYS[9 + 2 * p], KEYS[10 + 2 * p], KEYS[9 + 2 * P + 3 * p], KEYS[10 + 2 * P + 3 * p])
 end
 redis.call('SREM', KEYS[3], ARGV[1])
 wake(KEYS[8])

@@ -24,6 +24,18 @@
  * A paused group (docs/adr/046-pausing-a-group.md: cfg field `pu`, the pause's until
  * or '-', read in the HMGET of the positions) claims nothing while `pu` is '-' or
  * after now: the call answers `paused` and writes nothing (nor reads `cx`).
+ * Flow limits (docs/adr/049-flow-control.md: cfg `kc`, `gc`, `rl`, read in the same
+ * HMGET; a group without them does nothing more): `groupConcurrency` caps the call at
+ * gc minus the live leases of every partition of the group, `rateLimit` at max minus
+ * the starts in the sliding window of cfg `rlog` (`<at>:<count>,...`, rewritten when
+ * something was leased). Under key places (ordering 'key', or `kc`) the fresh events
+ * of a partition are scanned from its cursor: one whose key has no free place in
+ * `ko:<p>` (counting what this call takes) or has deliveries waiting in `kw:<p>` is
+ * set waiting for its key (record W, a member of `kw:<p>`, the cursor moved past it;
+ * it takes no place of the limit, at most KEY_SCAN in a call), the
+ * others take a place (`ko:<p>` incremented) when claimed or parked. A redelivery
+ * dead-lettered or voided here ends its delivery: its key's place goes to the key's
+ * earliest waiting delivery (includes/key-places.ts), and the wake stream is bumped.
  *
  * KEYS[1]     meta    HASH    the stream's meta (hw:<p>, lw:<p>, dz:<p>)
  * KEYS[2]     cfg     HASH    the group's config (ord, pu), positions (f:, c:, rw:), rr (incremented)
@@ -37,6 +49,12 @@
  * KEYS[7+3n]  deadt   ZSET    dead letters by the time they were dead-lettered
  * KEYS[8+3n]  cx      HASH    the stream's cancelled delayed events, <p>:<seq> (cancelDelayed): read only
  *                             for a delayed entry met fresh, or offered again at attempt 0
+ * Only for a group with flow limits (the backend passes them when its copy of the config has any;
+ * a call without them for such a group answers 'flow' and writes nothing):
+ * KEYS[9+3n+2j]  ko      HASH  open deliveries per key of the partition in slot j
+ * KEYS[10+3n+2j] kw      ZSET  its deliveries waiting for their key
+ * KEYS[9+5n+i]   leased  ZSET  only under groupConcurrency: the leased set of EVERY partition i of the
+ *                              stream (live leases counted), in partition order
  *
  * ARGV[1]    now          ms, from the backend's clock
  * ARGV[2]    limit        at most this many claims (the backend sends at most 100)
@@ -44,9 +62,12 @@
  * ARGV[4]    leaseIdBase  lease n of this call gets the id `<leaseIdBase>.<n>`
  * ARGV[5+j]  partition    the partition of slot j
  *
- * Returns { wakeId, 'paused' } when the group is paused, else { wakeId ('0-0' when none),
+ * Returns { wakeId, 'paused' } when the group is paused, { wakeId, 'flow' } when flow keys are
+ * missing, else { wakeId ('0-0' when none),
  * pending (1 when a frontier walk or a rewind is left unfinished: the backend runs tidy, then fetches again if nothing was claimed),
- * parked (delayed events parked, and expired leases dead-lettered: the backend claims again for their places),
+ * parked (delayed events parked, expired leases dead-lettered, events set waiting for their key: the backend
+ * claims again for their places; when a flow limit held the call, the text
+ * `<parked>:<limit>:<retryInMs>:<waitingForKey>`, limit 'group_concurrency', 'rate_limit' or ''),
  * then, only when something was leased or dead-lettered: strings, then one row per lease,
  * then, only when something was dead-lettered: dead }, JSON texts the backend parses
  * twice per call (fetchedLeases in ../codec.ts: the rows joined into one array), instead
@@ -71,7 +92,7 @@
 import { script } from './includes';
 
 export const FETCH = script(
-  { uses: ['error', 'check-group', 'chunked', 'record', 'frontier', 'log-entry', 'dead-letter'] },
+  { uses: ['error', 'check-group', 'chunked', 'record', 'frontier', 'log-entry', 'dead-letter', 'key-places', 'flow', 'wake'] },
   `
 -- A lease for the reply (see Returns): its strings (event id, key, type: '' when none, lease id)
 -- go to strs, encoded by one cjson.encode for the call (one call for all: a call per string cost
@@ -121,6 +142,9 @@ for j = 0, np - 1 do
 end
 -- The pause's gate last, so the positions keep their places.
 cfgFields[#cfgFields + 1] = 'pu'
+cfgFields[#cfgFields + 1] = 'kc'
+cfgFields[#cfgFields + 1] = 'gc'
+cfgFields[#cfgFields + 1] = 'rl'
 local cfg = redis.call('HMGET', KEYS[2], unpack(cfgFields))
 if not cfg[1] then return rheoError('group_not_found') end
 local pu = cfg[2 + 3 * np]
@@ -128,6 +152,28 @@ if pu and (pu == '-' or tonumber(pu) > now) then
   local last = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)
   return { last[1] and last[1][1] or '0-0', 'paused' }
 end
+local kc, gcap, rl = cfg[3 + 3 * np], cfg[4 + 3 * np], cfg[5 + 3 * np]
+local places = nil
+if cfg[1] == 'key' then places = 1 elseif kc and kc ~= '' then places = tonumber(kc) end
+if gcap == '' then gcap = nil end
+if rl == '' then rl = nil end
+local fk = 8 + 3 * np
+local function wakeId()
+  local last = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)
+  return last[1] and last[1][1] or '0-0'
+end
+if (places or gcap or rl) and (#KEYS < fk + 2 * np or (gcap and #KEYS == fk + 2 * np)) then return { wakeId(), 'flow' } end
+-- The group-wide limits (core/flow.ts groupRoom): held names the one that took the call below limit.
+local held, heldRetry, rateLog = nil, 0, nil
+if gcap or rl then
+  limit, held, heldRetry, rateLog = flowRoom(KEYS[2], now, limit, gcap, rl, fk + 2 * np + 1)
+end
+-- The reply's parked slot: a number, or a text when a flow limit held the call.
+local function parkedSlot(parked, waited)
+  if not held and waited == 0 then return parked end
+  return parked .. ':' .. (held or '') .. ':' .. heldRetry .. ':' .. waited
+end
+if limit == 0 then return { wakeId(), 0, parkedSlot(0, 0) } end
 local hws = redis.call('HMGET', KEYS[1], unpack(hwFields))
 -- Frontier and cursor of each partition, never below its trim point.
 local fs, cs, lws, dzs = {}, {}, {}, {}
@@ -142,6 +188,8 @@ local heads = {}
 for j = 0, np - 1 do heads[j + 1] = ARGV[5 + j] .. ':' .. (fs[j] + 1) end
 local headRecs = redis.call('HMGET', KEYS[3], unpack(heads))
 local strict = cfg[1] == 'partition'
+-- Fresh events this call may still set waiting for their key (KEY_SCAN for the whole call).
+local waitBudget = KEY_SCAN
 local pending = 0
 local queues = {}
 for j = 0, np - 1 do
@@ -152,6 +200,7 @@ for j = 0, np - 1 do
   local f, c = fs[j], cs[j]
   if walkLeft(f, c, headRecs[j + 1]) then pending = 1 end
   local seqs = {}
+  local scan = nil
   if cfg[4 + 3 * j] then
     -- Mid-rewind: claiming here would move the cursor the rewind is bringing down.
     pending = 1
@@ -178,16 +227,24 @@ for j = 0, np - 1 do
     end
     table.sort(open)
     for i = 1, math.min(#open, limit) do seqs[#seqs + 1] = open[i] end
-    local s = c
-    while s <= hw and #seqs < limit do
-      seqs[#seqs + 1] = s
-      s = s + 1
+    if places then
+      local err
+      scan, err = scanFresh(KEYS[5 + 3 * j], KEYS[fk + 1 + 2 * j], KEYS[fk + 2 + 2 * j], KEYS[8 + 3 * np], p, c, hw, dzs[j], limit - #seqs, places, seqs, waitBudget)
+      if err then return rheoError(err) end
+      waitBudget = waitBudget - scan.waits
+    else
+      local s = c
+      while s <= hw and #seqs < limit do
+        seqs[#seqs + 1] = s
+        s = s + 1
+      end
     end
   end
-  if #seqs > 0 then queues[#queues + 1] = { j = j, p = p, seqs = seqs, c0 = c, c = c, picks = {} } end
+  if #seqs > 0 or (scan and #scan.list > 0) then
+    queues[#queues + 1] = { j = j, p = p, seqs = seqs, c0 = c, c = c, picks = {}, scan = scan }
+  end
 end
-local last = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)
-local out = { last[1] and last[1][1] or '0-0', pending, 0 }
+local out = { wakeId(), pending, parkedSlot(0, 0) }
 if #queues == 0 then return out end
 -- 1. Choose: round-robin over partitions from a rotating start.
 local picks = {}
@@ -220,7 +277,22 @@ for _, q in ipairs(queues) do
     end
   end
   q.entries = {}
-  if lo then
+  if q.scan then
+    -- Read by the scan. The events it set waiting go up to the last fresh one taken, or all when every
+    -- candidate of the partition was taken (the rest of a run is passed on to the next call otherwise).
+    q.entries = q.scan.entries
+    local upto = math.huge
+    if #q.picks < #q.seqs then upto = hi or -1 end
+    local top = hi or (q.c0 - 1)
+    q.waits = {}
+    for _, it in ipairs(q.scan.list) do
+      if it[2] and it[1] < upto then
+        q.waits[#q.waits + 1] = it[1]
+        if it[1] > top then top = it[1] end
+      end
+    end
+    q.c = top + 1
+  elseif lo then
     for _, e in ipairs(redis.call('XRANGE', KEYS[5 + 3 * q.j], '0-' .. lo, '0-' .. hi)) do
       q.entries[tonumber(string.sub(e[1], 3))] = e
     end
@@ -279,6 +351,18 @@ for n, pick in ipairs(picks) do
   end
   if not fields then return rheoError('failed:log:' .. q.p .. ':' .. seq) end
   records[#records + 1] = k
+  if places and (void or expiredOn) and seq < q.c0 then
+    -- A redelivery ended here: its key's place goes on (written after the records).
+    local key = entryField(e, 'k')
+    if key then
+      q.ended = q.ended or {}
+      q.ended[#q.ended + 1] = key
+    end
+  elseif q.scan and not void and seq >= q.c0 and q.scan.keys[seq] then
+    q.taken = q.taken or {}
+    local key = q.scan.keys[seq]
+    q.taken[key] = (q.taken[key] or 0) + 1
+  end
   if void then
     records[#records + 1] = terminalRecord(0)
     if seq == fs[q.j] + 1 then pending = 1 end
@@ -303,7 +387,22 @@ for n, pick in ipairs(picks) do
     leaseJson(strs, rows, q.p, e[1], lid, attempt, fields)
   end
 end
-out[3] = parked
+-- Events set waiting for their key: a W record each, a member of the partition's kw.
+local waited = 0
+for _, q in ipairs(queues) do
+  if q.waits and #q.waits > 0 then
+    local members = {}
+    for _, seq in ipairs(q.waits) do
+      records[#records + 1] = q.p .. ':' .. seq
+      records[#records + 1] = waitingRecord()
+      members[#members + 1] = 0
+      members[#members + 1] = keyWaitMember(q.scan.keys[seq], seq)
+    end
+    chunked('ZADD', KEYS[fk + 2 + 2 * q.j], members, 1000)
+    waited = waited + #q.waits
+  end
+end
+out[3] = parkedSlot(parked + waited, waited)
 out[2] = pending
 if #rows > 0 or #buried > 0 then
   out[4] = #rows > 0 and cjson.encode(strs) or '[]'
@@ -336,7 +435,7 @@ end
 if dead then out[5 + #rows] = cjson.encode(dead) end
 for _, q in ipairs(queues) do
   if q.unleased then chunked('ZREM', KEYS[6 + 3 * q.j], q.unleased, 1000) end
-  if #q.picks > 0 then
+  if #q.picks > 0 or (q.waits and #q.waits > 0) then
     if q.leased then chunked('ZADD', KEYS[6 + 3 * q.j], q.leased, 1000) end
     if q.parked then chunked('ZADD', KEYS[7 + 3 * q.j], q.parked, 1000) end
     if q.redelivered then chunked('ZREM', KEYS[7 + 3 * q.j], q.redelivered, 1000) end
@@ -347,6 +446,19 @@ for _, q in ipairs(queues) do
   end
 end
 if #cursors > 0 then chunked('HSET', KEYS[2], cursors, 1000) end
+local promoted = 0
+for _, q in ipairs(queues) do
+  local ko = KEYS[fk + 1 + 2 * q.j]
+  if q.taken then
+    for key, n in pairs(q.taken) do redis.call('HINCRBY', ko, key, n) end
+  end
+  if q.ended then
+    local book = keyBook(ko, KEYS[fk + 2 + 2 * q.j], KEYS[3], KEYS[7 + 3 * q.j], KEYS[5 + 3 * q.j], q.p, places)
+    for _, key in ipairs(q.ended) do promoted = promoted + keyEnded(book, key, now) end
+  end
+end
+if promoted > 0 then wake(KEYS[4]) end
+if rateLog and #rows > 0 then saveRateLog(KEYS[2], rateLog, now, #rows) end
 return out
 `,
 );

@@ -15,6 +15,9 @@
  * KEYS[7]     deadt   ZSET    dead letters by time (the page's redriven ones removed)
  * KEYS[8+2p]  leased  ZSET    the leased set of partition p (every partition, in order)
  * KEYS[9+2p]  avail   ZSET    the retry set of partition p
+ * KEYS[8+2P+3p]  ko    HASH  open deliveries per key of partition p (P partitions; a group with key places only)
+ * KEYS[9+2P+3p]  kw    ZSET  its deliveries waiting for their key
+ * KEYS[10+2P+3p] log   STREAM its log (the key of a redriven event)
  *
  * ARGV[1]  now    ms
  * ARGV[2]  start  '-', or '(' followed by the last member of the previous page
@@ -28,7 +31,7 @@
 import { script } from './includes';
 
 export const REDRIVE = script(
-  { uses: ['error', 'check-group', 'chunked', 'positions', 'reopen-one', 'dead-letter', 'trim-point', 'wake'] },
+  { uses: ['error', 'check-group', 'chunked', 'positions', 'reopen-one', 'dead-letter', 'trim-point', 'key-places', 'wake'] },
   `
 local gone = missing(KEYS[1], KEYS[2])
 if gone then return rheoError(gone) end
@@ -36,19 +39,29 @@ local now = ARGV[1]
 local members = redis.call('ZRANGEBYLEX', KEYS[5], ARGV[2], '+', 'LIMIT', 0, tonumber(ARGV[3]))
 if #members == 0 then return { 0, 0, '' } end
 local ids, taken = {}, {}
+local places = placesOf(KEYS[2])
+local P = (#KEYS - 7) / 5
+local books = {}
 for _, m in ipairs(members) do
   local p, seq = deadMemberPartition(m), deadMemberSequence(m)
   -- A trimmed event is gone: its dead letter stays listed, and is not counted.
   if seq > trimPoint(KEYS[1], p) then
     ids[#ids + 1] = deadMemberId(m)
     taken[#taken + 1] = m
-    reopen(KEYS[2], KEYS[3], KEYS[8 + 2 * p], KEYS[9 + 2 * p], now, p, seq)
+    local book = nil
+    if places then
+      local b = 8 + 2 * P + 3 * p
+      books[p] = books[p] or keyBook(KEYS[b], KEYS[b + 1], KEYS[3], KEYS[9 + 2 * p], KEYS[b + 2], tostring(p), places)
+      book = books[p]
+    end
+    reopen(KEYS[2], KEYS[3], KEYS[8 + 2 * p], KEYS[9 + 2 * p], now, p, seq, book)
   end
 end
 if #ids > 0 then
   chunked('HDEL', KEYS[4], ids, 500)
   chunked('ZREM', KEYS[5], taken, 500)
   chunked('ZREM', KEYS[7], ids, 500)
+  for _, book in pairs(books) do keysRecount(book, tonumber(now)) end
   saveFrontiers(KEYS[2])
   wake(KEYS[6])
 end

@@ -14,6 +14,10 @@
  * KEYS[7]     deadt   ZSET    dead letters by time (the event's removed)
  * KEYS[8+2j]  leased  ZSET    the leased set of the partition in slot j (re-opened ones removed)
  * KEYS[9+2j]  avail   ZSET    its retry set (re-opened ones added, due now)
+ * KEYS[8+2n+3j]  ko    HASH  open deliveries per key of the partition in slot j (n slots; touched only in
+ *                            a group with key places: a re-opened keyed event comes back waiting for its key)
+ * KEYS[9+2n+3j]  kw    ZSET  its deliveries waiting for their key
+ * KEYS[10+2n+3j] log   STREAM its log (the key of a re-opened event)
  *
  * ARGV[1]  mode  'events': re-open each event (a never-delivered one is pending already) |
  *                'redrive': re-open only the events that were dead letters
@@ -28,13 +32,16 @@
 import { script } from './includes';
 
 export const REOPEN = script(
-  { uses: ['error', 'check-group', 'positions', 'reopen-one', 'dead-letter', 'trim-point', 'wake'] },
+  { uses: ['error', 'check-group', 'positions', 'reopen-one', 'dead-letter', 'trim-point', 'key-places', 'wake'] },
   `
 local gone = missing(KEYS[1], KEYS[2])
 if gone then return rheoError(gone) end
 local redrive = ARGV[1] == 'redrive'
 local now = ARGV[2]
 local n = 0
+local places = placesOf(KEYS[2])
+local nslots = (#KEYS - 7) / 5
+local books = {}
 for b = 3, #ARGV, 4 do
   local j, p, seq, id = tonumber(ARGV[b]), ARGV[b + 1], tonumber(ARGV[b + 2]), ARGV[b + 3]
   -- A trimmed event is gone: nothing to re-open (its dead letter, if any, stays listed).
@@ -52,11 +59,18 @@ for b = 3, #ARGV, 4 do
       redis.call('ZREM', KEYS[7], id)
     end
     if wasDead or not redrive then
-      local reopened = reopen(KEYS[2], KEYS[3], KEYS[8 + 2 * j], KEYS[9 + 2 * j], now, p, seq)
+      local book = nil
+      if places then
+        local b = 8 + 2 * nslots + 3 * j
+        books[j] = books[j] or keyBook(KEYS[b], KEYS[b + 1], KEYS[3], KEYS[9 + 2 * j], KEYS[b + 2], p, places)
+        book = books[j]
+      end
+      local reopened = reopen(KEYS[2], KEYS[3], KEYS[8 + 2 * j], KEYS[9 + 2 * j], now, p, seq, book)
       if redrive or reopened then n = n + 1 end
     end
   end
 end
+for _, book in pairs(books) do keysRecount(book, tonumber(now)) end
 saveFrontiers(KEYS[2])
 wake(KEYS[6])
 return n

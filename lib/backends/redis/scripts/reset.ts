@@ -14,6 +14,10 @@
  * KEYS[7]     deadt   ZSET    dead letters by time (unlinked)
  * KEYS[8+2p]  leased  ZSET    the leased set of partition p (every partition; unlinked)
  * KEYS[9+2p]  avail   ZSET    the retry set of partition p (unlinked)
+ * KEYS[8+2P+3p]  ko   HASH    open deliveries per key of partition p (P partitions; unlinked: every
+ *                             event is fresh again, and the claim counts its key's places anew)
+ * KEYS[9+2P+3p]  kw   ZSET    its deliveries waiting for their key (unlinked)
+ * KEYS[10+2P+3p] log  STREAM  its log (not touched)
  *
  * ARGV[1]    mode   'end' (after each partition's high watermark, read here) | 'after'
  * ARGV[2+p]         mode 'after': the last sequence of partition p to skip (missing = 0);
@@ -33,7 +37,7 @@ if gone then return rheoError(gone) end
 local P = tonumber(redis.call('HGET', KEYS[1], 'partitions'))
 redis.call('UNLINK', KEYS[3], KEYS[4], KEYS[5], KEYS[7])
 for p = 0, P - 1 do
-  redis.call('UNLINK', KEYS[8 + 2 * p], KEYS[9 + 2 * p])
+  redis.call('UNLINK', KEYS[8 + 2 * p], KEYS[9 + 2 * p], KEYS[8 + 2 * P + 3 * p], KEYS[9 + 2 * P + 3 * p])
   startAfter(KEYS[1], KEYS[2], p, ARGV[1], ARGV[2 + p])
   -- A rewind left unfinished by a replay is superseded.
   redis.call('HDEL', KEYS[2], 'rw:' .. p)

@@ -15,11 +15,17 @@
  * KEYS[4]     dead    HASH    dead letters by event id (written)
  * KEYS[5]     deadz   ZSET    dead letters in (partition, sequence) order (written)
  * KEYS[6]     wake    STREAM  bumped when a nack makes an event available again, and on any
- *                             settle in a partition-ordered group (the next event became claimable)
+ *                             settle in a partition-ordered group (the next event became claimable),
+ *                             under groupConcurrency (a place freed), or when a waiting delivery got its key's place
  * KEYS[7]     deadt   ZSET    dead letters by the time they were dead-lettered (written)
  * KEYS[8+3j]  leased  ZSET    the leased set of the partition in slot j (settled ones removed)
  * KEYS[9+3j]  avail   ZSET    its retry set (a nacked sequence added, due at now + delay)
- * KEYS[10+3j] log     STREAM  its log (read: the stored event id of a dead letter)
+ * KEYS[10+3j] log     STREAM  its log (read: the stored event id of a dead letter, the key of an ended
+ *                             delivery in a group with key places)
+ * KEYS[8+3n+2j] ko    HASH    open deliveries per key of the partition in slot j (n: how many partitions):
+ *                             an ack or dead letter gives its key's place to the key's earliest waiting
+ *                             delivery (includes/key-places.ts); touched only in a group with key places
+ * KEYS[9+3n+2j] kw    ZSET    its deliveries waiting for their key
  *
  * ARGV[1]     now     ms
  * ARGV[2]     budget  records the frontier walk may look at in this call
@@ -46,7 +52,7 @@
 import { script } from './includes';
 
 export const SETTLE = script(
-  { uses: ['check-group', 'chunked', 'record', 'fence', 'frontier', 'positions', 'dead-letter', 'log-entry', 'wake'] },
+  { uses: ['check-group', 'chunked', 'record', 'fence', 'frontier', 'positions', 'dead-letter', 'log-entry', 'key-places', 'wake'] },
   `
 -- How many values an op of each kind takes in the ops JSON (see ARGV).
 local OP_WIDTH = { a = 5, r = 6, n = 7 }
@@ -54,9 +60,14 @@ local now = tonumber(ARGV[1])
 local budget = tonumber(ARGV[2])
 local out = {}
 local gone = missing(KEYS[1], KEYS[2])
-local cfg = redis.call('HMGET', KEYS[2], 'maxAttempts', 'ri', 'rf', 'rm', 'ord')
+local cfg = redis.call('HMGET', KEYS[2], 'maxAttempts', 'ri', 'rf', 'rm', 'ord', 'kc', 'gc')
 local maxAttempts = tonumber(cfg[1] or '-1')
-local ordered = cfg[5] == 'partition'
+-- A settle frees the next event of an ordered partition, or a place of a groupConcurrency: waiters are woken.
+local ordered = cfg[5] == 'partition' or (cfg[7] and cfg[7] ~= '')
+local places = nil
+if cfg[5] == 'key' then places = 1 elseif cfg[6] and cfg[6] ~= '' then places = tonumber(cfg[6]) end
+-- Keys of the deliveries ended here, per slot (a group with key places only).
+local ended = {}
 -- Core's backoff (core/backoff.ts backoffDelay: initialMs * factor^(attempt - 1), rounded half up, capped at
 -- maxMs) over the stored retry; the exponent capped where factor^attempt would leave double precision.
 local function backoff(att)
@@ -114,8 +125,17 @@ for o, b in ipairs(starts) do
       -- settles: no append announces it, so the settle wakes the waiters.
       if ordered then woke = true end
       if kind == 'a' or kind == 'r' or att >= maxAttempts then
+        local entry = nil
+        if places then
+          entry = logEntry(KEYS[10 + 3 * j], seq)
+          local key = entryField(entry, 'k')
+          if key then
+            ended[j] = ended[j] or {}
+            ended[j][#ended[j] + 1] = key
+          end
+        end
         if kind ~= 'a' then
-          local id = entryField(logEntry(KEYS[10 + 3 * j], seq), 'i') or ''
+          local id = entryField(entry or logEntry(KEYS[10 + 3 * j], seq), 'i') or ''
           -- The same id dead-lettered at another position: a trimmed event's, replaced.
           local old = redis.call('HGET', KEYS[4], id)
           if old then
@@ -171,6 +191,14 @@ end
 if #terminals > 0 then chunked('HSET', KEYS[3], terminals, 1000) end
 for j, seqs in pairs(unleased) do chunked('ZREM', KEYS[8 + 3 * j], seqs, 1000) end
 saveFrontiers(KEYS[2])
+for p, j in pairs(slots) do
+  if ended[j] then
+    local book = keyBook(KEYS[8 + 3 * nslots + 2 * j], KEYS[9 + 3 * nslots + 2 * j], KEYS[3], KEYS[9 + 3 * j], KEYS[10 + 3 * j], p, places)
+    for _, key in ipairs(ended[j]) do
+      if keyEnded(book, key, now) > 0 then woke = true end
+    end
+  end
+end
 if woke then wake(KEYS[6]) end
 out[#out + 1] = cut and 1 or 0
 out[#out + 1] = maxAttempts

@@ -14,6 +14,11 @@
  * KEYS[5]     wake    STREAM  bumped when something was skipped (an ordered partition is free)
  * KEYS[6+2p]  leased  ZSET    partition p's leased set (skipped ones removed), for every partition p
  * KEYS[7+2p]  avail   ZSET    partition p's available set (skipped ones removed)
+ * KEYS[6+2P+3p]  ko   HASH    open deliveries per key of partition p (P partitions): in a group with key
+ *                             places a skip ends the delivery, and its key's place goes to the key's
+ *                             earliest waiting delivery (a skipped waiting one just leaves kw)
+ * KEYS[7+2P+3p]  kw   ZSET    its deliveries waiting for their key
+ * KEYS[8+2P+3p]  log  STREAM  its log (the key of a skipped event)
  *
  * ARGV[1]    now     ms, from the backend's clock
  * ARGV[2]    budget  records the frontier walk may look at in this call
@@ -29,13 +34,25 @@
 import { script } from './includes';
 
 export const SKIP = script(
-  { uses: ['error', 'check-group', 'record', 'positions', 'frontier', 'waiting', 'wake'] },
+  { uses: ['error', 'check-group', 'record', 'positions', 'frontier', 'waiting', 'key-places', 'wake'] },
   `
 local now, budget = tonumber(ARGV[1]), tonumber(ARGV[2])
 local gone = missing(KEYS[1], KEYS[2])
 if gone then return rheoError(gone) end
 local done, cut = {}, false
-local out, n = eachWaiting(KEYS[1], KEYS[4], KEYS[2], KEYS[3], now, ARGV, 4, function(p, b, att, j)
+local places = placesOf(KEYS[2])
+local P = (#KEYS - 5) / 5
+local out, n = eachWaiting(KEYS[1], KEYS[4], KEYS[2], KEYS[3], now, ARGV, 4, function(p, b, att, j, st)
+  if places then
+    local k = 6 + 2 * P + 3 * j
+    local book = keyBook(KEYS[k], KEYS[k + 1], KEYS[3], KEYS[7 + 2 * j], KEYS[k + 2], p, places)
+    local key = entryField(logEntry(book.log, b), 'k')
+    if key and st == 'W' then
+      keyUnwait(book, key, b)
+    elseif key then
+      keyEnded(book, key, now)
+    end
+  end
   redis.call('ZREM', KEYS[6 + 2 * j], b)
   redis.call('ZREM', KEYS[7 + 2 * j], b)
   redis.call('HSET', KEYS[3], p .. ':' .. b, terminalRecord(att))

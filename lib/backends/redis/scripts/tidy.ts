@@ -21,6 +21,11 @@
  * KEYS[7]     deadt   ZSET    dead letters by time (cleared ones removed)
  * KEYS[8+2j]  leased  ZSET    the leased set of the partition in slot j (cleared ones removed)
  * KEYS[9+2j]  avail   ZSET    its retry set (cleared ones removed)
+ * KEYS[8+2n+3j]  ko   HASH    open deliveries per key of the partition in slot j (n slots): in a group with
+ *                             key places a cleared open delivery gives its place up, a cleared waiting one
+ *                             its member, and the keys' places go to their earliest waiting deliveries
+ * KEYS[9+2n+3j]  kw   ZSET    its deliveries waiting for their key
+ * KEYS[10+2n+3j] log  STREAM  its log (the keys of the cleared deliveries)
  *
  * ARGV[1]    budget     records and dead letters this call may look at or drop
  * ARGV[2+j]  partition  the partition of slot j
@@ -32,12 +37,40 @@
 import { script } from './includes';
 
 export const TIDY = script(
-  { uses: ['error', 'check-group', 'chunked', 'frontier', 'dead-letter', 'trim-point', 'wake'] },
+  { uses: ['error', 'check-group', 'chunked', 'frontier', 'dead-letter', 'trim-point', 'key-places', 'wake'] },
   `
 local gone = missing(KEYS[1], KEYS[2])
 if gone then return rheoError(gone) end
 local budget = tonumber(ARGV[1])
-local function rewind(p, f, c, t, leased, avail)
+local places = placesOf(KEYS[2])
+local nslots = #ARGV - 1
+local promotedAny = false
+-- A group with key places: the cleared records' keys give up their places (or waiting members), then
+-- every touched key's places go to its earliest waiting deliveries (below the new cursor).
+local function unkey(j, p, fields, seqs, avail)
+  local b = 8 + 2 * nslots + 3 * j
+  local book = keyBook(KEYS[b], KEYS[b + 1], KEYS[3], avail, KEYS[b + 2], p, places)
+  local touched = {}
+  for i = 1, #fields, 200 do
+    local recs = redis.call('HMGET', KEYS[3], unpack(fields, i, math.min(i + 199, #fields)))
+    for n = 1, #recs do
+      local rec, seq = recs[n], seqs[i + n - 1]
+      if rec and not isTerminal(rec) then
+        local key = entryField(logEntry(book.log, seq), 'k')
+        if key then
+          if string.sub(rec, 1, 1) == 'W' then
+            keyUnwait(book, key, seq)
+          elseif redis.call('HINCRBY', book.ko, key, -1) <= 0 then
+            redis.call('HDEL', book.ko, key)
+          end
+          touched[key] = true
+        end
+      end
+    end
+  end
+  return book, touched
+end
+local function rewind(p, f, c, t, leased, avail, j)
   local lo = t + 1
   local top = c - 1
   local newc = lo
@@ -53,6 +86,8 @@ local function rewind(p, f, c, t, leased, avail)
     fields[#fields + 1] = p .. ':' .. s
     seqs[#seqs + 1] = s
   end
+  local book, touched = nil, nil
+  if places and #fields > 0 then book, touched = unkey(j, p, fields, seqs, avail) end
   if #fields > 0 then
     chunked('HDEL', KEYS[3], fields, 500)
     chunked('ZREM', leased, seqs, 500)
@@ -69,6 +104,11 @@ local function rewind(p, f, c, t, leased, avail)
     chunked('HDEL', KEYS[4], ids, 500)
     chunked('ZREM', KEYS[5], members, 500)
     chunked('ZREM', KEYS[7], ids, 500)
+  end
+  if touched then
+    for key in pairs(touched) do
+      if keyPromote(book, key, 0) > 0 then promotedAny = true end
+    end
   end
   f = math.min(f, newc - 1)
   redis.call('HSET', KEYS[2], 'c:' .. p, newc, 'f:' .. p, f)
@@ -89,7 +129,7 @@ for j = 0, #ARGV - 2 do
     local more = false
     if v[3] then
       local t = math.max(tonumber(v[3]), trimPoint(KEYS[1], p))
-      f, c, more = rewind(p, f, c, t, KEYS[8 + 2 * j], KEYS[9 + 2 * j])
+      f, c, more = rewind(p, f, c, t, KEYS[8 + 2 * j], KEYS[9 + 2 * j], j)
       woke = woke or not more
     end
     if not more then
@@ -104,7 +144,7 @@ for j = 0, #ARGV - 2 do
   end
 end
 -- A finished rewind makes its partition claimable again; a moved frontier frees a partition-ordered head.
-if woke then wake(KEYS[6]) end
+if woke or promotedAny then wake(KEYS[6]) end
 return left
 `,
 );

@@ -27,10 +27,14 @@
  * KEYS[3]     groups  SET     the stream's group names (must be exactly the ones given)
  * KEYS[4]     log     STREAM  the partition's log (the slice's entries removed: XTRIM MINID)
  * KEYS[5]     wake    STREAM  bumped when a forced slice moved a group
- * KEYS[2+4j]  cfg     HASH    group j's positions (j from 1; f:, c:, rw: of the partition)
- * KEYS[3+4j]  dl      HASH    group j's delivery records
- * KEYS[4+4j]  leased  ZSET    group j's leased set of the partition
- * KEYS[5+4j]  avail   ZSET    group j's retry set of the partition
+ * KEYS[6j]    cfg     HASH    group j's positions (j from 1; f:, c:, rw: of the partition)
+ * KEYS[1+6j]  dl      HASH    group j's delivery records
+ * KEYS[2+6j]  leased  ZSET    group j's leased set of the partition
+ * KEYS[3+6j]  avail   ZSET    group j's retry set of the partition
+ * KEYS[4+6j]  ko      HASH    group j's open deliveries per key of the partition (a group with key places:
+ *                             a forced trim's dropped deliveries give up their places, which go to the
+ *                             keys' earliest waiting deliveries above the point)
+ * KEYS[5+6j]  kw      ZSET    group j's deliveries of the partition waiting for their key
  *
  * ARGV[1]    partition
  * ARGV[2]    upTo     every sequence up to this goes (0: none by count)
@@ -51,7 +55,7 @@
 import { script } from './includes';
 
 export const TRIM = script(
-  { uses: ['error', 'chunked', 'record', 'log-entry', 'wake'] },
+  { uses: ['error', 'chunked', 'record', 'log-entry', 'key-places', 'wake'] },
   `
 if redis.call('EXISTS', KEYS[1]) == 0 then return rheoError('stream_not_found') end
 local p = ARGV[1]
@@ -84,7 +88,7 @@ if bound <= lw then return answer('done', 0, lw) end
 local groups = {}
 local cap = bound
 for j = 1, ng do
-  local v = redis.call('HMGET', KEYS[2 + 4 * j], 'f:' .. p, 'c:' .. p, 'rw:' .. p)
+  local v = redis.call('HMGET', KEYS[6 * j], 'f:' .. p, 'c:' .. p, 'rw:' .. p)
   if not v[1] then return rheoError('group_not_found') end
   local g = { f = math.max(tonumber(v[1]), lw), c = math.max(tonumber(v[2]), lw + 1) }
   if v[3] then g.rw = tonumber(v[3]) end
@@ -131,6 +135,9 @@ for i = 1, #ids, 500 do
   end
 end
 if #drop > 0 then chunked('HDEL', KEYS[2], drop, 500) end
+-- The slice's keys, for the key places of a forced trim (read before the entries go).
+local keyOfSeq = {}
+for _, en in ipairs(entries) do keyOfSeq[tonumber(string.sub(en[1], 3))] = entryField(en, 'k') end
 local removed = redis.call('XTRIM', KEYS[4], 'MINID', '0-' .. (e + 1))
 -- Forced: groups held below e are moved to it.
 local woke = false
@@ -138,7 +145,10 @@ if force then
   for j = 1, ng do
     local g = groups[j]
     if g.hold < e then
-      local cfg, dl, leased, avail = KEYS[2 + 4 * j], KEYS[3 + 4 * j], KEYS[4 + 4 * j], KEYS[5 + 4 * j]
+      local cfg, dl, leased, avail = KEYS[6 * j], KEYS[1 + 6 * j], KEYS[2 + 6 * j], KEYS[3 + 6 * j]
+      local places = placesOf(cfg)
+      local book = places and keyBook(KEYS[4 + 6 * j], KEYS[5 + 6 * j], dl, avail, KEYS[4], p, places)
+      local touched = {}
       local fields, seqs = {}, {}
       for s = g.f + 1, math.min(e, g.c - 1) do
         fields[#fields + 1] = p .. ':' .. s
@@ -146,8 +156,20 @@ if force then
       end
       local n = 0
       for i = 1, #fields, 500 do
-        for _, rec in ipairs(redis.call('HMGET', dl, unpack(fields, i, math.min(i + 499, #fields)))) do
-          if rec and not isTerminal(rec) then n = n + 1 end
+        for x, rec in ipairs(redis.call('HMGET', dl, unpack(fields, i, math.min(i + 499, #fields)))) do
+          if rec and not isTerminal(rec) then
+            n = n + 1
+            local seq = seqs[i + x - 1]
+            local key = book and keyOfSeq[seq]
+            if key then
+              if string.sub(rec, 1, 1) == 'W' then
+                keyUnwait(book, key, seq)
+              elseif redis.call('HINCRBY', book.ko, key, -1) <= 0 then
+                redis.call('HDEL', book.ko, key)
+              end
+              touched[key] = true
+            end
+          end
         end
       end
       if #fields > 0 then
@@ -158,6 +180,7 @@ if force then
       -- Never offered: from the cursor up.
       if e >= g.c then n = n + (e - g.c + 1) end
       skipped[j] = n
+      for key in pairs(touched) do keyPromote(book, key, 0) end
       local c = math.max(g.c, e + 1)
       redis.call('HSET', cfg, 'f:' .. p, math.max(g.f, e), 'c:' .. p, c)
       if g.rw and g.rw < e then

@@ -10,7 +10,9 @@ import { CHUNKED } from './chunked';
 import { DEAD_LETTER } from './dead-letter';
 import { ERROR } from './error';
 import { FENCE } from './fence';
+import { FLOW } from './flow';
 import { FRONTIER } from './frontier';
+import { KEY_PLACES } from './key-places';
 import { LOG_ENTRY } from './log-entry';
 import { POSITIONS } from './positions';
 import { RECORD } from './record';
@@ -28,7 +30,9 @@ export const INCLUDES = [
   DEAD_LETTER,
   ERROR,
   FENCE,
+  FLOW,
   FRONTIER,
+  KEY_PLACES,
   LOG_ENTRY,
   POSITIONS,
   RECORD,

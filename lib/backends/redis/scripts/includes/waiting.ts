@@ -1,8 +1,8 @@
 /**
  * `waitingOf(meta, ids, cfg, dl, id, now)`: where one group stands on event `id`
  * (skip and reschedule, docs/adr/048-skip-reschedule-cancel.md): its partition,
- * sequence and the attempt of its waiting delivery (a record that no live lease
- * holds: available, or leased and expired at `now`); or nil and the code of why
+ * sequence, the attempt and the state of its waiting delivery (a record that no live
+ * lease holds: available, waiting for its key, or leased and expired at `now`); or nil and the code of why
  * not: 'not_in_stream' (no such id in `ids`, or at or below the trim point),
  * 'not_offered' (at or above the group's cursor), 'settled' (no record below the
  * cursor, or a terminal one), 'lease_held:<expiresAt>' (a live lease). Reads the
@@ -11,9 +11,9 @@
  *
  * `eachWaiting(meta, ids, cfg, dl, now, list, first, take)`: the same for every id
  * of `list` from index `first` on (the ids a script got in ARGV), handing each
- * waiting delivery to `take(p, seq, att, j)` (`j` the partition as a number, for
- * the per-partition KEYS) to move it; returns 'ok' or the code per id, in order,
- * and how many were taken.
+ * waiting delivery to `take(p, seq, att, j, st)` (`j` the partition as a number, for
+ * the per-partition KEYS, `st` its record's state) to move it, or to refuse it by
+ * returning a code; returns 'ok' or the code per id, in order, and how many were taken.
  */
 import { include } from '../loader';
 
@@ -35,20 +35,24 @@ local function waitingOf(meta, ids, cfg, dl, id, now)
   if not rec or isTerminal(rec) then return nil, 'settled' end
   local st, att, _, ex = parseRecord(rec)
   if st == 'L' and ex > now then return nil, 'lease_held:' .. ex end
-  return p, seq, att
+  return p, seq, att, st
 end
 
 -- Every id of list from first on: its waiting delivery handed to take, or its code; out per id, and how many were taken.
 local function eachWaiting(meta, ids, cfg, dl, now, list, first, take)
   local out, n = {}, 0
   for i = first, #list do
-    local p, seq, att = waitingOf(meta, ids, cfg, dl, list[i], now)
+    local p, seq, att, st = waitingOf(meta, ids, cfg, dl, list[i], now)
     if not p then
       out[#out + 1] = seq
     else
-      take(p, seq, att, tonumber(p))
-      n = n + 1
-      out[#out + 1] = 'ok'
+      local refused = take(p, seq, att, tonumber(p), st)
+      if refused then
+        out[#out + 1] = refused
+      else
+        n = n + 1
+        out[#out + 1] = 'ok'
+      end
     end
   end
   return out, n

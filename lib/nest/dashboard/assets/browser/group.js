@@ -1,9 +1,9 @@
 // @ts-check
-// One group, opened from the overview: its figures, its pause and skips, lag chart, partitions and
-// dead letters (paged), and the actions when the dashboard allows them.
+// One group, opened from the overview: its figures, its flow limits, its pause and skips, lag chart,
+// partitions and dead letters (paged), and the actions when the dashboard allows them.
 /* global el, one, replaceRows, fmtTime, fmtAge, fmtSpan, preview, errorMessage, chart, lagWindowMs, groupPath, postJson, refresh,
    pauseControls, renderPause, waitingControls, renderSkipped */
-/* exported selected, detail, select, renderGroup, renderDeadLetters, act */
+/* exported selected, detail, select, renderGroup, renderFlow, renderDeadLetters, act */
 
 const readOnly = document.body.dataset.readOnly === 'true';
 const showPayloads = document.body.dataset.showPayloads === 'true';
@@ -12,8 +12,9 @@ const showPayloads = document.body.dataset.showPayloads === 'true';
 let selected = null;
 /**
  * A group's parts of the page, and the dead letters' paging (`after` of the page shown, those before it).
- * `pause` shows what holds the group back; `resume` is its button (null on a read-only dashboard); `skipped` the group's skips.
- * @typedef {{ figures: HTMLElement, pause: HTMLElement, resume: HTMLButtonElement | null, skipped: HTMLElement, chart: HTMLElement,
+ * `flow` shows the group's flow limits and what waits for its key; `pause` what holds the group back; `resume` is its button
+ * (null on a read-only dashboard); `skipped` the group's skips.
+ * @typedef {{ figures: HTMLElement, flow: HTMLElement, pause: HTMLElement, resume: HTMLButtonElement | null, skipped: HTMLElement, chart: HTMLElement,
  *   partitions: HTMLElement,
  *   dead: HTMLElement, pager: HTMLElement, notice: HTMLElement, after: string | null, previous: Array<string | null> }} GroupView
  */
@@ -166,6 +167,7 @@ function select(stream, group) {
   const section = one('[data-testid=detail]');
   while (section.firstChild) section.removeChild(section.firstChild);
   const figures = el('p', { 'data-testid': 'group-figures', class: 'muted' });
+  const flowBox = el('p', { 'data-testid': 'flow-state', class: 'muted', hidden: true });
   const pauseBox = el('p', { 'data-testid': 'pause-state', class: 'paused', hidden: true });
   const skippedBox = el('p', { 'data-testid': 'skip-state', class: 'muted', hidden: true });
   const pause = readOnly ? null : pauseControls();
@@ -180,6 +182,7 @@ function select(stream, group) {
   if (!readOnly) headCells.push('');
   section.appendChild(el('h2', { text: stream + ' / ' + group }));
   section.appendChild(figures);
+  section.appendChild(flowBox);
   section.appendChild(pauseBox);
   section.appendChild(skippedBox);
   section.appendChild(noticeBox);
@@ -221,6 +224,7 @@ function select(stream, group) {
   section.hidden = false;
   detail = {
     figures: figures,
+    flow: flowBox,
     pause: pauseBox,
     resume: pause ? pause.resume : null,
     skipped: skippedBox,
@@ -264,6 +268,7 @@ function renderGroup(view, g, now) {
     ' · skipped ' +
     g.skipped.count +
     (g.consumer ? ' · consumer ' + g.consumer : '');
+  renderFlow(view.flow, g);
   renderPause(view.pause, view.resume, g.paused);
   renderSkipped(view.skipped, g.skipped);
   replaceRows(view.chart, [chart(g.stream, g.group, now, true)]);
@@ -278,6 +283,23 @@ function renderGroup(view, g, now) {
       ]);
     }),
   );
+}
+
+/**
+ * The group's flow limits and the events waiting for their key, in one line; hidden for a group with
+ * neither (its claims are limited by nothing but each consumer's own demand).
+ * @param {HTMLElement} box
+ * @param {GroupSummary} g
+ */
+function renderFlow(box, g) {
+  const parts = [];
+  if (g.keyConcurrency !== null) parts.push('key concurrency ' + g.keyConcurrency);
+  if (g.groupConcurrency !== null) parts.push('group concurrency ' + g.groupConcurrency);
+  if (g.rateLimit !== null) parts.push('rate limit ' + g.rateLimit.max + ' per ' + g.rateLimit.perMs + ' ms');
+  const keyed = g.ordering === 'key' || g.keyConcurrency !== null;
+  if (keyed || g.waitingForKey > 0) parts.push(g.waitingForKey + ' waiting for their key');
+  box.textContent = parts.length === 0 ? '' : 'Flow limits: ' + parts.join(' · ');
+  box.hidden = parts.length === 0;
 }
 
 /**

@@ -147,6 +147,8 @@ describe('postgres schema versions', () => {
         'RheoDelayedEvents1798761600000',
         'RheoPauseGroups1801440000000',
         'RheoSkipRescheduleCancel1803859200000',
+        // Every version either dialect has: a version the other dialect has first is a no-op here.
+        'RheoFlowControl1806537600000',
       ]);
       expect(await versions(s)).toEqual(ALL);
       const r = new Rheo(typeormBackend({ dataSource: d, schema: s, install: 'none' }));
@@ -175,7 +177,8 @@ describe('postgres schema versions', () => {
     });
     await d.initialize();
     try {
-      expect(await d.runMigrations()).toHaveLength(ALL.length);
+      // Every class runs (one per version either dialect has), recording the versions this dialect has.
+      expect(await d.runMigrations()).toHaveLength(rheoMigrations({ schema: s }).length);
       expect(await versions(s)).toEqual(ALL);
       const r = new Rheo(typeormBackend({ dataSource: d, schema: s, install: 'none' }));
       expect((await r.read('kept')).map((e) => e.payload)).toEqual(['still here']);

@@ -130,10 +130,19 @@ describe('sqlite backend', () => {
         { version: 3, name: 'delayed-events' },
         { version: 4, name: 'pause-groups' },
         { version: 5, name: 'skip-reschedule-cancel' },
+        { version: 6, name: 'flow-control' },
       ]);
       await r.close();
-      // Each version's down undoes it: version 5's drops the cancel and skip columns, version 4's the pause
-      // columns, version 3's the delay columns, version 2's leaves version 1's tables, version 1's leaves nothing.
+      // Each version's down undoes it: version 6's drops the flow columns and the key index, version 5's the
+      // cancel and skip columns, version 4's the pause columns, version 3's the delay columns, version 2's
+      // leaves version 1's tables, version 1's leaves nothing.
+      await d.undoLastMigration();
+      expect(await d.query(`SELECT name FROM pragma_table_info('rheo_deliveries') WHERE name = 'key'`)).toEqual([]);
+      expect(
+        await d.query(`SELECT name FROM pragma_table_info('rheo_groups') WHERE name LIKE 'rate%' OR name LIKE '%concurrency'`),
+      ).toEqual([]);
+      expect(await d.query(`SELECT name FROM sqlite_master WHERE name = 'rheo_deliveries_key'`)).toEqual([]);
+      expect(await d.query(`SELECT version FROM rheo_schema_version ORDER BY version`)).toHaveLength(5);
       await d.undoLastMigration();
       expect(await d.query(`SELECT name FROM pragma_table_info('rheo_events') WHERE name = 'cancelled_at'`)).toEqual([]);
       expect(await d.query(`SELECT name FROM pragma_table_info('rheo_groups') WHERE name LIKE 'skip%'`)).toEqual([]);

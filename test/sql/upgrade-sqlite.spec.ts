@@ -98,6 +98,7 @@ describe('sqlite: upgrade from a version 1 database', () => {
       { version: 3, name: 'delayed-events' },
       { version: 4, name: 'pause-groups' },
       { version: 5, name: 'skip-reschedule-cancel' },
+      { version: 6, name: 'flow-control' },
     ]);
     expect(await rawQuery(`SELECT count(*) AS n FROM rheo_deliveries WHERE state = 'dead'`)).toEqual([{ n: 0 }]);
     expect(await rawQuery(`SELECT partition, sequence, event_id FROM rheo_dead_letters ORDER BY partition`)).toEqual([

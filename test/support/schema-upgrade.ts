@@ -20,6 +20,11 @@ export interface UpgradeDialect {
   /** The PostgreSQL schema of this spec (the SQLite dialect has none but shares the name for `sql`'s placeholders). */
   schema: string;
   open(clock: ManualClock, install: 'auto' | 'none'): Backend;
+  /**
+   * The versions after the spec's `from` this release applies on this dialect: a version
+   * may land on one dialect before the other (then `SchemaUpgrade.later` is the first's).
+   */
+  later: number[];
   /** Run raw SQL on the store (its own connection); `:s.` stands for the schema. */
   sql(statement: string, params?: unknown[]): Promise<Array<Record<string, unknown>>>;
   /** The downs of every version after `version` (newest first) and the removal of their records. */
@@ -63,6 +68,7 @@ export function schemaUpgrade(from: number, label: string): SchemaUpgrade {
     {
       name: 'postgres',
       schema,
+      later,
       open: (clock, install) => postgresBackend({ url: PG_URL, schema, clock, install, poolSize: 2 }),
       sql: (statement, params) =>
         onDataSource({ type: 'postgres', url: PG_URL, poolSize: 1 }, (ds) => ds.query(statement.replace(/:s\./g, `"${schema}".`), params)),
@@ -75,6 +81,7 @@ export function schemaUpgrade(from: number, label: string): SchemaUpgrade {
     {
       name: 'sqlite',
       schema,
+      later: SQLITE_SCHEMA.map((v) => v.version).filter((v) => v > from),
       open: (clock, install) => sqliteBackend({ database: sqliteFile, clock, install }),
       sql: (statement, params) =>
         onDataSource({ type: 'better-sqlite3', database: sqliteFile }, (ds) => ds.query(statement.replace(/:s\./g, ''), params)),
@@ -115,7 +122,7 @@ export async function expectRefusedWithoutInstall(up: SchemaUpgrade, d: UpgradeD
   await expect(none.init()).rejects.toMatchObject({
     code: 'failed',
     message: expect.stringContaining(
-      `the rheo tables are at schema version ${up.from}, and this nestjs-rheo needs version ${up.latest} with install: 'none'`,
+      `the rheo tables are at schema version ${up.from}, and this nestjs-rheo needs version ${d.later[d.later.length - 1]} with install: 'none'`,
     ),
   });
   await none.close();
@@ -128,9 +135,9 @@ export async function expectRefusedWithoutInstall(up: SchemaUpgrade, d: UpgradeD
  */
 export async function expectUpgraded(up: SchemaUpgrade, d: UpgradeDialect, backend: Backend, rheo: Rheo): Promise<void> {
   await rheo.init();
-  expect(backend.describe?.().installed).toEqual(up.later);
+  expect(backend.describe?.().installed).toEqual(d.later);
   expect((await d.sql(`SELECT version FROM :s.rheo_schema_version ORDER BY version`)).map((r) => Number(r.version))).toEqual([
     ...Array.from({ length: up.from }, (_, i) => i + 1),
-    ...up.later,
+    ...d.later,
   ]);
 }

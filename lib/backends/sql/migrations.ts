@@ -90,6 +90,7 @@ const MIGRATION_NAMES: Readonly<Record<number, string>> = {
   3: 'RheoDelayedEvents1798761600000',
   4: 'RheoPauseGroups1801440000000',
   5: 'RheoSkipRescheduleCancel1803859200000',
+  6: 'RheoFlowControl1806537600000',
 };
 
 interface Dialect {

@@ -20,6 +20,7 @@ import { WakeBoard } from '../sql/wake-board';
 import { ConnectionGate } from './connection-gate';
 import { LockWaiter, SQLITE_BUSY_TIMEOUT_MS } from './locks';
 import { Pacer } from './pacer';
+import { sqliteFlowPlans } from './flow-plans';
 import { sqliteGroupSettingsPlans } from './group-settings-plans';
 import { sqlitePausePlans } from './pause-plans';
 import { sqlitePlans } from './plans';
@@ -80,6 +81,7 @@ export class SqliteContext {
   readonly groupSettings = sqliteGroupSettingsPlans(this.tables);
   readonly pause = sqlitePausePlans(this.tables);
   readonly waiting = sqliteWaitingPlans(this.tables);
+  readonly flow = sqliteFlowPlans(this.tables);
   /** In-process wake-ups: SQLite has no notifications, so only this process's writes wake its waiters. */
   readonly board = new WakeBoard();
   /** Lets other operations in between a long job's chunks (trim, purge). */

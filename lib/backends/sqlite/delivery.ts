@@ -4,6 +4,7 @@
 // one write transaction per call.
 import { backoffDelay } from '../../core/backoff';
 import { RheoError } from '../../core/errors';
+import { hasFlowLimits, keyPlaces } from '../../core/flow';
 import { deadLetteredOf, pausedAnswer } from '../../core/fetched';
 import type { Lease } from '../../core/types';
 import type { FetchedLeases, FetchRequest, RenewResult, SettleOp, SettleResult, TransactionalAck } from '../backend';
@@ -14,6 +15,7 @@ import { runHandlerWork } from '../sql/transaction';
 import type { SqliteContext } from './context';
 import { storedSettings } from './group-settings';
 import { claimRound } from './delivery-claim';
+import { keyEnded } from './keys';
 
 /** A settle's answers so far: per op (undefined: stale, filled in by settled()), and the streams to wake. */
 type Settled = { results: Array<SettleResult | undefined>; woken: Set<string> };
@@ -26,14 +28,14 @@ const MIN_RANGE_ACK = 4;
  * receipt is their lease id, on one group partition, at consecutive sequences. A run of one
  * when planned[from] is anything else.
  */
-function ackRunEnd(planned: PlannedSettle[], from: number): number {
+function ackRunEnd(planned: PlannedSettle[], from: number, flows: Map<PlannedSettle, SettleFlow> | null): number {
   const a = planned[from];
   let end = from + 1;
   if (a.action !== 'ack' || a.receipt !== a.leaseId) return end;
   for (; end < planned.length; end++) {
     const b = planned[end];
     const prev = planned[end - 1];
-    if (b.action !== 'ack' || b.receipt !== b.leaseId || b.sequence !== prev.sequence + 1) break;
+    if (b.action !== 'ack' || b.receipt !== b.leaseId || b.sequence !== prev.sequence + 1 || flows?.has(b)) break;
     if (b.partition !== a.partition || b.group !== a.group || b.stream !== a.stream) break;
   }
   return end;
@@ -84,11 +86,19 @@ export async function settle(ctx: SqliteContext, ops: SettleOp[]): Promise<Settl
   await ctx.base.loadGroupsOf(ops.map((op) => op.lease));
   const now = ctx.clock.now();
   const { planned, answered } = planSettles(ops, (s, g) => ctx.base.cachedGroup(s, g));
+  const flows = flowsOf(ctx, planned);
   const { results, woken } = await ctx.write('settle', () => {
     // Errors are built only for the ops that fail (a RheoError captures a stack: not free on the hot path).
     const done: Settled = { results: new Array(ops.length), woken: new Set<string>() };
     for (let at = 0; at < planned.length;) {
-      const end = ackRunEnd(planned, at);
+      const flow = flows?.get(planned[at]);
+      // A group with flow limits settles lease by lease: an ending hands its key's place on.
+      if (flow) {
+        settleOne(ctx, planned[at], ops, now, done, flow);
+        at++;
+        continue;
+      }
+      const end = ackRunEnd(planned, at, flows);
       if (end - at < MIN_RANGE_ACK || !ackRange(ctx, planned, at, end, now, done)) {
         for (let i = at; i < end; i++) settleOne(ctx, planned[i], ops, now, done);
       }
@@ -124,14 +134,31 @@ function ackRange(ctx: SqliteContext, planned: PlannedSettle[], from: number, to
   return true;
 }
 
-/** Settle one planned op (inside settle's transaction): fenced by the live lease; an ack in one statement. */
-function settleOne(ctx: SqliteContext, s: PlannedSettle, ops: SettleOp[], now: number, done: Settled): void {
+/**
+ * Settle one planned op (inside settle's transaction): fenced by the live lease; an ack in one statement.
+ * `flow`: the group has flow limits (settleKeyed): an ending gives its key's place on in this transaction (keys.ts).
+ */
+function settleOne(ctx: SqliteContext, s: PlannedSettle, ops: SettleOp[], now: number, done: Settled, flow?: SettleFlow): void {
   const p = ctx.plans;
   const { results, woken } = done;
+  const keyed = flow?.keyed === true;
+  /** Delete the delivery; in a keyed group its key's earliest waiting delivery gets the place. */
+  const end = () => {
+    if (!keyed) return void ctx.stmt(p.ack).run(s.stream, s.group, s.partition, s.sequence);
+    const ended = ctx.stmt(ctx.flow.ackKeyed).get(s.stream, s.group, s.partition, s.sequence);
+    if (ended?.key != null && keyEnded(ctx, s.stream, s.group, s.partition, ended.key, now) > 0) woken.add(s.stream);
+  };
+  // Under a group-wide concurrency, any settle frees a place: no append announces it.
+  if (flow?.wakes) woken.add(s.stream);
   if (s.action === 'ack' && s.receipt === s.leaseId) {
     // The common case in one statement: only a live lease with this id is deleted.
-    const { changes } = ctx.stmt(p.ackHeld).run(s.stream, s.group, s.partition, s.sequence, s.leaseId, now);
-    if (changes === 1) {
+    let acked: boolean;
+    if (keyed) {
+      const ended = ctx.stmt(ctx.flow.ackHeldKeyed).get(s.stream, s.group, s.partition, s.sequence, s.leaseId, now);
+      acked = ended !== undefined;
+      if (ended?.key != null && keyEnded(ctx, s.stream, s.group, s.partition, ended.key, now) > 0) woken.add(s.stream);
+    } else acked = ctx.stmt(p.ackHeld).run(s.stream, s.group, s.partition, s.sequence, s.leaseId, now).changes === 1;
+    if (acked) {
       results[s.i] = { ok: true };
       if (s.ordered) woken.add(s.stream);
     }
@@ -149,10 +176,10 @@ function settleOne(ctx: SqliteContext, s: PlannedSettle, ops: SettleOp[], now: n
   const stored = s.action === 'nack' ? (storedSettings(ctx, s.stream, s.group) ?? s) : s;
   // The result tells what was written, by the settings that decided it.
   let result: SettleResult = { ok: true };
-  if (s.action === 'ack') ctx.stmt(p.ack).run(...key);
+  if (s.action === 'ack') end();
   else if (s.action === 'reject' || held.attempt >= stored.maxAttempts) {
     // Out of the deliveries (the hot path never reads a dead letter), into the dead letters.
-    ctx.stmt(p.ack).run(...key);
+    end();
     ctx.stmt(p.dead).run(...key, held.attempt, s.reason, now, s.stream, s.partition, s.sequence);
     result =
       s.action === 'reject' ? { ok: true, outcome: 'reject' } : { ok: true, outcome: 'dead_letter', maxAttempts: stored.maxAttempts };
@@ -164,6 +191,33 @@ function settleOne(ctx: SqliteContext, s: PlannedSettle, ops: SettleOp[], now: n
   }
   if (s.ordered) woken.add(s.stream); // the next event of an ordered partition is free: no append announces it
   results[s.i] = result;
+}
+
+/** What a settle of a group with flow limits does beyond the plain one: hand key places on, wake waiters. */
+interface SettleFlow {
+  keyed: boolean;
+  wakes: boolean;
+}
+
+/**
+ * The planned ops of groups with flow limits (by this process's copy of the group:
+ * key places never come or go in place, ADR 049), null when there are none, so a
+ * batch of groups without limits settles as it always did.
+ */
+function flowsOf(ctx: SqliteContext, planned: PlannedSettle[]): Map<PlannedSettle, SettleFlow> | null {
+  let flows: Map<PlannedSettle, SettleFlow> | null = null;
+  // A batch is mostly one group's: looked up once per run of it.
+  let last: PlannedSettle | undefined;
+  let flow: SettleFlow | null = null;
+  for (const s of planned) {
+    if (!last || last.group !== s.group || last.stream !== s.stream) {
+      const g = ctx.base.cachedGroup(s.stream, s.group);
+      flow = g && hasFlowLimits(g) ? { keyed: keyPlaces(g) !== null, wakes: g.groupConcurrency !== null } : null;
+      last = s;
+    }
+    if (flow) (flows ??= new Map()).set(s, flow);
+  }
+  return flows;
 }
 
 /**
@@ -245,7 +299,14 @@ export async function ackInTransaction(
     }
     if (!(await runHandlerWork(work, qr.manager, rollback))) return { kind: 'rolled_back' };
     try {
-      const live = await ctx.locked('write', 'ack', () => ctx.stmt(ctx.plans.ackHeld).run(...key, ctx.clock.now()).changes === 1);
+      const live = await ctx.locked('write', 'ack', () => {
+        const now = ctx.clock.now();
+        if (keyPlaces(p.config) === null) return ctx.stmt(ctx.plans.ackHeld).run(...key, now).changes === 1;
+        // A keyed group: its key's place goes on in the handler's transaction, which holds the write lock since touchHeld.
+        const ended = ctx.stmt(ctx.flow.ackHeldKeyed).get(...key, now);
+        if (ended?.key != null) keyEnded(ctx, p.stream, p.group, p.partition, ended.key, now);
+        return ended !== undefined;
+      });
       if (!live) {
         await rollback();
         return { kind: 'ack_failed', error: RheoError.staleLease('ack') };
@@ -258,6 +319,6 @@ export async function ackInTransaction(
     }
     return { kind: 'committed' };
   });
-  if (acked.kind === 'committed' && p.config.ordering === 'partition') ctx.wake(p.stream);
+  if (acked.kind === 'committed' && (p.config.ordering === 'partition' || hasFlowLimits(p.config))) ctx.wake(p.stream);
   return acked;
 }

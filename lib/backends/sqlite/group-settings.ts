@@ -4,18 +4,38 @@
 // setting decides something, so a change by any process on the file decides from
 // its commit on.
 import { RheoError } from '../../core/errors';
+import { hasFlowLimits } from '../../core/flow';
 import type { GroupConfig } from '../../core/types';
 import type { UpdateGroupRequest } from '../backend';
 import { copyGroupConfig } from '../copies';
-import { toGroup } from '../sql/rows';
+import { flowColumns, toGroup } from '../sql/rows';
 import type { SqliteContext } from './context';
+import { placesOf, recountGroup } from './keys';
 
 export async function updateGroup(ctx: SqliteContext, req: UpdateGroupRequest): Promise<GroupConfig> {
   await ctx.base.mustStream(req.stream);
   const r = req.retry;
-  const row = await ctx.write('updateGroup', () =>
-    ctx.stmt(ctx.groupSettings.updateGroup).get(req.maxAttempts, r.initialMs, r.factor, r.maxMs, req.stream, req.group),
-  );
+  const now = ctx.clock.now();
+  const { row, promoted } = await ctx.write('updateGroup', () => {
+    const before = ctx.stmt(ctx.flow.flowSettings).get(req.stream, req.group);
+    const row = ctx
+      .stmt(ctx.groupSettings.updateGroup)
+      .get(req.maxAttempts, r.initialMs, r.factor, r.maxMs, ...flowColumns(req), req.stream, req.group);
+    if (!row || !before) return { row, promoted: 0 };
+    const config = toGroup(row);
+    // The claim's gate on every partition row: a claim of any process judges the new limits from this commit on.
+    ctx.stmt(ctx.flow.setFlow).run(hasFlowLimits(config) ? 1 : null, req.stream, req.group);
+    // More places per key: waiting deliveries take them now, not at their key's next ending (keys.ts).
+    const places = placesOf(before);
+    const more = places !== null && req.keyConcurrency !== null && req.keyConcurrency > places;
+    if (!more) return { row, promoted: 0 };
+    const partitions = ctx
+      .stmt(ctx.flow.partitionsOf)
+      .all(req.stream, req.group)
+      .map((x) => x.partition);
+    return { row, promoted: recountGroup(ctx, req.stream, req.group, partitions, now) };
+  });
+  if (promoted > 0) ctx.wake(req.stream);
   if (!row) {
     ctx.base.forgetGroup(req.stream, req.group);
     throw RheoError.groupNotFound(req.stream, req.group);

@@ -15,6 +15,7 @@ import type { TableNames } from '../sql/names';
 import type { ColumnQuery } from '../sql/query-filter';
 import type { DbCount, DbDeadLetter, DbEvent, DbGroup, DbPartitionState, DbPosition, DbStream } from '../sql/rows';
 import { returning, Sql } from '../sql/statement';
+import { BY_KEY } from './flow-plans';
 import type { JsonWhere } from './json-where';
 
 // Rows only SQLite's statements return. better-sqlite3 returns INTEGER columns as numbers.
@@ -49,6 +50,8 @@ export interface DbCursorAndHwm {
   cursor: number;
   /** Claims skip the row while this is after now; null when the group is not paused (pause.ts). */
   paused_to: number | null;
+  /** 1 when the group has flow limits: the claim is delivery-flow.ts's (schema version 6); else null. */
+  flow: number | null;
   hwm: number;
   trimmed_to: number;
   delayed_to: number;
@@ -140,10 +143,13 @@ export function sqlitePlans(t: TableNames) {
       `SELECT partition, hwm, trimmed_to FROM ${t.partitions} WHERE stream = ? ORDER BY partition`,
     ),
 
+    /** The last four: the flow limits (flowColumns, sql/rows.ts). */
     insertGroup: returning<DbGroup>(`
-      INSERT INTO ${t.groups} (stream, name, max_attempts, retry_initial_ms, retry_factor, retry_max_ms, ordering, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`),
-    insertGroupPartition: `INSERT INTO ${t.groupPartitions} (stream, group_name, partition, cursor) VALUES (?, ?, ?, ?)`,
+      INSERT INTO ${t.groups} (stream, name, max_attempts, retry_initial_ms, retry_factor, retry_max_ms, ordering, created_at,
+                               key_concurrency, group_concurrency, rate_max, rate_per_ms)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`),
+    /** The last: the claim's flow gate (1 when the group has any flow limit, else null: flow-plans.ts setFlow). */
+    insertGroupPartition: `INSERT INTO ${t.groupPartitions} (stream, group_name, partition, cursor, flow) VALUES (?, ?, ?, ?, ?)`,
     getGroup: returning<DbGroup>(`SELECT * FROM ${t.groups} WHERE stream = ? AND name = ?`),
     listGroups: returning<DbGroup>(`SELECT * FROM ${t.groups} WHERE stream = ? ORDER BY name`),
 
@@ -180,7 +186,7 @@ export function sqlitePlans(t: TableNames) {
 
     /** A group partition's cursor and pause gate, the partition's high watermark, trim point and last delayed event. */
     position: returning<DbCursorAndHwm>(`
-      SELECT g.cursor, g.paused_to, p.hwm, p.trimmed_to, p.delayed_to FROM ${t.groupPartitions} g
+      SELECT g.cursor, g.paused_to, g.flow, p.hwm, p.trimmed_to, p.delayed_to FROM ${t.groupPartitions} g
       JOIN ${t.partitions} p ON p.stream = g.stream AND p.partition = g.partition
       WHERE g.stream = ? AND g.group_name = ? AND g.partition = ?`),
     /** Deliveries whose time has come (nacked past their delay, or expired leases) above the trim point, in sequence order. */
@@ -331,11 +337,11 @@ export function sqlitePlans(t: TableNames) {
 
     /**
      * Per partition: high watermark, cursor (never behind the trim point), derived frontier (the
-     * sequence before the first delivery in flight, else the cursor minus one), live leases, and
-     * the timestamp of the first unsettled event.
+     * sequence before the first delivery in flight, else the cursor minus one), live leases, the
+     * deliveries waiting for their key, and the timestamp of the first unsettled event.
      */
     groupState: returning<DbPartitionState>(`
-      SELECT s.partition, s.hwm, s.cursor, min(s.cursor, coalesce(s.first_open, s.cursor)) - 1 AS frontier, s.live,
+      SELECT s.partition, s.hwm, s.cursor, min(s.cursor, coalesce(s.first_open, s.cursor)) - 1 AS frontier, s.live, s.waiting_key,
              -- A delayed event is unsettled from its deliver_at on.
              (SELECT max(e.ts, coalesce(e.deliver_at, e.ts)) FROM ${t.events} e
                WHERE e.stream = ? AND e.partition = s.partition AND e.sequence = min(s.cursor, coalesce(s.first_open, s.cursor))) AS oldest_ts
@@ -345,7 +351,11 @@ export function sqlitePlans(t: TableNames) {
                  WHERE d.stream = g.stream AND d.group_name = g.group_name AND d.partition = g.partition AND d.sequence > p.trimmed_to) AS first_open,
                (SELECT count(*) FROM ${t.deliveries} d
                  WHERE d.stream = g.stream AND d.group_name = g.group_name AND d.partition = g.partition AND d.sequence > p.trimmed_to
-                   AND d.state = 'leased' AND d.due_at > ?) AS live
+                   AND d.state = 'leased' AND d.due_at > ?) AS live,
+               -- Waiting for their key (only rows with a key: the partial index of schema version 6).
+               (SELECT count(*) FROM ${t.deliveries} d ${BY_KEY}
+                 WHERE d.stream = g.stream AND d.group_name = g.group_name AND d.partition = g.partition AND d.sequence > p.trimmed_to
+                   AND d.key IS NOT NULL AND d.state = 'waiting') AS waiting_key
         FROM ${t.groupPartitions} g
         JOIN ${t.partitions} p ON p.stream = g.stream AND p.partition = g.partition
         WHERE g.stream = ? AND g.group_name = ?

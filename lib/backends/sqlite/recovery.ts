@@ -8,17 +8,22 @@ import { type DbPartitionState, groupInfoOf, lagOf, pauseOf, toDeadLetter, toGro
 import type { SqliteContext } from './context';
 import { skipsOf } from './waiting';
 import { startAfters } from './group-start';
+import { recountGroup, storedPlaces } from './keys';
 import { lastBefore } from './time-lookup';
 
 export async function replay(ctx: SqliteContext, req: ReplayRequest): Promise<number> {
   const info = await ctx.base.mustStream(req.stream);
   await ctx.base.mustGroup(req.stream, req.group);
   const { stream, group } = req;
+  const now = ctx.clock.now();
   const n = await ctx.write('replay', () => {
     const p = ctx.plans;
+    const keyed = storedPlaces(ctx, stream, group) !== null;
     if (req.kind === 'events') {
       let reopened = 0;
-      for (const e of req.events) reopened += reopen(ctx, stream, group, e.partition, e.sequence) ? 1 : 0;
+      for (const e of req.events) reopened += reopen(ctx, stream, group, e.partition, e.sequence, keyed) ? 1 : 0;
+      // Re-opened keyed deliveries wait: places are counted again from the rows (keys.ts).
+      if (keyed) recountGroup(ctx, stream, group, new Set(req.events.map((e) => e.partition)), now);
       return reopened;
     }
     const parts = req.partitions ?? Array.from({ length: info.partitions }, (_, i) => i);
@@ -40,6 +45,8 @@ export async function replay(ctx: SqliteContext, req: ReplayRequest): Promise<nu
       ctx.stmt(p.setCursor).run(after + 1, stream, group, partition);
       reopened += m.hwm - after;
     }
+    // Open deliveries of keys went with the rewind: their waiting ones below it get the places.
+    if (keyed) recountGroup(ctx, stream, group, parts, now);
     return reopened;
   });
   ctx.wake(stream);
@@ -47,12 +54,18 @@ export async function replay(ctx: SqliteContext, req: ReplayRequest): Promise<nu
 }
 
 /** Re-open one offered event (below the cursor, above the trim point); false when it is pending anyway, or gone. */
-function reopen(ctx: SqliteContext, stream: string, group: string, partition: number, sequence: number): boolean {
+function reopen(ctx: SqliteContext, stream: string, group: string, partition: number, sequence: number, keyed: boolean): boolean {
   const cur = ctx.stmt(ctx.plans.cursor).get(stream, group, partition);
   if (!cur || sequence >= cur.cursor || sequence <= cur.trimmed_to) return false;
-  ctx.stmt(ctx.plans.reopen).run(stream, group, partition, sequence);
+  reopenRow(ctx, stream, group, partition, sequence, keyed);
   ctx.stmt(ctx.plans.deleteDeadLetter).run(stream, group, partition, sequence);
   return true;
+}
+
+/** The re-opened delivery row; in a group with key places a keyed one comes back waiting (flow-plans.ts reopenKeyed). */
+function reopenRow(ctx: SqliteContext, stream: string, group: string, partition: number, sequence: number, keyed: boolean): void {
+  if (keyed) ctx.stmt(ctx.flow.reopenKeyed).run(group, stream, partition, sequence);
+  else ctx.stmt(ctx.plans.reopen).run(stream, group, partition, sequence);
 }
 
 export async function reset(ctx: SqliteContext, stream: string, group: string, start: ResolvedStart): Promise<void> {
@@ -62,25 +75,39 @@ export async function reset(ctx: SqliteContext, stream: string, group: string, s
     const afters = startAfters(ctx, stream, info.partitions, start);
     ctx.stmt(ctx.plans.resetDeliveries).run(stream, group);
     ctx.stmt(ctx.plans.resetDeadLetters).run(stream, group);
+    // A group started over starts its rate limit's window over too (as on memory).
+    ctx.stmt(ctx.flow.setRateLog).run(null, stream, group);
     afters.forEach((after, p) => ctx.stmt(ctx.plans.setCursor).run(after + 1, stream, group, p));
   });
   ctx.wake(stream);
 }
 
 export async function redrive(ctx: SqliteContext, stream: string, group: string, eventIds: string[] | 'all'): Promise<number> {
+  const info = await ctx.base.mustStream(stream);
   await ctx.base.mustGroup(stream, group);
+  const now = ctx.clock.now();
   const n = await ctx.write('redrive', () => {
+    const keyed = storedPlaces(ctx, stream, group) !== null;
     // Every dead letter whose event is still there: two statements, however many there are.
     if (eventIds === 'all') {
-      const n = ctx.stmt(ctx.plans.redriveAll).run(stream, group).changes;
+      const n = ctx.stmt(keyed ? ctx.flow.redriveAllKeyed : ctx.plans.redriveAll).run(stream, group).changes;
       ctx.stmt(ctx.plans.redriveAllDelete).run(stream, group);
+      if (keyed && n > 0)
+        recountGroup(
+          ctx,
+          stream,
+          group,
+          Array.from({ length: info.partitions }, (_, p) => p),
+          now,
+        );
       return n;
     }
     const dead = [...new Set(eventIds)].map((id) => ctx.stmt(ctx.plans.deadById).get(group, stream, id)).filter((r) => r !== undefined);
     for (const d of dead) {
-      ctx.stmt(ctx.plans.reopen).run(stream, group, d.partition, d.sequence);
+      reopenRow(ctx, stream, group, Number(d.partition), Number(d.sequence), keyed);
       ctx.stmt(ctx.plans.deleteDeadLetter).run(stream, group, d.partition, d.sequence);
     }
+    if (keyed) recountGroup(ctx, stream, group, new Set(dead.map((d) => Number(d.partition))), now);
     return dead.length;
   });
   if (n > 0) ctx.wake(stream);

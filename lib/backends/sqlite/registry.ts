@@ -2,10 +2,11 @@
 // removed each in one short transaction (getStream and getGroup are the base
 // class's, over loadStream and loadGroup here).
 import { RheoError } from '../../core/errors';
+import { hasFlowLimits } from '../../core/flow';
 import type { GroupConfig, Retention, StreamInfo } from '../../core/types';
 import type { CreateGroupRequest } from '../backend';
 import { copyGroupConfig } from '../copies';
-import { retentionColumns, toGroup, toStream } from '../sql/rows';
+import { flowColumns, retentionColumns, toGroup, toStream } from '../sql/rows';
 import type { SqliteContext } from './context';
 import { startAfters } from './group-start';
 
@@ -58,9 +59,10 @@ export async function createGroup(ctx: SqliteContext, req: CreateGroupRequest): 
       const afters = startAfters(ctx, req.stream, info.partitions, req.start);
       const g = ctx
         .stmt(ctx.plans.insertGroup)
-        .get(req.stream, req.group, req.maxAttempts, r.initialMs, r.factor, r.maxMs, req.ordering, ctx.clock.now());
+        .get(req.stream, req.group, req.maxAttempts, r.initialMs, r.factor, r.maxMs, req.ordering, ctx.clock.now(), ...flowColumns(req));
       const ins = ctx.stmt(ctx.plans.insertGroupPartition);
-      afters.forEach((after, p) => ins.run(req.stream, req.group, p, after + 1));
+      const flow = hasFlowLimits(req) ? 1 : null;
+      afters.forEach((after, p) => ins.run(req.stream, req.group, p, after + 1, flow));
       return g!;
     });
     return copyGroupConfig(ctx.base.rememberGroup(toGroup(row)));

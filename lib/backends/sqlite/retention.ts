@@ -8,6 +8,7 @@ import type { TrimResult } from '../../core/types';
 import type { TrimRequest } from '../backend';
 import { decideTrim, type GroupPosition, type PartitionMark } from '../sql/trim-plan';
 import type { SqliteContext } from './context';
+import { recountKeys } from './keys';
 import { lastBefore } from './time-lookup';
 
 /**
@@ -76,6 +77,9 @@ function movePoints(ctx: SqliteContext, req: TrimRequest): { points: Point[]; sk
   decision.points.forEach((point, partition) => {
     if (point > marks[partition].trimmedTo) ctx.stmt(q.setTrimmedTo).run(point, stream, partition, point);
   });
+  // Open deliveries of keys went below the point (they stop counting at once): waiting ones above it get the places.
+  const now = ctx.clock.now();
+  for (const { group, partition } of decision.lagging) recountKeys(ctx, stream, group, partition, now);
   return { points: decision.points.map((trimmedTo, partition) => ({ partition, trimmedTo })), skipped };
 }
 

@@ -221,8 +221,50 @@ const V5: SchemaVersion = {
   ],
 };
 
+/**
+ * Version 6: flow control (docs/adr/049-flow-control.md). Per group, its limits
+ * (`key_concurrency`, `group_concurrency`, `rate_max` with `rate_per_ms`) and
+ * `rate_log`, the rate limit's recent starts (a JSON RateLog, core/flow.ts), written
+ * only by claims of a group with a rate limit. Per group partition, `flow`: 1 when
+ * the group has any limit, so a claim learns it from the row it reads first (as the
+ * pause gate of version 4) and a group without limits runs the claim it always ran.
+ * Per delivery, `key`: the event's key, set only in groups with key places, and a
+ * partial index over those rows alone (a group without key places writes none of
+ * its rows into it) for counting a key's open deliveries and finding its earliest
+ * waiting one. A delivery waiting for its key is state 'waiting', due at the
+ * largest safe integer: open (it holds the frontier) and never in a due scan.
+ * Nullable columns without a default, and an index that holds no existing row:
+ * nothing is rewritten.
+ */
+const V6: SchemaVersion = {
+  version: 6,
+  name: 'flow-control',
+  up: (t) => [
+    `ALTER TABLE ${t.groups} ADD COLUMN key_concurrency INTEGER`,
+    `ALTER TABLE ${t.groups} ADD COLUMN group_concurrency INTEGER`,
+    `ALTER TABLE ${t.groups} ADD COLUMN rate_max INTEGER`,
+    `ALTER TABLE ${t.groups} ADD COLUMN rate_per_ms INTEGER`,
+    `ALTER TABLE ${t.groups} ADD COLUMN rate_log TEXT`,
+    `ALTER TABLE ${t.groupPartitions} ADD COLUMN flow INTEGER`,
+    `ALTER TABLE ${t.deliveries} ADD COLUMN key TEXT`,
+    `CREATE INDEX IF NOT EXISTS rheo_deliveries_key ON ${t.deliveries} (stream, group_name, partition, key, sequence) WHERE key IS NOT NULL`,
+  ],
+  down: (t) => [
+    `DROP INDEX IF EXISTS rheo_deliveries_key`,
+    // Waiting deliveries have no meaning to a version-5 release: they become due offers, as a claim would have made them.
+    `UPDATE ${t.deliveries} SET state = 'available', due_at = 0 WHERE state = 'waiting'`,
+    `ALTER TABLE ${t.deliveries} DROP COLUMN key`,
+    `ALTER TABLE ${t.groupPartitions} DROP COLUMN flow`,
+    `ALTER TABLE ${t.groups} DROP COLUMN rate_log`,
+    `ALTER TABLE ${t.groups} DROP COLUMN rate_per_ms`,
+    `ALTER TABLE ${t.groups} DROP COLUMN rate_max`,
+    `ALTER TABLE ${t.groups} DROP COLUMN group_concurrency`,
+    `ALTER TABLE ${t.groups} DROP COLUMN key_concurrency`,
+  ],
+};
+
 /** Every version, in order. The last one is what this release reads and writes. */
-export const SQLITE_SCHEMA: readonly SchemaVersion[] = [V1, V2, V3, V4, V5];
+export const SQLITE_SCHEMA: readonly SchemaVersion[] = [V1, V2, V3, V4, V5, V6];
 
 /** Where the applied versions are recorded (created before the first version is recorded). */
 export function sqliteSchemaVersionTable(t: TableNames): string {

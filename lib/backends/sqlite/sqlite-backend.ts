@@ -73,7 +73,15 @@ export type { SqliteBackendOptions } from './options';
 export class SqliteBackend extends SqlBackendBase implements Backend {
   readonly name = 'sqlite';
   readonly capabilities = createCapabilities({
-    guarantees: { durable: true, distributed: false, partitions: true, contiguousFrontier: true, replay: true, orderedPartitions: true },
+    guarantees: {
+      durable: true,
+      distributed: false,
+      partitions: true,
+      contiguousFrontier: true,
+      replay: true,
+      orderedPartitions: true,
+      flowControl: true,
+    },
     mechanisms: {
       notifications: false,
       blockingReads: false,

@@ -16,7 +16,8 @@ export interface DbWaiting {
   cancelled_at: DbInt | null;
   group_name: string;
   cursor: DbInt;
-  state: 'available' | 'leased' | null;
+  /** 'waiting': for its key (docs/adr/049-flow-control.md). */
+  state: 'available' | 'leased' | 'waiting' | null;
   due_at: DbInt | null;
 }
 

@@ -8,17 +8,16 @@
 import { RheoError } from '../../core/errors';
 import type { GroupSkips } from '../../core/types';
 import type { CancelDelayedRequest, RescheduleRequest, SettleResult, SkipRequest } from '../backend';
-import { CANCELLED_REASON, notDelayed, notInStream, notOffered, settledAlready, type WaitingOperation } from '../waiting';
+import { CANCELLED_REASON, notDelayed, notInStream, notOffered, settledAlready, waitsForKey, type WaitingOperation } from '../waiting';
 import type { SqliteContext } from './context';
+import { keyEnded } from './keys';
 import type { DbWaiting } from './waiting-plans';
 
 export async function skip(ctx: SqliteContext, req: SkipRequest): Promise<SettleResult[]> {
   await ctx.base.mustGroup(req.stream, req.group);
   const now = ctx.clock.now();
   const { results, changed } = await ctx.write('skip', () => {
-    const out = each(ctx, 'skip', req.stream, req.group, req.ids, now, (w) =>
-      ctx.stmt(ctx.plans.ack).run(req.stream, req.group, w.partition, w.sequence),
-    );
+    const out = each(ctx, 'skip', req.stream, req.group, req.ids, now, (w) => end(ctx, req.stream, req.group, w, now));
     if (out.changed > 0) ctx.stmt(ctx.waiting.recordSkips).run(out.changed, req.reason, now, req.stream, req.group);
     return out;
   });
@@ -57,13 +56,22 @@ export async function cancelDelayed(ctx: SqliteContext, req: CancelDelayedReques
     }
     ctx.stmt(ctx.waiting.cancel).run(now, req.stream, e.partition, e.sequence);
     for (const w of ending) {
-      if (w.state !== null) ctx.stmt(ctx.plans.ack).run(req.stream, w.group_name, w.partition, w.sequence);
+      if (w.state !== null) end(ctx, req.stream, w.group_name, w, now);
       ctx.stmt(ctx.waiting.recordSkips).run(1, reason, now, req.stream, w.group_name);
     }
     return ending.length;
   });
   if (n > 0) ctx.wake(req.stream);
   return n;
+}
+
+/**
+ * End a waiting delivery as an ack does: its row deleted. One with a key (a group with
+ * key places) gives its key's place, or its turn, on in this transaction (keys.ts).
+ */
+function end(ctx: SqliteContext, stream: string, group: string, w: DbWaiting, now: number): void {
+  const ended = ctx.stmt(ctx.flow.ackKeyed).get(stream, group, w.partition, w.sequence);
+  if (ended?.key != null) keyEnded(ctx, stream, group, w.partition, ended.key, now);
 }
 
 /** The group's skips as stored, for groupInfo. */
@@ -97,6 +105,8 @@ function each(
     else if (Number(w.sequence) >= Number(w.cursor)) error = notOffered(operation, id, group);
     else if (w.state === null) error = settledAlready(operation, id, group);
     else if (w.state === 'leased' && Number(w.due_at) > now) error = RheoError.leaseHeld(operation, id, group, new Date(Number(w.due_at)));
+    // Its turn is its key's: a time of its own would run it beside the key's open delivery.
+    else if (operation === 'reschedule' && w.state === 'waiting') error = waitsForKey(id, group);
     if (error) return { ok: false, error };
     apply(w!);
     changed++;

@@ -1,8 +1,8 @@
 // Flow control across processes (docs/adr/049-flow-control.md), run against every
 // backend that declares guarantees.flowControl: three consumer processes
 // (flow-child.ts: a runtime Consumer, concurrency 16) share one group of a stream of
-// 4 partitions and 200 keys, while the parent SIGKILLs one of them every second and
-// starts another in its place. Each handler run writes a start and an end row to
+// 4 partitions and 200 keys, while the parent SIGKILLs one of them every second (one
+// that is up, while another is up) and starts another in its place. Each handler run writes a start and an end row to
 // the checker's own log (flow-log.ts, outside the library), with its lease's claim
 // time and expiry; the parent keeps the time each killed process was seen dead.
 // Then flow-check.ts judges:

@@ -128,6 +128,10 @@ const SLOW = [
   'test/conformance/postgres.conformance.spec.ts',
   'test/redis/broadcast.spec.ts',
   'test/sql/postgres.broadcast.spec.ts',
+  'test/sql/postgres.flow.spec.ts',
+  'test/redis/flow.multiprocess.spec.ts',
+  'test/sql/sqlite.flow.spec.ts',
+  'test/runtime/memory.flow.spec.ts',
 ];
 
 /** Every spec file under test/, as a path from the root with `/` separators. */

@@ -149,3 +149,14 @@ export function groupRoom(
   }
   return held ? { limit: room, held } : { limit: room };
 }
+
+/**
+ * The time a claim of a rate-limited group is judged at and its leases stamped
+ * with: the store's now, but never before the newest start in the log. Claims take
+ * turns on the group, and a claim's now is read before its turn: one that read an
+ * earlier now than the claim before it must not count the window from there (it
+ * would drop starts that claim still counts, and let more than max through).
+ */
+export function rateNow(log: RateLog, now: number): number {
+  return log.length >= 2 ? Math.max(now, log[log.length - 2]) : now;
+}

@@ -128,19 +128,25 @@ export interface FetchAnswer {
   flowKeys?: true;
   /** What the group's flow limits held back (docs/adr/049-flow-control.md). */
   held?: FlowHeld;
+  /** The time the call's leases were taken at when a rate limit moved it past the caller's now (core/flow.ts rateNow). */
+  at?: number;
 }
 
-/** The parked slot of a fetch reply: a count, or `<parked>:<limit>:<retryInMs>:<waitingForKey>` when a flow limit held the call. */
-function parkedOf(slot: unknown): { parked: number; held?: FlowHeld } {
+/**
+ * The parked slot of a fetch reply: a count, or `<parked>:<limit>:<retryInMs>:<waitingForKey>:<at>` when a flow
+ * limit held the call or a rate limit moved its time (`at`, 0 when it did not).
+ */
+function parkedOf(slot: unknown): { parked: number; held?: FlowHeld; at?: number } {
   if (typeof slot !== 'string' || !slot.includes(':')) return { parked: Number(slot) };
-  const [parked, limit, retryInMs, waiting] = slot.split(':');
+  const [parked, limit, retryInMs, waiting, at] = slot.split(':');
   const held: FlowHeld = {};
   if (limit === 'group_concurrency' || limit === 'rate_limit') {
     held.limit = limit;
     if (Number(retryInMs) > 0) held.retryInMs = Number(retryInMs);
   }
   if (Number(waiting) > 0) held.waitingForKey = Number(waiting);
-  return { parked: Number(parked), held };
+  const moved = Number(at ?? 0) > 0 ? { at: Number(at) } : {};
+  return held.limit || held.waitingForKey ? { parked: Number(parked), held, ...moved } : { parked: Number(parked), ...moved };
 }
 
 export function fetchAnswer(reply: unknown): FetchAnswer {
@@ -151,7 +157,7 @@ export function fetchAnswer(reply: unknown): FetchAnswer {
   if (out[1] === 'flow')
     return { wakeId: String(out[0]), pending: false, parked: 0, leases: fetchedLeases([]), deadLettered: undefined, flowKeys: true };
   const leases = fetchedLeases(out);
-  const { parked, held } = parkedOf(out[2]);
+  const { parked, held, at } = parkedOf(out[2]);
   const answer: FetchAnswer = {
     wakeId: String(out[0]),
     pending: Number(out[1]) === 1,
@@ -160,6 +166,7 @@ export function fetchAnswer(reply: unknown): FetchAnswer {
     deadLettered: fetchedDeadLetters(out, leases.count),
   };
   if (held) answer.held = held;
+  if (at !== undefined) answer.at = at;
   return answer;
 }
 

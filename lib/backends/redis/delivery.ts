@@ -138,8 +138,8 @@ async function claim(
         group: req.group,
         consumerId: req.consumerId,
         attempt,
-        leasedAt: new Date(now),
-        expiresAt: new Date(now + req.leaseMs),
+        leasedAt: new Date(out.at ?? now),
+        expiresAt: new Date((out.at ?? now) + req.leaseMs),
         event,
       });
     }

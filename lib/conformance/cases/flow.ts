@@ -1,4 +1,5 @@
 import type { Backend } from '../../backends/backend';
+import { ManualClock } from '../../core/clock';
 import { heldOf } from '../../core/fetched';
 import { Rheo } from '../../core/rheo';
 import type { AppendInput, GroupOptions, Lease } from '../../core/types';
@@ -224,6 +225,33 @@ export function flowCases(ctx: ConformanceContext): void {
       expect(third).toHaveLength(3);
       expect(third.every((l) => l.attempt === 1)).toBe(true);
       expect(heldOf(await take(stream))).toEqual({ limit: 'rate_limit', retryInMs: 400 });
+    });
+  });
+
+  describe('rateLimit across clocks', () => {
+    // Distributed backends: a second process whose clock reads 300 ms behind the first's.
+    if (!ctx.open) return;
+    it("counts a claim whose clock is behind the last claim at that claim's time: no window holds more than max", async () => {
+      const stream = await setup({ rateLimit: { max: 4, perMs: 1000 } }, named(...Array.from({ length: 12 }, (_, i) => `-${i}`)));
+      const behind = new ManualClock(ctx.clock.now() - 300);
+      const backend = await ctx.open!(behind);
+      opened.push(backend);
+      const other = new Rheo(backend);
+      await other.init();
+      expect(await take(stream, 2)).toHaveLength(2);
+      ctx.clock.advance(1000);
+      behind.advance(1000);
+      const mine = await take(stream, 2);
+      expect(mine).toHaveLength(2);
+      const theirs = await take(stream, 10, other);
+      expect(theirs).toHaveLength(2);
+      // Stamped no earlier than the claim before it, whatever its own clock said.
+      expect(theirs[0].leasedAt.getTime()).toBeGreaterThanOrEqual(mine[0].leasedAt.getTime());
+      ctx.clock.advance(700);
+      behind.advance(700);
+      const held = await take(stream);
+      expect(held).toEqual([]);
+      expect(heldOf(held)?.limit).toBe('rate_limit');
     });
   });
 

@@ -157,6 +157,15 @@ local places = nil
 if cfg[1] == 'key' then places = 1 elseif kc and kc ~= '' then places = tonumber(kc) end
 if gcap == '' then gcap = nil end
 if rl == '' then rl = nil end
+-- A rate-limited claim is judged at, and stamps its leases with, no time before the log's newest start
+-- (core/flow.ts rateNow): its now was read before its turn, and a claim before it may have read a later one.
+local raised = false
+if rl then
+  local newest = tonumber(string.match(redis.call('HGET', KEYS[2], 'rlog') or '', '(%d+):%d+$') or '0')
+  if newest > now then
+    now, exp, raised = newest, newest + tonumber(ARGV[3]), true
+  end
+end
 local fk = 8 + 3 * np
 local function wakeId()
   local last = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)
@@ -170,8 +179,8 @@ if gcap or rl then
 end
 -- The reply's parked slot: a number, or a text when a flow limit held the call.
 local function parkedSlot(parked, waited)
-  if not held and waited == 0 then return parked end
-  return parked .. ':' .. (held or '') .. ':' .. heldRetry .. ':' .. waited
+  if not held and waited == 0 and not raised then return parked end
+  return parked .. ':' .. (held or '') .. ':' .. heldRetry .. ':' .. waited .. ':' .. (raised and now or 0)
 end
 if limit == 0 then return { wakeId(), 0, parkedSlot(0, 0) } end
 local hws = redis.call('HMGET', KEYS[1], unpack(hwFields))

@@ -5,6 +5,7 @@
 import { DataSource } from 'typeorm';
 import { ManualClock, postgresBackend, Rheo } from '../../lib';
 import type { Lease } from '../../lib';
+import { heldOf } from '../../lib/core/fetched';
 import { dropSchema, freshSchema, pgDataSource, PG_URL } from './pg-helpers';
 
 const schema = freshSchema('flow_rows');
@@ -100,6 +101,30 @@ describe('PostgreSQL flow control rows', () => {
       await woken;
       const got = await theirs.fetch('changed', 'g', { limit: 10 });
       expect(got).toHaveLength(1);
+    } finally {
+      await theirs.close();
+    }
+  });
+
+  it('a process that knew a group without limits, and missed the notice of the change, claims by them all the same', async () => {
+    // Not listening: the notice of the change never reaches it. The partition rows' flow gate does.
+    const theirs = new Rheo(postgresBackend({ url: PG_URL, schema, clock }));
+    try {
+      await rheo.createStream('unheard');
+      await rheo.createGroup('unheard', 'g');
+      await rheo.appendBatch(
+        'unheard',
+        [1, 2, 3, 4, 5].map((n) => ({ payload: { name: `e${n}` } })),
+      );
+      expect(await theirs.fetch('unheard', 'g', { limit: 1 })).toHaveLength(1);
+      await rheo.updateGroup('unheard', 'g', { groupConcurrency: 2 });
+      const got = await theirs.fetch('unheard', 'g', { limit: 10 });
+      expect(got).toHaveLength(1);
+      expect(heldOf(got)?.limit).toBe('group_concurrency');
+      expect((await theirs.groupInfo('unheard', 'g')).config.groupConcurrency).toBe(2);
+      // Removed in place again: it claims the rest as a plain group.
+      await rheo.updateGroup('unheard', 'g', { groupConcurrency: null });
+      expect(await theirs.fetch('unheard', 'g', { limit: 10 })).toHaveLength(3);
     } finally {
       await theirs.close();
     }

@@ -16,7 +16,7 @@ import { boolArray, intArray, textArray } from './arrays';
 import { claimedRound } from './claimed';
 import { backendClosed, type PostgresContext } from './context';
 import { fetchFlow, wakesOnSettle } from './flow';
-import { claimWasPaused } from './pause';
+import { claimGate } from './pause';
 import type { DbClaimed } from './plans/claim';
 import type { DbFenced, DbSettledOp } from './plans/delivery';
 
@@ -74,7 +74,7 @@ export async function fetch(ctx: PostgresContext, req: FetchRequest): Promise<Fe
   ctx.board.fetching(req.stream, req.group);
   if (hasFlowLimits(g)) return fetchFlow(ctx, req, g, info.partitions, partitions, now);
   // The rows an ordered claim locked last (their pause gates), for an empty answer.
-  let locked: Array<{ paused_to: unknown }> | undefined;
+  let locked: Array<{ paused_to: unknown; flow: boolean }> | undefined;
   // One claim, and more only while claims park delayed events (../delays.ts).
   const leases = await claimPastDelays(req.limit, async (limit) => {
     const params = [
@@ -101,7 +101,15 @@ export async function fetch(ctx: PostgresContext, req: FetchRequest): Promise<Fe
   });
   // Empty: was it the pause? (docs/adr/046-pausing-a-group.md; a claim that found events never asks.)
   if (leases.length > 0 || deadLetteredOf(leases)) return leases;
-  return (await claimWasPaused(ctx, req.stream, req.group, partitions, now, locked)) ? pausedAnswer() : leases;
+  const gate = await claimGate(ctx, req.stream, req.group, partitions, now, locked);
+  if (gate === 'paused') return pausedAnswer();
+  if (gate === 'flow') {
+    // Flow limits set in place by another process: read the group again and claim by them.
+    ctx.forgetGroup(req.stream, req.group);
+    const stored = await ctx.mustGroup(req.stream, req.group);
+    if (hasFlowLimits(stored)) return fetchFlow(ctx, req, stored, info.partitions, partitions, now);
+  }
+  return leases;
 }
 
 /**

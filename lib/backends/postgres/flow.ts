@@ -114,7 +114,7 @@ async function claimRound(
     // Events set waiting take no place of the limit, but a round that set some claims again (../delays.ts).
     result.parked += waited;
   } else {
-    const plan = g.ordering === 'partition' ? ctx.plans.delivery.fetchOrdered : ctx.plans.delivery.fetchGuarded;
+    const plan = g.ordering === 'partition' ? ctx.plans.delivery.fetchOrderedCapped : ctx.plans.delivery.fetchCapped;
     result = claimedRound(await run(plan, params), req, now, g.maxAttempts);
   }
   if (g.rateLimit !== null && result.leases.length > 0) {

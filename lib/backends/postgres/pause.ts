@@ -47,19 +47,34 @@ export async function resumeGroup(ctx: PostgresContext, stream: string, group: s
 }
 
 /**
- * Whether a claim that came back empty did so because the group is paused: the
- * ordered claim knows it from the rows it locked (`locked`), the other one asks
- * (one statement, on an empty answer only).
+ * Why a claim came back empty, when a gate of its partition rows did it: the
+ * group is paused, or (`flow`) it has flow limits this process's copy of the group
+ * lacks (docs/adr/049-flow-control.md). The ordered claim knows from the rows it
+ * locked (`locked`), the other one asks (one statement, on an empty answer only).
  */
+export async function claimGate(
+  ctx: PostgresContext,
+  stream: string,
+  group: string,
+  partitions: number[],
+  now: number,
+  locked?: ReadonlyArray<{ paused_to: unknown; flow?: boolean }>,
+): Promise<'paused' | 'flow' | null> {
+  if (locked) {
+    if (locked.some((r) => r.paused_to !== null && Number(r.paused_to) > now)) return 'paused';
+    return locked.some((r) => r.flow === true) ? 'flow' : null;
+  }
+  const [row] = await ctx.q(ctx.plans.pause.paused, [stream, group, partitions, now], 'read', 'fetch');
+  return row?.paused === true ? 'paused' : row?.flow === true ? 'flow' : null;
+}
+
+/** Whether a claim that came back empty did so because the group is paused (see {@link claimGate}). */
 export async function claimWasPaused(
   ctx: PostgresContext,
   stream: string,
   group: string,
   partitions: number[],
   now: number,
-  locked?: ReadonlyArray<{ paused_to: unknown }>,
 ): Promise<boolean> {
-  if (locked) return locked.some((r) => r.paused_to !== null && Number(r.paused_to) > now);
-  const [row] = await ctx.q(ctx.plans.pause.paused, [stream, group, partitions, now], 'read', 'fetch');
-  return row?.paused === true;
+  return (await claimGate(ctx, stream, group, partitions, now)) === 'paused';
 }

@@ -326,6 +326,12 @@ const V6: SchemaVersion = {
          ADD COLUMN IF NOT EXISTS rate_per_ms bigint,
          ADD COLUMN IF NOT EXISTS rate_log bigint[]`,
       `ALTER TABLE ${t.deliveries} ADD COLUMN IF NOT EXISTS key text, ADD COLUMN IF NOT EXISTS waiting_key text`,
+      // The gate of the statements of groups without limits (plans/claim.ts): a process that still knows a group
+      // without limits after another gave it some claims nothing there, reads the group again, and claims by them.
+      `ALTER TABLE ${t.groupPartitions} ADD COLUMN IF NOT EXISTS flow boolean NOT NULL DEFAULT false`,
+      `UPDATE ${t.groupPartitions} gp SET flow = true FROM ${t.groups} g
+         WHERE g.stream = gp.stream AND g.name = gp.group_name
+           AND (g.ordering = 'key' OR g.key_concurrency IS NOT NULL OR g.group_concurrency IS NOT NULL OR g.rate_max IS NOT NULL)`,
       `CREATE INDEX IF NOT EXISTS rheo_deliveries_key ON ${t.deliveries} (stream, group_name, partition, key)
          WHERE key IS NOT NULL`,
       `CREATE INDEX IF NOT EXISTS rheo_deliveries_waiting_key ON ${t.deliveries} (stream, group_name, partition, waiting_key, sequence)
@@ -365,6 +371,7 @@ const V6: SchemaVersion = {
     `ALTER TABLE ${t.deliveries}
        DROP CONSTRAINT IF EXISTS rheo_deliveries_in_flight,
        ADD CONSTRAINT rheo_deliveries_in_flight CHECK (state IN ('available', 'leased'))`,
+    `ALTER TABLE ${t.groupPartitions} DROP COLUMN IF EXISTS flow`,
     `DROP INDEX IF EXISTS ${quote(schema)}.rheo_deliveries_waiting_key`,
     `DROP INDEX IF EXISTS ${quote(schema)}.rheo_deliveries_key`,
     `ALTER TABLE ${t.deliveries} DROP COLUMN IF EXISTS waiting_key, DROP COLUMN IF EXISTS key`,

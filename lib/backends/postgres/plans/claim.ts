@@ -91,7 +91,9 @@ export function expiredOnLast(t: TableNames, d: string): string {
  * random id per claim instead of a gen_random_uuid() per row, which cost about
  * 1.2 µs of server time a row against 0.2 µs for the concatenation).
  *
- * A group partition row whose pause gate (`paused_to`) is after $4 offers nothing
+ * A group partition row whose pause gate (`paused_to`) is after $4 offers nothing,
+ * nor, when `gated`, one of a group with flow limits (`flow`, docs/adr/049-flow-control.md:
+ * only flow.ts claims those, with `gated` false)
  * (docs/adr/046-pausing-a-group.md).
  *
  * Candidates per partition, in sequence order: deliveries that are due (nacked and
@@ -139,7 +141,7 @@ export function expiredOnLast(t: TableNames, d: string): string {
  * per chosen row (7 s for a claim of 1,000 out of 40,000). By ctid each chosen row
  * is one tuple fetch, whatever the statistics say.
  */
-export function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boolean): string {
+export function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boolean, gated = true): string {
   const served = `
       served AS (
         SELECT g.partition, GREATEST(g.cursor, p.trimmed_to + 1) AS cursor, p.hwm, p.delayed_to,
@@ -153,6 +155,9 @@ export function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boole
           -- The pause gate (docs/adr/046-pausing-a-group.md): re-checked on the row's newest version once
           -- FOR UPDATE got its lock, so a pause that committed while this claim waited for it holds at once.
           AND (g.paused_to IS NULL OR g.paused_to <= $4)
+          -- A group with flow limits is claimed by flow.ts only: a process whose copy of the group has none (they
+          -- were set in place elsewhere) claims nothing here and reads the group again (delivery.ts).
+          ${gated ? 'AND NOT g.flow' : ''}
         ORDER BY g.partition
         ${mode === 'any' ? 'FOR UPDATE OF g' : ''}
       )`;

@@ -68,8 +68,8 @@ export function deliveryPlans(t: TableNames) {
      * pause gate (pause.ts), tells an ordered claim that came back empty whether
      * the pause was why, at no cost.
      */
-    lockGroupPartitions: returning<{ partition: number; paused_to: DbInt | null }>(`
-      SELECT partition, paused_to FROM ${t.groupPartitions}
+    lockGroupPartitions: returning<{ partition: number; paused_to: DbInt | null; flow: boolean }>(`
+      SELECT partition, paused_to, flow FROM ${t.groupPartitions}
       WHERE stream = $1 AND group_name = $2 AND partition = ANY($3::int[])
       ORDER BY partition FOR UPDATE`),
 
@@ -77,6 +77,9 @@ export function deliveryPlans(t: TableNames) {
     /** The claim as it was before fetch's fast insert: what the backend runs when that insert meets a row. */
     fetchGuarded: returning<DbClaimed>(claimPlan(t, 'any', true)),
     fetchOrdered: returning<DbClaimed>(claimPlan(t, 'ordered', true)),
+    /** The claims of a group whose only flow limits are group-wide, with its cap as the limit (flow.ts): past the `flow` gate. */
+    fetchCapped: returning<DbClaimed>(claimPlan(t, 'any', true, false)),
+    fetchOrderedCapped: returning<DbClaimed>(claimPlan(t, 'ordered', true, false)),
 
     /**
      * Settle a batch in one statement. Fencing: an op applies only when its lease

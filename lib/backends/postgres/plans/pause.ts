@@ -51,10 +51,13 @@ export function pausePlans(t: TableNames) {
      * a group without partition ordering came back empty, so a claim that finds
      * events pays nothing for it.
      */
-    paused: returning<{ paused: boolean }>(`
+    paused: returning<{ paused: boolean; flow: boolean }>(`
       SELECT EXISTS (
         SELECT 1 FROM ${t.groupPartitions}
         WHERE stream = $1 AND group_name = $2 AND partition = ANY($3::int[]) AND paused_to > $4::bigint
-      ) AS paused`),
+      ) AS paused, EXISTS (
+        SELECT 1 FROM ${t.groupPartitions}
+        WHERE stream = $1 AND group_name = $2 AND partition = ANY($3::int[]) AND flow
+      ) AS flow`),
   };
 }

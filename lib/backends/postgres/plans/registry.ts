@@ -20,6 +20,11 @@ export interface DbLastBefore {
 /** A stream's columns as every statement returns them (DbStream). */
 const STREAM_COLUMNS = `name, partitions, created_at, max_age_ms, max_events, dead_letter_max_age_ms`;
 
+/** Whether group row `g` has a flow limit: the group partitions' `flow` gate (plans/claim.ts). */
+export function HAS_LIMITS(g: string): string {
+  return `(${g}.ordering = 'key' OR ${g}.key_concurrency IS NOT NULL OR ${g}.group_concurrency IS NOT NULL OR ${g}.rate_max IS NOT NULL)`;
+}
+
 export function registryPlans(t: TableNames) {
   return {
     /** $4..$6: the retention columns (max_age_ms, max_events, dead_letter_max_age_ms), null when unset. */
@@ -79,8 +84,8 @@ export function registryPlans(t: TableNames) {
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10, $11, $12, $13)
         RETURNING *
       ), cursors AS (
-        INSERT INTO ${t.groupPartitions} (stream, group_name, partition, cursor)
-        SELECT $1, $2, (n - 1)::int, after + 1 FROM unnest($9::bigint[]) WITH ORDINALITY AS a(after, n)
+        INSERT INTO ${t.groupPartitions} (stream, group_name, partition, cursor, flow)
+        SELECT $1, $2, (n - 1)::int, after + 1, ${HAS_LIMITS('grp')} FROM grp, unnest($9::bigint[]) WITH ORDINALITY AS a(after, n)
       )
       SELECT * FROM grp`),
 

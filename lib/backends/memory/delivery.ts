@@ -1,6 +1,6 @@
 import { backoffDelay } from '../../core/backoff';
 import { RheoError, toRheoError } from '../../core/errors';
-import { groupRoom, keyPlaces, rateLogAfter } from '../../core/flow';
+import { groupRoom, keyPlaces, rateLogAfter, rateNow } from '../../core/flow';
 import { pausedAnswer } from '../../core/fetched';
 import { newId } from '../../core/ids';
 import { leaseExpiredReason } from '../../core/settle';
@@ -29,7 +29,10 @@ export async function fetch(ctx: MemoryContext, req: FetchRequest): Promise<Fetc
   const { s, g } = groupOf(ctx, req.stream, req.group);
   const now = ctx.clock.now();
   if (activePause(g, now)) return pausedAnswer();
-  return claimPastDelays(req.limit, async (limit) => claimRound({ ...req, limit }, s, g, now));
+  // A rate-limited round is judged at no time before the log's newest start (core/flow.ts rateNow).
+  return claimPastDelays(req.limit, async (limit) =>
+    claimRound({ ...req, limit }, s, g, g.config.rateLimit ? rateNow(g.rateLog, now) : now),
+  );
 }
 
 /** A fresh event a keyed claim looked at: claimed (`wait` false) or set waiting for its key when the claim passes it. */

@@ -8,7 +8,7 @@
 // stored, hand key places on from release rows (a statement of its own, whose
 // snapshot starts after the locks), then claim (plans/flow-claim.ts for key places,
 // the usual statement with the cap otherwise), and write the rate log.
-import { groupRoom, keyPlaces, rateLogAfter, type RateLog } from '../../core/flow';
+import { groupRoom, keyPlaces, rateLogAfter, rateNow, type RateLog } from '../../core/flow';
 import { deadLetteredOf, pausedAnswer } from '../../core/fetched';
 import { newId } from '../../core/ids';
 import type { GroupConfig, Lease } from '../../core/types';
@@ -82,17 +82,19 @@ async function claimRound(
   if (!stored) return { result: { leases: [], parked: 0 } };
   const g = ctx.rememberGroup(toGroup(stored));
   const log: RateLog = (stored.rate_log ?? []).map(Number);
+  // Judged at, and stamped with, no time before the log's newest start: this process read its now before its turn.
+  const at = g.rateLimit !== null ? rateNow(log, now) : now;
   // A group-wide limit set in place since this process last read the group holds from its next round on, once
   // every lock is taken (taking the rest now, after some, could deadlock with a claim that took them all).
-  const room = wide ? groupRoom(g, req.limit, Number(stored.live ?? 0), log, now) : { limit: req.limit };
+  const room = wide ? groupRoom(g, req.limit, Number(stored.live ?? 0), log, at) : { limit: req.limit };
   if (room.limit === 0) return { result: { leases: [], parked: 0, held: room.held }, stored: g };
   const places = keyPlaces(g);
-  if (places !== null) await run(ctx.plans.flow.handOn, [req.stream, req.group, partitions, places, now, ctx.channel]);
+  if (places !== null) await run(ctx.plans.flow.handOn, [req.stream, req.group, partitions, places, at, ctx.channel]);
   const params = [
     req.stream,
     req.group,
     partitions,
-    now,
+    at,
     room.limit,
     ctx.rotate(req.stream, req.group, partitionCount),
     partitionCount,
@@ -108,17 +110,17 @@ async function claimRound(
     result = claimedRound(
       rows.filter((r) => !r.waited),
       req,
-      now,
+      at,
       g.maxAttempts,
     );
     // Events set waiting take no place of the limit, but a round that set some claims again (../delays.ts).
     result.parked += waited;
   } else {
     const plan = g.ordering === 'partition' ? ctx.plans.delivery.fetchOrderedCapped : ctx.plans.delivery.fetchCapped;
-    result = claimedRound(await run(plan, params), req, now, g.maxAttempts);
+    result = claimedRound(await run(plan, params), req, at, g.maxAttempts);
   }
   if (g.rateLimit !== null && result.leases.length > 0) {
-    const after = rateLogAfter(log, now, g.rateLimit.perMs, result.leases.length);
+    const after = rateLogAfter(log, at, g.rateLimit.perMs, result.leases.length);
     await run(ctx.plans.flow.saveRateLog, [req.stream, req.group, after]);
   }
   const held = { ...room.held, ...(waited > 0 ? { waitingForKey: waited } : {}) };

@@ -80,7 +80,7 @@ function claimIn(
       const opened = openFlow(ctx, stream, group, req.limit, now);
       if (!opened) return { leases: [], parked: 0, paused: false };
       if (opened.limit === 0) return { leases: [], parked: 0, paused: false, held: opened.held };
-      return claimIn(ctx, req, g, partitions, start, partitionCount, now, opened);
+      return claimIn(ctx, req, g, partitions, start, partitionCount, opened.at, opened);
     }
     // The trim guard: nothing at or below the trim point is leased, and the cursor resumes after it.
     const tt = pos.trimmed_to;

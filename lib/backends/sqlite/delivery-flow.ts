@@ -5,7 +5,7 @@
 // waiting for its key), and what the round leaves behind (keys that lost a place,
 // the rate log). A group without limits never comes here (its partition rows carry
 // no `flow` gate).
-import { groupRoom, rateLogAfter, type RateLog } from '../../core/flow';
+import { groupRoom, rateLogAfter, rateNow, type RateLog } from '../../core/flow';
 import { newId } from '../../core/ids';
 import type { Lease, RheoEvent } from '../../core/types';
 import type { FetchRequest, FlowHeld } from '../backend';
@@ -56,6 +56,8 @@ export interface Flow {
   ended: Array<{ partition: number; key: string }>;
   /** Fresh events set waiting for their key. */
   waited: number;
+  /** The round's time: now, or the rate log's newest start when later (core/flow.ts rateNow). */
+  at: number;
 }
 
 /** The group's flow settings as stored and the room they leave; null when the group is gone. */
@@ -66,7 +68,9 @@ export function openFlow(ctx: SqliteContext, stream: string, group: string, limi
   const rateLimit = s.rate_max === null || s.rate_per_ms === null ? null : { max: Number(s.rate_max), perMs: Number(s.rate_per_ms) };
   const live = groupConcurrency === null ? 0 : ctx.stmt(ctx.flow.groupLive).get(stream, group, now)!.n;
   const log: RateLog = rateLimit && s.rate_log ? (JSON.parse(s.rate_log) as RateLog) : [];
-  const room = groupRoom({ groupConcurrency, rateLimit }, limit, live, log, now);
+  // Judged at, and stamped with, no time before the log's newest start: another process may have read a later now.
+  const at = rateLimit ? rateNow(log, now) : now;
+  const room = groupRoom({ groupConcurrency, rateLimit }, limit, live, log, at);
   // This process's copy follows the store (the settle's wake-ups read it).
   const keyConcurrency = s.key_concurrency === null ? null : Number(s.key_concurrency);
   const known = ctx.base.cachedGroup(stream, group);
@@ -83,6 +87,7 @@ export function openFlow(ctx: SqliteContext, stream: string, group: string, limi
     rate: rateLimit && { perMs: rateLimit.perMs, log },
     ended: [],
     waited: 0,
+    at,
   };
 }
 

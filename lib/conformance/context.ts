@@ -90,3 +90,26 @@ export async function highWatermarks(ctx: ConformanceContext, stream: string): P
 export async function frontiers(ctx: ConformanceContext, stream: string, group: string): Promise<number[]> {
   return (await ctx.rheo.lag(stream, group)).partitions.map((p) => p.frontier);
 }
+
+/**
+ * Another process on the suite's store, for the cases of one describe: a second
+ * backend as another process would open it (`open`, on `clock` or the suite's, else
+ * `reopen`), or, where the store is this process's own, a second Rheo over the same
+ * backend. Each backend it opens is closed after its case.
+ */
+export function otherProcesses(ctx: ConformanceContext): (clock?: Clock) => Promise<Rheo> {
+  let opened: Backend[] = [];
+  afterEach(async () => {
+    await Promise.all(opened.map((b) => b.close()));
+    opened = [];
+  });
+  return async (clock) => {
+    const make = ctx.open ? () => ctx.open!(clock ?? ctx.clock) : ctx.reopen;
+    if (!make) return new Rheo(ctx.backend);
+    const backend = await make();
+    opened.push(backend);
+    const rheo = new Rheo(backend);
+    await rheo.init();
+    return rheo;
+  };
+}

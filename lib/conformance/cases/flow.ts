@@ -1,9 +1,7 @@
-import type { Backend } from '../../backends/backend';
 import { ManualClock } from '../../core/clock';
 import { heldOf } from '../../core/fetched';
-import { Rheo } from '../../core/rheo';
 import type { AppendInput, GroupOptions, Lease } from '../../core/types';
-import { ConformanceContext, expectCode, LEASE_MS, newStream } from '../context';
+import { ConformanceContext, expectCode, LEASE_MS, newStream, otherProcesses } from '../context';
 
 /**
  * Flow limits (docs/adr/049-flow-control.md): `ordering: 'key'`, `keyConcurrency`,
@@ -12,22 +10,7 @@ import { ConformanceContext, expectCode, LEASE_MS, newStream } from '../context'
  */
 export function flowCases(ctx: ConformanceContext): void {
   if (!ctx.caps.guarantees.flowControl) return;
-  let opened: Backend[] = [];
-
-  async function otherProcess(): Promise<Rheo> {
-    const make = ctx.open ? () => ctx.open!(ctx.clock) : ctx.reopen;
-    if (!make) return new Rheo(ctx.backend);
-    const backend = await make();
-    opened.push(backend);
-    const rheo = new Rheo(backend);
-    await rheo.init();
-    return rheo;
-  }
-
-  afterEach(async () => {
-    await Promise.all(opened.map((b) => b.close()));
-    opened = [];
-  });
+  const otherProcess = otherProcesses(ctx);
 
   /** Events named like `a1` (key a, first of its key) or `-1` (no key), all in partition 0 unless the stream has more. */
   function named(...names: string[]): AppendInput[] {
@@ -234,10 +217,7 @@ export function flowCases(ctx: ConformanceContext): void {
     it("counts a claim whose clock is behind the last claim at that claim's time: no window holds more than max", async () => {
       const stream = await setup({ rateLimit: { max: 4, perMs: 1000 } }, named(...Array.from({ length: 12 }, (_, i) => `-${i}`)));
       const behind = new ManualClock(ctx.clock.now() - 300);
-      const backend = await ctx.open!(behind);
-      opened.push(backend);
-      const other = new Rheo(backend);
-      await other.init();
+      const other = await otherProcess(behind);
       expect(await take(stream, 2)).toHaveLength(2);
       ctx.clock.advance(1000);
       behind.advance(1000);

@@ -1,9 +1,8 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import type { Backend } from '../../backends/backend';
 import { CHANNELS, type GroupPauseMessage } from '../../core/diagnostics';
 import { isPausedAnswer } from '../../core/fetched';
 import { Rheo } from '../../core/rheo';
-import { ConformanceContext, events, expectCode, LEASE_MS, newStream, positions } from '../context';
+import { ConformanceContext, events, expectCode, LEASE_MS, newStream, positions, otherProcesses } from '../context';
 
 /**
  * `pauseGroup` / `resumeGroup` (docs/adr/046-pausing-a-group.md): a pause is
@@ -13,22 +12,7 @@ import { ConformanceContext, events, expectCode, LEASE_MS, newStream, positions 
  * else a second Rheo over the same backend.
  */
 export function pauseCases(ctx: ConformanceContext): void {
-  let opened: Backend[] = [];
-
-  async function otherProcess(): Promise<Rheo> {
-    const make = ctx.open ? () => ctx.open!(ctx.clock) : ctx.reopen;
-    if (!make) return new Rheo(ctx.backend);
-    const backend = await make();
-    opened.push(backend);
-    const rheo = new Rheo(backend);
-    await rheo.init();
-    return rheo;
-  }
-
-  afterEach(async () => {
-    await Promise.all(opened.map((b) => b.close()));
-    opened = [];
-  });
+  const otherProcess = otherProcesses(ctx);
 
   async function setup(n: number, options: { partitions?: number; ordering?: 'partition' } = {}): Promise<string> {
     const stream = await newStream(ctx, options.partitions ?? 1);

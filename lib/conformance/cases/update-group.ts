@@ -1,7 +1,6 @@
-import type { Backend } from '../../backends/backend';
 import { Rheo } from '../../core/rheo';
 import type { Lease } from '../../core/types';
-import { ConformanceContext, events, expectCode, LEASE_MS, newStream } from '../context';
+import { ConformanceContext, events, expectCode, LEASE_MS, newStream, otherProcesses } from '../context';
 
 /**
  * `updateGroup` (docs/adr/047-changing-a-group-in-place.md): a group's settings
@@ -12,22 +11,7 @@ import { ConformanceContext, events, expectCode, LEASE_MS, newStream } from '../
  */
 export function updateGroupCases(ctx: ConformanceContext): void {
   const RETRY = { initialMs: 1000, factor: 1, maxMs: 1000 };
-  let opened: Backend[] = [];
-
-  /** Another process on the suite's store, closed after the case. */
-  async function otherProcess(): Promise<Rheo> {
-    if (!ctx.reopen) return new Rheo(ctx.backend);
-    const backend = await ctx.reopen();
-    opened.push(backend);
-    const rheo = new Rheo(backend);
-    await rheo.init();
-    return rheo;
-  }
-
-  afterEach(async () => {
-    await Promise.all(opened.map((b) => b.close()));
-    opened = [];
-  });
+  const otherProcess = otherProcesses(ctx);
 
   async function setup(n: number, maxAttempts: number): Promise<{ stream: string; other: Rheo }> {
     const stream = await newStream(ctx);

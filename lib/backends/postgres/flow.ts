@@ -77,7 +77,8 @@ async function claimRound(
   const wide = known.groupConcurrency !== null || known.rateLimit !== null;
   const all = Array.from({ length: partitionCount }, (_, p) => p);
   await run(ctx.plans.delivery.lockGroupPartitions, [req.stream, req.group, wide ? all : partitions]);
-  const [stored] = await run(ctx.plans.flow.state, [req.stream, req.group, now]);
+  // The row as stored, and (with key places) the places ended keys freed handed on: one statement after the locks.
+  const [stored] = await run(ctx.plans.flow.state, [req.stream, req.group, now, partitions, ctx.channel]);
   // Gone since: the claim statement finds no partition row either, and answers nothing.
   if (!stored) return { result: { leases: [], parked: 0 } };
   const g = ctx.rememberGroup(toGroup(stored));
@@ -89,7 +90,6 @@ async function claimRound(
   const room = wide ? groupRoom(g, req.limit, Number(stored.live ?? 0), log, at) : { limit: req.limit };
   if (room.limit === 0) return { result: { leases: [], parked: 0, held: room.held }, stored: g };
   const places = keyPlaces(g);
-  if (places !== null) await run(ctx.plans.flow.handOn, [req.stream, req.group, partitions, places, at, ctx.channel]);
   const params = [
     req.stream,
     req.group,

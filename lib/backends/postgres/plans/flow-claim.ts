@@ -12,7 +12,7 @@ import { EVENT_BODY_COLUMNS } from './log';
  * base), $11 the key's places (core/flow.ts keyPlaces, from the group's row as
  * stored), $12 the most fresh events per partition this round may set waiting.
  *
- * Run after the partition locks and the hand-on (flow.ts handOn), each its own
+ * Run after the partition locks and the hand-on (plans/flow.ts state), each its own
  * statement, in one transaction: this snapshot sees every delivery that holds a
  * place or waits (all are written under those locks, or by ends whose release rows
  * the next claim takes).

@@ -18,60 +18,63 @@ export type DbFlowClaimed = DbClaimed & { waited: boolean };
 export function flowPlans(t: TableNames) {
   return {
     /**
-     * $1 stream, $2 group, $3 now. Read after the claim locked the group's partition
-     * rows: a claim of a group with a group-wide limit locks all of them, so the
-     * live leases and the rate log it reads are those the previous claim left.
-     * Live leases are counted over the group's deliveries (index range of its
+     * The group's row as stored, and the hand-on of its key places, in one statement
+     * run after the claim locked the group's partition rows (so its snapshot starts
+     * after them, and the claim statement after it sees what it did). $1 stream, $2
+     * group, $3 now, $4 the claim's partitions, $5 the NOTIFY channel.
+     *
+     * The row: a claim of a group with a group-wide limit locks all of its partition
+     * rows, so the live leases and the rate log it reads are those the previous claim
+     * left. Live leases are counted over the group's deliveries (index range of its
      * primary key); a settle that commits meanwhile only makes the count high.
+     *
+     * The hand-on (groups with key places only: `places`, core/flow.ts keyPlaces):
+     * take the release rows of partitions $4 and, for each key released, give its
+     * free places (its places minus the deliveries that hold one) to its earliest
+     * waiting deliveries, due at once ($3) or at their event's deliver_at. Every
+     * writer of a waiting delivery (the claim, a re-open) holds those locks, so this
+     * snapshot sees them all; an end that commits after it left a release row this
+     * statement does not see, which the next claim takes. A count made high by such
+     * an end only gives fewer places now, never too many. A promoted delivery is
+     * claimable, so waiting consumers are told on $5.
      */
     state: returning<DbFlowState>(`
-      SELECT g.*, CASE WHEN g.group_concurrency IS NOT NULL THEN (
-               SELECT count(*) FROM ${t.deliveries} d
-               WHERE d.stream = $1 AND d.group_name = $2 AND d.state = 'leased' AND d.due_at > $3) END AS live
-      FROM ${t.groups} g WHERE g.stream = $1 AND g.name = $2`),
-
-    /**
-     * Hand key places on (run by the claim, under the partition locks, in a
-     * statement of its own so that its snapshot starts after them and the claim
-     * statement after it sees what it did): take the release rows of partitions $3
-     * and, for each key released, give its free places ($4 places per key, minus
-     * the deliveries that hold one) to its earliest waiting deliveries, due at once
-     * ($5 now) or at their event's deliver_at. Every writer of a waiting delivery
-     * (the claim, a re-open) holds those locks, so this snapshot sees them all; an
-     * end that commits after it left a release row this statement does not see,
-     * which the next claim takes. A count made high by such an end only gives
-     * fewer places now, never too many. $6 the NOTIFY channel: a promoted delivery
-     * is claimable, so waiting consumers look again.
-     */
-    handOn: returning<{ n: DbInt }>(`
-      WITH taken AS (
-        DELETE FROM ${t.keyReleases} r
-        WHERE r.stream = $1 AND r.group_name = $2 AND r.partition = ANY($3::int[])
+      WITH grp AS (
+        SELECT g.*, CASE WHEN g.ordering = 'key' THEN 1 ELSE g.key_concurrency END AS places
+        FROM ${t.groups} g WHERE g.stream = $1 AND g.name = $2
+      ), taken AS (
+        DELETE FROM ${t.keyReleases} r USING grp
+        WHERE r.stream = $1 AND r.group_name = $2 AND r.partition = ANY($4::int[]) AND grp.places IS NOT NULL
         RETURNING r.partition, r.key
       ), heads AS (
         SELECT w.row_id, w.partition, w.sequence
         FROM (SELECT DISTINCT partition, key FROM taken) k
+        CROSS JOIN grp
         CROSS JOIN LATERAL (
           SELECT d.ctid AS row_id, d.partition, d.sequence FROM ${t.deliveries} d
           WHERE d.stream = $1 AND d.group_name = $2 AND d.partition = k.partition AND d.waiting_key = k.key
           ORDER BY d.sequence
-          LIMIT GREATEST(0, $4::int - (
+          LIMIT GREATEST(0, grp.places - (
             SELECT count(*) FROM ${t.deliveries} o
             WHERE o.stream = $1 AND o.group_name = $2 AND o.partition = k.partition AND o.key = k.key))
         ) w
       ), promoted AS (
         UPDATE ${t.deliveries} d
         SET state = 'available', key = d.waiting_key, waiting_key = NULL,
-            due_at = GREATEST($5::bigint, COALESCE((
+            due_at = GREATEST($3::bigint, COALESCE((
               SELECT e.deliver_at FROM ${t.events} e
               WHERE e.stream = $1 AND e.sequence = h.sequence AND e.partition = h.partition), 0))
         FROM heads h
         WHERE d.ctid = h.row_id
         RETURNING 1
       ), wake AS (
-        SELECT pg_notify($6, $1) WHERE EXISTS (SELECT 1 FROM promoted)
+        SELECT pg_notify($5, $1) WHERE EXISTS (SELECT 1 FROM promoted)
       )
-      SELECT (SELECT count(*) FROM promoted) AS n, (SELECT count(*) FROM wake) AS woke`),
+      SELECT grp.*, CASE WHEN grp.group_concurrency IS NOT NULL THEN (
+               SELECT count(*) FROM ${t.deliveries} d
+               WHERE d.stream = $1 AND d.group_name = $2 AND d.state = 'leased' AND d.due_at > $3) END AS live,
+             (SELECT count(*) FROM promoted) AS promoted, (SELECT count(*) FROM wake) AS woke
+      FROM grp`),
 
     /** The claim of a group with key places (see flowClaimPlan). */
     claim: returning<DbFlowClaimed>(flowClaimPlan(t)),

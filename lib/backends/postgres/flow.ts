@@ -17,7 +17,7 @@ import { claimPastDelays, type ClaimRound } from '../delays';
 import { toGroup } from '../sql/rows';
 import { claimedRound } from './claimed';
 import type { PostgresContext, PreparedRun } from './context';
-import { claimWasPaused } from './pause';
+import { claimGate } from './pause';
 
 /**
  * Most fresh events per partition a first claim round sets waiting for their key;
@@ -61,7 +61,7 @@ export async function fetchFlow(
     }),
   );
   if (leases.length > 0 || deadLetteredOf(leases) || (leases as FetchedLeases).held) return leases;
-  return (await claimWasPaused(ctx, req.stream, req.group, partitions, now)) ? pausedAnswer() : leases;
+  return (await claimGate(ctx, req.stream, req.group, partitions, now)) === 'paused' ? pausedAnswer() : leases;
 }
 
 async function claimRound(

@@ -67,14 +67,3 @@ export async function claimGate(
   const [row] = await ctx.q(ctx.plans.pause.paused, [stream, group, partitions, now], 'read', 'fetch');
   return row?.paused === true ? 'paused' : row?.flow === true ? 'flow' : null;
 }
-
-/** Whether a claim that came back empty did so because the group is paused (see {@link claimGate}). */
-export async function claimWasPaused(
-  ctx: PostgresContext,
-  stream: string,
-  group: string,
-  partitions: number[],
-  now: number,
-): Promise<boolean> {
-  return (await claimGate(ctx, stream, group, partitions, now)) === 'paused';
-}

@@ -58,11 +58,7 @@ local function unkey(j, p, fields, seqs, avail)
       if rec and not isTerminal(rec) then
         local key = entryField(logEntry(book.log, seq), 'k')
         if key then
-          if string.sub(rec, 1, 1) == 'W' then
-            keyUnwait(book, key, seq)
-          elseif redis.call('HINCRBY', book.ko, key, -1) <= 0 then
-            redis.call('HDEL', book.ko, key)
-          end
+          keyGiveUp(book, key, seq, rec)
           touched[key] = true
         end
       end

@@ -162,11 +162,7 @@ if force then
             local seq = seqs[i + x - 1]
             local key = book and keyOfSeq[seq]
             if key then
-              if string.sub(rec, 1, 1) == 'W' then
-                keyUnwait(book, key, seq)
-              elseif redis.call('HINCRBY', book.ko, key, -1) <= 0 then
-                redis.call('HDEL', book.ko, key)
-              end
+              keyGiveUp(book, key, seq, rec)
               touched[key] = true
             end
           end

@@ -14,6 +14,9 @@
  * `keyHasWaiting(b, key)`; `keyWait(b, key, seq)` sets a delivery waiting (record
  * and member); `keyUnwait(b, key, seq)` drops its member; `keyEnded(b, key, now)`:
  * an open delivery of `key` ended, its place goes to the key's earliest waiting one;
+ * `keyGiveUp(b, key, seq, rec)`: open record `rec` of `key` is cleared (a rewind, a
+ * trim, a re-open): a waiting one drops its member, another gives its place back,
+ * handing nothing on (the caller counts the touched keys again);
  * `keyPromote(b, key, now)` gives every free place of `key` to its earliest waiting
  * deliveries, each an available record of attempt 0 due at max(now, its deliverAt);
  * both return how many got a place (the caller wakes the stream when any did).
@@ -71,6 +74,13 @@ local function keyPromote(b, key, now)
     redis.call('HINCRBY', b.ko, key, #members)
   end
   return #members
+end
+local function keyGiveUp(b, key, seq, rec)
+  if string.sub(rec, 1, 1) == 'W' then
+    keyUnwait(b, key, seq)
+  elseif redis.call('HINCRBY', b.ko, key, -1) <= 0 then
+    redis.call('HDEL', b.ko, key)
+  end
 end
 local function keyEnded(b, key, now)
   if redis.call('HINCRBY', b.ko, key, -1) <= 0 then redis.call('HDEL', b.ko, key) end

@@ -26,9 +26,7 @@ local function reopen(cfg, dl, leased, avail, now, p, seq, book)
   local rec = redis.call('HGET', dl, k)
   local key = book and entryField(logEntry(book.log, seq), 'k')
   if key then
-    if rec and not isTerminal(rec) and string.sub(rec, 1, 1) ~= 'W' then
-      if redis.call('HINCRBY', book.ko, key, -1) <= 0 then redis.call('HDEL', book.ko, key) end
-    end
+    if rec and not isTerminal(rec) then keyGiveUp(book, key, seq, rec) end
     redis.call('ZREM', leased, seq)
     redis.call('ZREM', avail, seq)
     keyWait(book, key, seq)

@@ -149,3 +149,14 @@ export function advance(part: GroupPartition): void {
     part.frontier = next;
   }
 }
+
+/** The group's live leases (leased, not expired at `now`), across every partition: groupInfo's inflight, groupConcurrency's count. */
+export function liveLeases(g: MemGroup, now: number): number {
+  let n = 0;
+  for (const part of g.parts)
+    for (const q of part.open) {
+      const d = part.deliveries.get(q)!;
+      if (d.state === 'leased' && d.expiresAt > now) n++;
+    }
+  return n;
+}

@@ -10,6 +10,7 @@ import { claimPastDelays, type ClaimRound } from '../delays';
 import {
   advance,
   groupOf,
+  liveLeases,
   open,
   wake,
   type Delivery,
@@ -51,7 +52,7 @@ export const KEY_SCAN = 1000;
 
 /** One claim of up to `req.limit` events; a delayed event reached before its time is parked (see ../delays.ts). */
 function claimRound(req: FetchRequest, s: MemStream, g: MemGroup, now: number): ClaimRound<Lease> {
-  const room = groupRoom(g.config, req.limit, liveLeases(g, now), g.rateLog, now);
+  const room = groupRoom(g.config, req.limit, g.config.groupConcurrency === null ? 0 : liveLeases(g, now), g.rateLog, now);
   const limit = room.limit;
   if (limit === 0) return { leases: [], parked: 0, held: room.held };
   const partitions = req.partitions ?? s.log.map((_, p) => p);
@@ -182,18 +183,6 @@ function passWaits(s: MemStream, g: MemGroup, p: number, scan: Scanned[], before
     part.cursor = e.seq + 1;
     n++;
   }
-  return n;
-}
-
-/** The group's live leases, across every partition. */
-function liveLeases(g: MemGroup, now: number): number {
-  if (g.config.groupConcurrency === null) return 0;
-  let n = 0;
-  for (const part of g.parts)
-    for (const q of part.open) {
-      const d = part.deliveries.get(q)!;
-      if (d.state === 'leased' && d.expiresAt > now) n++;
-    }
   return n;
 }
 

@@ -3,7 +3,7 @@ import type { DeadLetter, GroupInfo, Lag, RheoEvent } from '../../core/types';
 import type { ReplayRequest, ResolvedStart } from '../backend';
 import { copyGroupConfig } from '../copies';
 import { keyPlaces } from '../../core/flow';
-import { groupOf, startParts, wake, type Delivery, type MemGroup, type MemoryContext, type MemStream } from './context';
+import { groupOf, liveLeases, startParts, wake, type Delivery, type MemGroup, type MemoryContext, type MemStream } from './context';
 import { recountKeys, waitingForKey } from './keys';
 import { activePause } from './pause';
 import { toEvent, type StoredEvent } from './partition-log';
@@ -111,13 +111,9 @@ export async function lag(ctx: MemoryContext, stream: string, group: string): Pr
 export async function groupInfo(ctx: MemoryContext, stream: string, group: string): Promise<GroupInfo> {
   const { s, g } = groupOf(ctx, stream, group);
   const now = ctx.clock.now();
-  let inflight = 0;
+  const inflight = liveLeases(g, now);
   let oldest: number | null = null;
   g.parts.forEach((part, p) => {
-    for (const q of part.open) {
-      const d = part.deliveries.get(q)!;
-      if (d.state === 'leased' && d.expiresAt > now) inflight++;
-    }
     const next = s.log[p].get(part.frontier + 1);
     // A delayed event is unsettled from its deliverAt on (before, it is not due: age 0).
     const since = next ? Math.max(next.timestamp, next.deliverAt ?? next.timestamp) : null;

@@ -30,6 +30,21 @@ export type DbClaimed = { attempt: number; max_attempts: number | null } & (
  */
 export const ASYNC_COMMIT = `set_config('synchronous_commit', 'off', true) IS NOT NULL`;
 
+/**
+ * The event of each leased row `l` of a claim's final SELECT (as `e`): one
+ * primary-key probe per row, by LATERAL (and LIMIT: without it the subquery is
+ * pulled up into a join). Joined as a table, the planner hashed every event of
+ * the stream once its statistics predated the appends (2,000 rows read for a
+ * claim of 10: a third of the statement).
+ */
+export function leasedEvent(t: TableNames): string {
+  return `LEFT JOIN LATERAL (
+        SELECT x.* FROM ${t.events} x
+        WHERE x.stream = $1 AND x.sequence = l.sequence AND x.partition = l.partition AND l.lease_id IS NOT NULL
+        LIMIT 1
+      ) e ON true`;
+}
+
 /** The group's maxAttempts as stored, read once by the claim statement ($1 stream, $2 group). */
 export function storedMaxAttempts(t: TableNames): string {
   return `(SELECT max_attempts FROM ${t.groups} WHERE stream = $1 AND name = $2)`;
@@ -273,7 +288,7 @@ export function claimPlan(t: TableNames, mode: 'any' | 'ordered', guarded: boole
       FROM (SELECT * FROM leased UNION ALL SELECT * FROM opened UNION ALL SELECT * FROM expired
             UNION ALL SELECT * FROM voided UNION ALL SELECT * FROM passed) l
       JOIN chosen c ON c.partition = l.partition AND c.sequence = l.sequence
-      LEFT JOIN ${t.events} e ON e.stream = $1 AND e.partition = l.partition AND e.sequence = l.sequence AND l.lease_id IS NOT NULL
+      ${leasedEvent(t)}
       LEFT JOIN buried b ON b.partition = l.partition AND b.sequence = l.sequence AND l.lease_id IS NULL
       ORDER BY c.pos`;
 }

@@ -11,6 +11,7 @@ import {
   expectRefusedWithoutInstall,
   expectUpgraded,
   schemaUpgrade,
+  settleInEveryState,
   type UpgradeDialect,
   writeOrders,
 } from '../support/schema-upgrade';
@@ -47,17 +48,12 @@ describe.each(up.dialects)('$name: upgrade from schema version 2 to 3 (delayed e
   it('version 3 is exactly the two delay columns: its down leaves the version-2 tables with the data', async () => {
     const writer = new Rheo(d.open(clock, 'auto'));
     await writeOrders(writer);
-    // billing: o-0 acked, o-1 nacked for a minute, o-2 dead-lettered, o-3 held under a live lease.
-    const leases = await writer.fetch('orders', 'billing', { limit: 4, leaseMs: 120_000 });
-    const byId = new Map(leases.map((l) => [l.event.id, l]));
-    await writer.ack(byId.get('o-0')!);
-    await writer.nack(byId.get('o-1')!, { delayMs: 60_000, reason: 'later' });
-    await writer.reject(byId.get('o-2')!, { reason: 'poison' });
-    liveLease = byId.get('o-3')!;
+    const states = await settleInEveryState(writer);
+    liveLease = states.liveLease;
     before.events = [...(await writer.read('orders', { partition: 0 })), ...(await writer.read('orders', { partition: 1 }))];
-    before.billing = await writer.lag('orders', 'billing');
-    before.audit = await writer.lag('orders', 'audit');
-    before.dead = await writer.deadLetters('orders', 'billing');
+    before.billing = states.billingLag;
+    before.audit = states.auditLag;
+    before.dead = states.dead;
     await writer.close();
 
     expect(await delayColumns(d)).toEqual(['delayed_to', 'deliver_at']);

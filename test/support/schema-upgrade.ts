@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import { type Backend, type ManualClock, postgresBackend, Rheo, sqliteBackend } from '../../lib';
+import { type Backend, type DeadLetter, type Lag, type Lease, type ManualClock, postgresBackend, Rheo, sqliteBackend } from '../../lib';
 import { PG_SCHEMA } from '../../lib/backends/postgres/schema';
 import { pgTables, sqliteTables } from '../../lib/backends/sql/names';
 import { SQLITE_SCHEMA } from '../../lib/backends/sqlite/schema';
@@ -108,6 +108,34 @@ export async function writeOrders(writer: Rheo): Promise<void> {
     'orders',
     Array.from({ length: 6 }, (_, i) => ({ id: `o-${i}`, partition: i % 2, type: 'order', payload: { i } })),
   );
+}
+
+/** What {@link settleInEveryState} left: the live lease, and the answers the upgraded store must give alike. */
+export interface EveryState {
+  liveLease: Lease;
+  billingLag: Lag;
+  auditLag: Lag;
+  dead: DeadLetter[];
+}
+
+/**
+ * After writeOrders: billing's o-0 acked, o-1 nacked for a minute, o-2
+ * dead-lettered, o-3 held under a live lease (two minutes); o-4 and o-5 never
+ * offered.
+ */
+export async function settleInEveryState(writer: Rheo): Promise<EveryState> {
+  const leases = await writer.fetch('orders', 'billing', { limit: 4, leaseMs: 120_000 });
+  expect(leases.map((l) => l.event.id).sort()).toEqual(['o-0', 'o-1', 'o-2', 'o-3']);
+  const byId = new Map(leases.map((l) => [l.event.id, l]));
+  await writer.ack(byId.get('o-0')!);
+  await writer.nack(byId.get('o-1')!, { delayMs: 60_000, reason: 'later' });
+  await writer.reject(byId.get('o-2')!, { reason: 'poison' });
+  return {
+    liveLease: byId.get('o-3')!,
+    billingLag: await writer.lag('orders', 'billing'),
+    auditLag: await writer.lag('orders', 'audit'),
+    dead: await writer.deadLetters('orders', 'billing'),
+  };
 }
 
 /** Take the tables back to version `up.from` and check the version records say so. */

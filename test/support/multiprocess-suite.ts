@@ -111,10 +111,10 @@ export function runMultiprocessSuite(target: MultiprocessTarget): void {
       // The killed child's last acks may have committed without their report reaching us: the store is the judge.
       expect(leaseViolations(histories, ids, [0])).toEqual([]);
       expect(await rheo.groupInfo('mp-kill', 'g')).toMatchObject({ inflight: 0, deadLetters: 0, lag: { lag: 0 } });
-      // Some of the killed child's leases were taken over after they expired.
-      const redelivered = [...histories.values()].filter((hs) => hs.length > 1);
-      expect(redelivered.length).toBeGreaterThan(0);
-      expect(redelivered.some((hs) => hs[0].child === 0)).toBe(true);
+      // Some of the killed child's leases were taken over after they expired: another process leased them on a
+      // later attempt. The store counts the attempt; the killed child's own report of the lease may have died with it.
+      const takenOver = [...histories.values()].filter((hs) => hs.some((h) => h.attempt > 1 && h.child !== 0));
+      expect(takenOver.length).toBeGreaterThan(0);
     }, 240_000);
   });
 }
